@@ -1,0 +1,458 @@
+package namespace
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/bfs-go/bfs/internal/fspath"
+	"github.com/bfs-go/bfs/proto/bfspb"
+)
+
+// Defaults and limits of new entries.
+const (
+	DefaultFileMode    = 0o644
+	DefaultDirMode     = 0o755
+	DefaultReplication = 3
+	MaxReplication     = 16
+	maxMode            = 0o7777
+)
+
+// Result is what a command did.
+type Result struct {
+	// Info is the entry the command created or changed (nil for deletes).
+	Info *bfspb.FileInfo
+	// Freed lists the blocks of files the command removed (deleted or
+	// overwritten); their replicas can be dropped.
+	Freed []*bfspb.BlockMeta
+}
+
+// Apply executes cmd as one Pebble batch committed with pebble.Sync. When it
+// returns nil the mutation is durable.
+func (s *Store) Apply(cmd *bfspb.Command) (*Result, error) {
+	if s.closed.Load() {
+		return nil, ErrClosed
+	}
+	if err := validate(cmd); err != nil {
+		return nil, err
+	}
+	for {
+		reads, writes, err := s.lockSet(cmd)
+		if err != nil {
+			return nil, err
+		}
+		release := s.locks.acquire(reads, writes)
+		res, err := s.applyLocked(cmd, reads, writes)
+		release()
+		if !errors.Is(err, errRetry) {
+			return res, err
+		}
+	}
+}
+
+// errRetry says the lock set chosen before locking no longer fits the state.
+var errRetry = errors.New("namespace: retry with a new lock set")
+
+func (s *Store) applyLocked(cmd *bfspb.Command, reads, writes []string) (*Result, error) {
+	b := s.db.NewIndexedBatch()
+	defer b.Close()
+	if m := cmd.GetMkdir(); m != nil && m.Parents && !stillFits(b, m.Path, writes) {
+		return nil, errRetry
+	}
+	res, err := apply(b, cmd)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return nil, fmt.Errorf("namespace: commit: %w", err)
+	}
+	for _, id := range commandIDs(cmd) {
+		s.observeID(id)
+	}
+	return res, nil
+}
+
+// validate refuses commands with paths that are not normalized, so nothing
+// unnormalized reaches the apply step, whoever built the command.
+func validate(cmd *bfspb.Command) error {
+	for _, p := range commandPaths(cmd) {
+		if c, err := fspath.Clean(p); err != nil || c != p {
+			return fmt.Errorf("%w: path %q is not normalized", ErrInvalid, p)
+		}
+	}
+	return nil
+}
+
+func commandPaths(cmd *bfspb.Command) []string {
+	switch op := cmd.Op.(type) {
+	case *bfspb.Command_Mkdir:
+		return []string{op.Mkdir.Path}
+	case *bfspb.Command_Create:
+		return []string{op.Create.Path}
+	case *bfspb.Command_DeleteFile:
+		return []string{op.DeleteFile.Path}
+	case *bfspb.Command_DeleteDir:
+		return []string{op.DeleteDir.Path}
+	case *bfspb.Command_Rename:
+		return []string{op.Rename.Src, op.Rename.Dst}
+	case *bfspb.Command_Chmod:
+		return []string{op.Chmod.Path}
+	}
+	return nil
+}
+
+func commandIDs(cmd *bfspb.Command) []uint64 {
+	switch op := cmd.Op.(type) {
+	case *bfspb.Command_Mkdir:
+		return op.Mkdir.Ids
+	case *bfspb.Command_Create:
+		return []uint64{op.Create.Id}
+	}
+	return nil
+}
+
+// lockSet picks the paths cmd reads and writes. Every mutation read-locks
+// the ancestors of what it changes, so nobody renames or deletes them
+// underneath it, and write-locks the entries it changes, so nobody else
+// creates, deletes or renames them at the same time.
+func (s *Store) lockSet(cmd *bfspb.Command) (reads, writes []string, err error) {
+	switch op := cmd.Op.(type) {
+	case *bfspb.Command_Mkdir:
+		if op.Mkdir.Parents {
+			return s.mkdirAllLockSet(op.Mkdir.Path)
+		}
+	case *bfspb.Command_Rename:
+		reads = append(ancestors(op.Rename.Src), ancestors(op.Rename.Dst)...)
+		return reads, []string{op.Rename.Src, op.Rename.Dst}, nil
+	case *bfspb.Command_OpenSession, *bfspb.Command_CloseSession:
+		return nil, nil, nil
+	}
+	p := commandPaths(cmd)
+	if len(p) != 1 {
+		return nil, nil, fmt.Errorf("%w: unknown command %T", ErrInvalid, cmd.Op)
+	}
+	return ancestors(p[0]), p, nil
+}
+
+// mkdirAllLockSet write-locks the components of path that do not exist
+// yet (they may be created) and read-locks the ones that do. What exists is
+// read before locking; stillFits checks it again under the locks.
+func (s *Store) mkdirAllLockSet(path string) (reads, writes []string, err error) {
+	all := append(ancestors(path), path)
+	n := existingPrefix(s.db, all)
+	if n == len(all) {
+		n-- // everything exists: lock the leaf to read it consistently
+	}
+	return all[:n], all[n:], nil
+}
+
+// stillFits reports whether the components of path that do not exist are
+// all among the write-locked ones.
+func stillFits(r pebble.Reader, path string, writes []string) bool {
+	all := append(ancestors(path), path)
+	return existingPrefix(r, all) >= len(all)-len(writes)
+}
+
+// existingPrefix returns how many leading paths of all exist as
+// directories (all[0] is the root, which always does).
+func existingPrefix(r pebble.Reader, all []string) int {
+	info, err := getInfo(r, entryKey(rootParentID, ""))
+	if err != nil {
+		return 0
+	}
+	for i := 1; i < len(all); i++ {
+		info, err = getInfo(r, entryKey(info.EntryId, fspath.Base(all[i])))
+		if err != nil || info.Type != bfspb.FileType_FILE_TYPE_DIR {
+			return i
+		}
+	}
+	return len(all)
+}
+
+// ancestors returns the strict ancestors of a normalized path, root first.
+func ancestors(p string) []string {
+	if p == fspath.Root {
+		return nil
+	}
+	comps := fspath.Split(p)
+	out := make([]string, 0, len(comps))
+	for i := range comps {
+		out = append(out, fspath.Join(comps[:i]))
+	}
+	return out
+}
+
+// apply is the deterministic step: state + command -> batch contents.
+func apply(b *pebble.Batch, cmd *bfspb.Command) (*Result, error) {
+	switch op := cmd.Op.(type) {
+	case *bfspb.Command_Mkdir:
+		return applyMkdir(b, op.Mkdir, cmd.TimeNs)
+	case *bfspb.Command_Create:
+		return applyCreate(b, op.Create, cmd.TimeNs)
+	case *bfspb.Command_DeleteFile:
+		return applyDeleteFile(b, op.DeleteFile)
+	case *bfspb.Command_DeleteDir:
+		return applyDeleteDir(b, op.DeleteDir)
+	case *bfspb.Command_Rename:
+		return applyRename(b, op.Rename, cmd.TimeNs)
+	case *bfspb.Command_Chmod:
+		return applyChmod(b, op.Chmod, cmd.TimeNs)
+	case *bfspb.Command_OpenSession:
+		return applyOpenSession(b, op.OpenSession)
+	case *bfspb.Command_CloseSession:
+		return &Result{}, b.Delete(sessionKey(op.CloseSession.SessionId), nil)
+	}
+	return nil, fmt.Errorf("%w: unknown command %T", ErrInvalid, cmd.Op)
+}
+
+func newEntry(parent *bfspb.FileInfo, name string, id uint64, t bfspb.FileType, mode uint32, now int64) *bfspb.FileInfo {
+	return &bfspb.FileInfo{
+		EntryId:  id,
+		ParentId: parent.EntryId,
+		Name:     name,
+		Type:     t,
+		Mode:     mode,
+		CtimeNs:  now,
+		MtimeNs:  now,
+	}
+}
+
+func applyMkdir(b *pebble.Batch, c *bfspb.MkdirCmd, now int64) (*Result, error) {
+	mode, err := checkMode(c.Mode, DefaultDirMode)
+	if err != nil {
+		return nil, err
+	}
+	if c.Path == fspath.Root {
+		if c.Parents {
+			return lookupResult(b, c.Path)
+		}
+		return nil, ErrExists
+	}
+	comps := fspath.Split(c.Path)
+	if len(c.Ids) < len(comps) && (c.Parents || len(c.Ids) < 1) {
+		return nil, fmt.Errorf("%w: mkdir command carries %d ids", ErrInvalid, len(c.Ids))
+	}
+	dir, err := getInfo(b, entryKey(rootParentID, ""))
+	if err != nil {
+		return nil, err
+	}
+	for i, name := range comps {
+		last := i == len(comps)-1
+		next, err := getInfo(b, entryKey(dir.EntryId, name))
+		switch {
+		case err == nil && next.Type != bfspb.FileType_FILE_TYPE_DIR:
+			if last {
+				return nil, ErrExists
+			}
+			return nil, ErrNotDirectory
+		case err == nil && last && !c.Parents:
+			return nil, ErrExists
+		case err == nil:
+			dir = next
+			continue
+		case !errors.Is(err, ErrNotFound):
+			return nil, err
+		case !last && !c.Parents:
+			return nil, ErrNotFound
+		}
+		id := c.Ids[0]
+		if c.Parents {
+			id = c.Ids[i]
+		}
+		next = newEntry(dir, name, id, bfspb.FileType_FILE_TYPE_DIR, mode, now)
+		if err := putEntry(b, next); err != nil {
+			return nil, err
+		}
+		dir = next
+	}
+	return &Result{Info: dir}, nil
+}
+
+func applyCreate(b *pebble.Batch, c *bfspb.CreateCmd, now int64) (*Result, error) {
+	mode, err := checkMode(c.Mode, DefaultFileMode)
+	if err != nil {
+		return nil, err
+	}
+	repl := c.Replication
+	if repl == 0 {
+		repl = DefaultReplication
+	}
+	if repl > MaxReplication {
+		return nil, fmt.Errorf("%w: replication %d over %d", ErrInvalid, repl, MaxReplication)
+	}
+	if c.OpenForWrite && c.SessionId == "" {
+		return nil, fmt.Errorf("%w: opening a file for write needs a session", ErrInvalid)
+	}
+	if c.Path == fspath.Root {
+		return nil, ErrIsDirectory
+	}
+	parent, err := lookupDir(b, fspath.Dir(c.Path))
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{}
+	old, err := getInfo(b, entryKey(parent.EntryId, fspath.Base(c.Path)))
+	switch {
+	case err == nil && old.Type == bfspb.FileType_FILE_TYPE_DIR:
+		return nil, ErrIsDirectory
+	case err == nil && !c.Overwrite:
+		return nil, ErrExists
+	case err == nil:
+		res.Freed = old.Blocks
+	case !errors.Is(err, ErrNotFound):
+		return nil, err
+	}
+	info := newEntry(parent, fspath.Base(c.Path), c.Id, bfspb.FileType_FILE_TYPE_FILE, mode, now)
+	info.Replication = repl
+	if c.OpenForWrite {
+		info.WriterSession = c.SessionId
+	}
+	res.Info = info
+	return res, putEntry(b, info)
+}
+
+func applyDeleteFile(b *pebble.Batch, c *bfspb.DeleteFileCmd) (*Result, error) {
+	info, err := lookup(b, c.Path)
+	if err != nil {
+		return nil, err
+	}
+	if info.Type == bfspb.FileType_FILE_TYPE_DIR {
+		return nil, ErrIsDirectory
+	}
+	return &Result{Freed: info.Blocks}, b.Delete(keyOf(info), nil)
+}
+
+func applyDeleteDir(b *pebble.Batch, c *bfspb.DeleteDirCmd) (*Result, error) {
+	if c.Path == fspath.Root {
+		return nil, fmt.Errorf("%w: cannot delete the root directory", ErrInvalid)
+	}
+	dir, err := lookupDir(b, c.Path)
+	if err != nil {
+		return nil, err
+	}
+	if !c.Recursive {
+		empty, err := isEmpty(b, dir)
+		if err != nil {
+			return nil, err
+		}
+		if !empty {
+			return nil, ErrNotEmpty
+		}
+	}
+	// Collect first: a batch must not change under its own iterator.
+	var keys [][]byte
+	res := &Result{}
+	err = walk(b, dir, func(key []byte, info *bfspb.FileInfo) {
+		keys = append(keys, key)
+		res.Freed = append(res.Freed, info.Blocks...)
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range keys {
+		if err := b.Delete(k, nil); err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func isEmpty(r pebble.Reader, dir *bfspb.FileInfo) (bool, error) {
+	lower, upper := childBounds(dir.EntryId)
+	empty := true
+	err := scan(r, lower, upper, func([]byte, *bfspb.FileInfo) bool {
+		empty = false
+		return false
+	})
+	return empty, err
+}
+
+func applyRename(b *pebble.Batch, c *bfspb.RenameCmd, now int64) (*Result, error) {
+	if c.Src == fspath.Root || c.Dst == fspath.Root {
+		return nil, fmt.Errorf("%w: cannot rename the root directory", ErrInvalid)
+	}
+	src, err := lookup(b, c.Src)
+	if err != nil {
+		return nil, err
+	}
+	if c.Src == c.Dst {
+		return &Result{Info: src}, nil
+	}
+	if src.Type == bfspb.FileType_FILE_TYPE_DIR && fspath.Within(c.Dst, c.Src) {
+		return nil, fmt.Errorf("%w: cannot move %s into its own subtree", ErrInvalid, c.Src)
+	}
+	parent, err := lookupDir(b, fspath.Dir(c.Dst))
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{}
+	old, err := getInfo(b, entryKey(parent.EntryId, fspath.Base(c.Dst)))
+	switch {
+	case err == nil && old.Type == bfspb.FileType_FILE_TYPE_DIR:
+		return nil, ErrExists
+	case err == nil && src.Type == bfspb.FileType_FILE_TYPE_DIR:
+		return nil, ErrNotDirectory
+	case err == nil:
+		res.Freed = old.Blocks
+	case !errors.Is(err, ErrNotFound):
+		return nil, err
+	}
+	if err := b.Delete(keyOf(src), nil); err != nil {
+		return nil, err
+	}
+	moved := proto.Clone(src).(*bfspb.FileInfo)
+	moved.ParentId, moved.Name, moved.CtimeNs = parent.EntryId, fspath.Base(c.Dst), now
+	res.Info = moved
+	return res, putEntry(b, moved)
+}
+
+func applyChmod(b *pebble.Batch, c *bfspb.ChmodCmd, now int64) (*Result, error) {
+	if c.Mode > maxMode {
+		return nil, fmt.Errorf("%w: mode %o", ErrInvalid, c.Mode)
+	}
+	info, err := lookup(b, c.Path)
+	if err != nil {
+		return nil, err
+	}
+	info.Mode, info.CtimeNs = c.Mode, now
+	return &Result{Info: info}, putEntry(b, info)
+}
+
+func applyOpenSession(b *pebble.Batch, c *bfspb.OpenSessionCmd) (*Result, error) {
+	if c.Session.GetSessionId() == "" {
+		return nil, fmt.Errorf("%w: session without id", ErrInvalid)
+	}
+	v, err := proto.Marshal(c.Session)
+	if err != nil {
+		return nil, err
+	}
+	return &Result{}, b.Set(sessionKey(c.Session.SessionId), v, nil)
+}
+
+func lookupResult(r pebble.Reader, path string) (*Result, error) {
+	info, err := lookup(r, path)
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Info: info}, nil
+}
+
+// putEntry stores info and records its id in the counter.
+func putEntry(b *pebble.Batch, info *bfspb.FileInfo) error {
+	if err := putInfo(b, keyOf(info), info); err != nil {
+		return err
+	}
+	return b.Merge(keyNextID, encodeUint64(info.EntryId), nil)
+}
+
+func checkMode(mode, def uint32) (uint32, error) {
+	if mode == 0 {
+		return def, nil
+	}
+	if mode > maxMode {
+		return 0, fmt.Errorf("%w: mode %o", ErrInvalid, mode)
+	}
+	return mode, nil
+}

@@ -1,0 +1,14 @@
+package namespace
+
+import "errors"
+
+// Sentinel errors; the nameserver maps each to one protocol status code.
+var (
+	ErrNotFound     = errors.New("no such file or directory")
+	ErrExists       = errors.New("file exists")
+	ErrNotDirectory = errors.New("not a directory")
+	ErrIsDirectory  = errors.New("is a directory")
+	ErrNotEmpty     = errors.New("directory not empty")
+	ErrInvalid      = errors.New("invalid argument")
+	ErrClosed       = errors.New("namespace closed")
+)

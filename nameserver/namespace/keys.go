@@ -1,0 +1,66 @@
+package namespace
+
+import (
+	"encoding/binary"
+)
+
+// Every key the nameserver stores is built here. The first byte is the
+// record kind; nothing else in the code knows the layout.
+const (
+	prefixEntry   byte = 'e' // 'e' + parent id (8 bytes BE) + name -> FileInfo
+	prefixSystem  byte = 's' // 's' + name -> system value
+	prefixSession byte = 'S' // 'S' + session id -> SessionRecord
+)
+
+// RootID is the entry id of "/". The root's own FileInfo is stored under
+// parent id 0 with an empty name.
+const RootID uint64 = 1
+
+// rootParentID is the parent id the root is stored under.
+const rootParentID uint64 = 0
+
+// firstID is the first id handed to an entry other than the root.
+const firstID uint64 = 2
+
+var (
+	// keyNextID holds the highest entry id ever handed out (max-merged).
+	keyNextID = []byte{prefixSystem, 'i', 'd'}
+)
+
+// entryKey returns the key of the entry name in directory parent.
+func entryKey(parent uint64, name string) []byte {
+	k := make([]byte, 9+len(name))
+	k[0] = prefixEntry
+	binary.BigEndian.PutUint64(k[1:9], parent)
+	copy(k[9:], name)
+	return k
+}
+
+// childBounds returns the key range holding the children of dir.
+func childBounds(dir uint64) (lower, upper []byte) {
+	return entryKey(dir, ""), entryKey(dir+1, "")
+}
+
+// childName returns the name part of an entry key.
+func childName(key []byte) string {
+	return string(key[9:])
+}
+
+func sessionKey(id string) []byte {
+	return append([]byte{prefixSession}, id...)
+}
+
+func sessionBounds() (lower, upper []byte) {
+	return []byte{prefixSession}, []byte{prefixSession + 1}
+}
+
+func encodeUint64(v uint64) []byte {
+	return binary.BigEndian.AppendUint64(nil, v)
+}
+
+func decodeUint64(b []byte) uint64 {
+	if len(b) != 8 {
+		return 0
+	}
+	return binary.BigEndian.Uint64(b)
+}

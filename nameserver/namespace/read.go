@@ -1,0 +1,193 @@
+package namespace
+
+import (
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/bfs-go/bfs/internal/fspath"
+	"github.com/bfs-go/bfs/proto/bfspb"
+)
+
+// DefaultListLimit is the page size of List when the caller asks for none;
+// MaxListLimit caps what a caller may ask for.
+const (
+	DefaultListLimit = 1000
+	MaxListLimit     = 10000
+)
+
+// Usage is what DiskUsage adds up.
+type Usage struct {
+	Bytes, Files, Dirs int64
+}
+
+// lookup walks path from the root, one key per component.
+func lookup(r pebble.Reader, path string) (*bfspb.FileInfo, error) {
+	info, err := getInfo(r, entryKey(rootParentID, ""))
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range fspath.Split(path) {
+		if info.Type != bfspb.FileType_FILE_TYPE_DIR {
+			return nil, ErrNotDirectory
+		}
+		if info, err = getInfo(r, entryKey(info.EntryId, name)); err != nil {
+			return nil, err
+		}
+	}
+	return info, nil
+}
+
+// lookupDir is lookup that insists on a directory.
+func lookupDir(r pebble.Reader, path string) (*bfspb.FileInfo, error) {
+	info, err := lookup(r, path)
+	if err != nil {
+		return nil, err
+	}
+	if info.Type != bfspb.FileType_FILE_TYPE_DIR {
+		return nil, ErrNotDirectory
+	}
+	return info, nil
+}
+
+// keyOf is the key an entry is stored under.
+func keyOf(info *bfspb.FileInfo) []byte {
+	if info.EntryId == RootID {
+		return entryKey(rootParentID, "")
+	}
+	return entryKey(info.ParentId, info.Name)
+}
+
+func clean(path string) (string, error) {
+	p, err := fspath.Clean(path)
+	if err != nil {
+		return "", fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	return p, nil
+}
+
+// Stat returns the entry at path.
+func (s *Store) Stat(path string) (*bfspb.FileInfo, error) {
+	p, err := clean(path)
+	if err != nil {
+		return nil, err
+	}
+	if s.closed.Load() {
+		return nil, ErrClosed
+	}
+	return lookup(s.db, p)
+}
+
+// List returns up to limit entries of directory path whose names sort after
+// startAfter, and whether more follow.
+func (s *Store) List(path, startAfter string, limit int) ([]*bfspb.FileInfo, bool, error) {
+	if limit <= 0 {
+		limit = DefaultListLimit
+	}
+	if limit > MaxListLimit {
+		return nil, false, fmt.Errorf("%w: list limit %d over %d", ErrInvalid, limit, MaxListLimit)
+	}
+	p, err := clean(path)
+	if err != nil {
+		return nil, false, err
+	}
+	if s.closed.Load() {
+		return nil, false, ErrClosed
+	}
+	dir, err := lookupDir(s.db, p)
+	if err != nil {
+		return nil, false, err
+	}
+	lower, upper := childBounds(dir.EntryId)
+	if startAfter != "" {
+		lower = append(entryKey(dir.EntryId, startAfter), 0)
+	}
+	var out []*bfspb.FileInfo
+	more := false
+	err = scan(s.db, lower, upper, func(_ []byte, info *bfspb.FileInfo) bool {
+		if len(out) == limit {
+			more = true
+			return false
+		}
+		out = append(out, info)
+		return true
+	})
+	return out, more, err
+}
+
+// DiskUsage adds up the sizes of the files under path.
+func (s *Store) DiskUsage(path string) (Usage, error) {
+	p, err := clean(path)
+	if err != nil {
+		return Usage{}, err
+	}
+	if s.closed.Load() {
+		return Usage{}, ErrClosed
+	}
+	info, err := lookup(s.db, p)
+	if err != nil {
+		return Usage{}, err
+	}
+	var u Usage
+	err = walk(s.db, info, func(_ []byte, e *bfspb.FileInfo) {
+		if e.Type == bfspb.FileType_FILE_TYPE_DIR {
+			u.Dirs++
+		} else {
+			u.Files++
+			u.Bytes += e.Size
+		}
+	})
+	return u, err
+}
+
+// scan calls fn for each entry in [lower, upper) until fn returns false.
+func scan(r pebble.Reader, lower, upper []byte, fn func(key []byte, info *bfspb.FileInfo) bool) error {
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return fmt.Errorf("namespace: iterate: %w", err)
+	}
+	for valid := it.First(); valid; valid = it.Next() {
+		key := append([]byte(nil), it.Key()...)
+		info, err := decodeInfo(key, it.Value())
+		if err != nil {
+			it.Close()
+			return err
+		}
+		if !fn(key, info) {
+			break
+		}
+	}
+	if err := it.Error(); err != nil {
+		it.Close()
+		return fmt.Errorf("namespace: iterate: %w", err)
+	}
+	return it.Close()
+}
+
+// walk calls fn for root and every entry below it, depth first, parents
+// before children.
+func walk(r pebble.Reader, root *bfspb.FileInfo, fn func(key []byte, info *bfspb.FileInfo)) error {
+	fn(keyOf(root), root)
+	if root.Type != bfspb.FileType_FILE_TYPE_DIR {
+		return nil
+	}
+	lower, upper := childBounds(root.EntryId)
+	var dirs []*bfspb.FileInfo
+	err := scan(r, lower, upper, func(key []byte, info *bfspb.FileInfo) bool {
+		if info.Type == bfspb.FileType_FILE_TYPE_DIR {
+			dirs = append(dirs, info)
+		} else {
+			fn(key, info)
+		}
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	for _, d := range dirs {
+		if err := walk(r, d, fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,186 @@
+package namespace
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sync/atomic"
+
+	"github.com/cockroachdb/pebble/v2"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/bfs-go/bfs/proto/bfspb"
+)
+
+// FormatMajorVersion is pinned so an upgrade of Pebble never silently
+// rewrites the on-disk format.
+const FormatMajorVersion = pebble.FormatTableFormatV6
+
+// Options configures a Store.
+type Options struct {
+	// Dir is the Pebble directory; created if missing.
+	Dir string
+	// Logger receives Pebble's log lines; nil discards Info and sends
+	// errors to Pebble's default logger.
+	Logger pebble.Logger
+	// EventListener receives Pebble's events (flushes, compactions, stalls)
+	// for metrics; may be nil.
+	EventListener *pebble.EventListener
+	// CacheBytes is the size of the block cache; 0 means 64 MiB.
+	CacheBytes int64
+}
+
+// Store is the namespace. See the package documentation.
+type Store struct {
+	db    *pebble.DB
+	locks *pathLocks
+	// lastID is the highest entry id handed out.
+	lastID atomic.Uint64
+	closed atomic.Bool
+}
+
+// Open opens (or creates) the namespace in opts.Dir.
+func Open(opts Options) (*Store, error) {
+	if opts.Dir == "" {
+		return nil, fmt.Errorf("namespace: %w: empty data directory", ErrInvalid)
+	}
+	cacheBytes := opts.CacheBytes
+	if cacheBytes == 0 {
+		cacheBytes = 64 << 20
+	}
+	cache := pebble.NewCache(cacheBytes)
+	defer cache.Unref()
+	po := &pebble.Options{
+		Cache:              cache,
+		FormatMajorVersion: FormatMajorVersion,
+		Merger:             maxMerger,
+		Logger:             opts.Logger,
+		EventListener:      opts.EventListener,
+	}
+	db, err := pebble.Open(opts.Dir, po)
+	if err != nil {
+		return nil, fmt.Errorf("namespace: open %s: %w", opts.Dir, err)
+	}
+	s := &Store{db: db, locks: newPathLocks()}
+	if err := s.init(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// init creates the root on a new store and loads the id counter.
+func (s *Store) init() error {
+	last, err := s.getUint64(keyNextID)
+	if err != nil {
+		return err
+	}
+	s.lastID.Store(max(last, firstID-1))
+	_, err = s.get(entryKey(rootParentID, ""))
+	if !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	root := &bfspb.FileInfo{EntryId: RootID, Type: bfspb.FileType_FILE_TYPE_DIR, Mode: 0o755}
+	b := s.db.NewBatch()
+	defer b.Close()
+	if err := putInfo(b, entryKey(rootParentID, ""), root); err != nil {
+		return err
+	}
+	return b.Commit(pebble.Sync)
+}
+
+// Close closes the store. Calls after Close fail with ErrClosed.
+func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	return s.db.Close()
+}
+
+// AllocIDs reserves n new entry ids for a command. Ids are handed out in
+// memory and recorded durably by the batch of the command that uses them;
+// ids of commands that fail are simply skipped.
+func (s *Store) AllocIDs(n int) []uint64 {
+	last := s.lastID.Add(uint64(n))
+	ids := make([]uint64, n)
+	for i := range ids {
+		ids[i] = last - uint64(n-1-i)
+	}
+	return ids
+}
+
+// observeID raises the in-memory counter to at least id, so a replayed or
+// replicated command's ids are never handed out again.
+func (s *Store) observeID(id uint64) {
+	for {
+		cur := s.lastID.Load()
+		if cur >= id || s.lastID.CompareAndSwap(cur, id) {
+			return
+		}
+	}
+}
+
+// get reads a FileInfo by key from r (the DB, or an indexed batch).
+func getInfo(r pebble.Reader, key []byte) (*bfspb.FileInfo, error) {
+	v, closer, err := r.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("namespace: read: %w", err)
+	}
+	defer closer.Close()
+	return decodeInfo(key, v)
+}
+
+func decodeInfo(key, value []byte) (*bfspb.FileInfo, error) {
+	info := &bfspb.FileInfo{}
+	if err := proto.Unmarshal(value, info); err != nil {
+		return nil, fmt.Errorf("namespace: corrupt entry %x: %w", key, err)
+	}
+	return info, nil
+}
+
+func (s *Store) get(key []byte) (*bfspb.FileInfo, error) {
+	if s.closed.Load() {
+		return nil, ErrClosed
+	}
+	return getInfo(s.db, key)
+}
+
+func (s *Store) getUint64(key []byte) (uint64, error) {
+	v, closer, err := s.db.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("namespace: read: %w", err)
+	}
+	defer closer.Close()
+	return decodeUint64(v), nil
+}
+
+func putInfo(b *pebble.Batch, key []byte, info *bfspb.FileInfo) error {
+	v, err := proto.Marshal(info)
+	if err != nil {
+		return fmt.Errorf("namespace: encode entry: %w", err)
+	}
+	return b.Set(key, v, nil)
+}
+
+// maxMerger keeps the largest of the 8-byte big-endian operands, so
+// counters stay monotonic whatever order concurrent batches commit in.
+var maxMerger = &pebble.Merger{
+	Name: "bfs.max_uint64",
+	Merge: func(_, value []byte) (pebble.ValueMerger, error) {
+		return &maxValue{v: decodeUint64(value)}, nil
+	},
+}
+
+type maxValue struct{ v uint64 }
+
+func (m *maxValue) MergeNewer(value []byte) error { m.v = max(m.v, decodeUint64(value)); return nil }
+func (m *maxValue) MergeOlder(value []byte) error { m.v = max(m.v, decodeUint64(value)); return nil }
+func (m *maxValue) Finish(bool) ([]byte, io.Closer, error) {
+	return encodeUint64(m.v), nil, nil
+}
