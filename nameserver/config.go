@@ -1,0 +1,53 @@
+package nameserver
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/bfs-go/bfs/internal/clock"
+)
+
+// Config configures a nameserver.
+type Config struct {
+	// DataDir holds the namespace (a Pebble directory under it).
+	DataDir string
+	// ListenAddr is where the bfs nameserver command listens; Serve itself
+	// takes a listener.
+	ListenAddr string
+	// MetricsAddr is the HTTP address for Prometheus metrics; "" serves none.
+	MetricsAddr string
+	// MinSessionTTL and MaxSessionTTL bound the TTL a client may ask for.
+	MinSessionTTL, MaxSessionTTL time.Duration
+	// Clock is the source of time; the real clock if nil.
+	Clock clock.Clock
+}
+
+// DefaultConfig returns the configuration of a nameserver on this host.
+func DefaultConfig() Config {
+	return Config{
+		DataDir:       "bfs-data/nameserver",
+		ListenAddr:    "127.0.0.1:8828",
+		MetricsAddr:   "127.0.0.1:8829",
+		MinSessionTTL: time.Second,
+		MaxSessionTTL: 10 * time.Minute,
+	}
+}
+
+func (c *Config) validate() error {
+	if c.DataDir == "" {
+		return fmt.Errorf("nameserver: empty data directory")
+	}
+	if c.MinSessionTTL == 0 {
+		c.MinSessionTTL = time.Second
+	}
+	if c.MaxSessionTTL == 0 {
+		c.MaxSessionTTL = 10 * time.Minute
+	}
+	if c.MinSessionTTL < 0 || c.MaxSessionTTL < c.MinSessionTTL {
+		return fmt.Errorf("nameserver: session TTL bounds [%v, %v] are invalid", c.MinSessionTTL, c.MaxSessionTTL)
+	}
+	if c.Clock == nil {
+		c.Clock = clock.Real{}
+	}
+	return nil
+}

@@ -1,0 +1,157 @@
+package nameserver
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/bfs-go/bfs/internal/fspath"
+	"github.com/bfs-go/bfs/nameserver/namespace"
+	"github.com/bfs-go/bfs/nameserver/session"
+	"github.com/bfs-go/bfs/proto/bfspb"
+)
+
+// cleanPath normalizes a path from the wire.
+func cleanPath(p string) (string, error) {
+	c, err := fspath.Clean(p)
+	if err != nil {
+		return "", fmt.Errorf("%w: %v", namespace.ErrInvalid, err)
+	}
+	return c, nil
+}
+
+// mutate applies cmd on behalf of sessionID (empty: a caller without a
+// session), stamping it with the time.
+func (s *Server) mutate(sessionID string, cmd *bfspb.Command) (*namespace.Result, error) {
+	if sessionID != "" && !s.sessions.Valid(session.ID(sessionID)) {
+		return nil, errSessionInvalid
+	}
+	cmd.TimeNs = s.cfg.Clock.Now().UnixNano()
+	return s.ns.Apply(cmd)
+}
+
+func infoOf(res *namespace.Result) *bfspb.FileInfo {
+	if res == nil {
+		return nil
+	}
+	return res.Info
+}
+
+// Mkdir creates a directory, and with parents every missing ancestor.
+func (s *Server) Mkdir(_ context.Context, req *bfspb.MkdirRequest) (*bfspb.MkdirResponse, error) {
+	res, err := s.mkdir(req)
+	code, msg := statusOf(err)
+	return &bfspb.MkdirResponse{Status: code, Message: msg, Info: infoOf(res)}, nil
+}
+
+func (s *Server) mkdir(req *bfspb.MkdirRequest) (*namespace.Result, error) {
+	p, err := cleanPath(req.Path)
+	if err != nil {
+		return nil, err
+	}
+	n := 1
+	if req.Parents {
+		n = max(len(fspath.Split(p)), 1)
+	}
+	return s.mutate(req.SessionId, &bfspb.Command{Op: &bfspb.Command_Mkdir{Mkdir: &bfspb.MkdirCmd{
+		Path: p, Mode: req.Mode, Parents: req.Parents, Ids: s.ns.AllocIDs(n), SessionId: req.SessionId,
+	}}})
+}
+
+// Create creates a file, optionally open for write by the caller's session.
+func (s *Server) Create(_ context.Context, req *bfspb.CreateRequest) (*bfspb.CreateResponse, error) {
+	res, err := s.create(req)
+	code, msg := statusOf(err)
+	return &bfspb.CreateResponse{Status: code, Message: msg, Info: infoOf(res)}, nil
+}
+
+func (s *Server) create(req *bfspb.CreateRequest) (*namespace.Result, error) {
+	p, err := cleanPath(req.Path)
+	if err != nil {
+		return nil, err
+	}
+	return s.mutate(req.SessionId, &bfspb.Command{Op: &bfspb.Command_Create{Create: &bfspb.CreateCmd{
+		Path: p, Mode: req.Mode, Replication: req.Replication, Overwrite: req.Overwrite,
+		Id: s.ns.AllocIDs(1)[0], SessionId: req.SessionId, OpenForWrite: req.OpenForWrite,
+	}}})
+}
+
+// Stat returns one entry.
+func (s *Server) Stat(_ context.Context, req *bfspb.StatRequest) (*bfspb.StatResponse, error) {
+	info, err := s.ns.Stat(req.Path)
+	code, msg := statusOf(err)
+	return &bfspb.StatResponse{Status: code, Message: msg, Info: info}, nil
+}
+
+// List returns one page of a directory.
+func (s *Server) List(_ context.Context, req *bfspb.ListRequest) (*bfspb.ListResponse, error) {
+	entries, more, err := s.ns.List(req.Path, req.StartAfter, int(req.Limit))
+	code, msg := statusOf(err)
+	return &bfspb.ListResponse{Status: code, Message: msg, Entries: entries, More: more}, nil
+}
+
+// DeleteFile deletes a file.
+func (s *Server) DeleteFile(_ context.Context, req *bfspb.DeleteFileRequest) (*bfspb.DeleteFileResponse, error) {
+	_, err := s.withPath(req.Path, func(p string) (*namespace.Result, error) {
+		return s.mutate(req.SessionId, &bfspb.Command{Op: &bfspb.Command_DeleteFile{DeleteFile: &bfspb.DeleteFileCmd{
+			Path: p, SessionId: req.SessionId}}})
+	})
+	code, msg := statusOf(err)
+	return &bfspb.DeleteFileResponse{Status: code, Message: msg}, nil
+}
+
+// DeleteDir deletes a directory: an empty one, or with recursive its whole
+// subtree.
+func (s *Server) DeleteDir(_ context.Context, req *bfspb.DeleteDirRequest) (*bfspb.DeleteDirResponse, error) {
+	_, err := s.withPath(req.Path, func(p string) (*namespace.Result, error) {
+		return s.mutate(req.SessionId, &bfspb.Command{Op: &bfspb.Command_DeleteDir{DeleteDir: &bfspb.DeleteDirCmd{
+			Path: p, Recursive: req.Recursive, SessionId: req.SessionId}}})
+	})
+	code, msg := statusOf(err)
+	return &bfspb.DeleteDirResponse{Status: code, Message: msg}, nil
+}
+
+// Rename moves a file or directory atomically.
+func (s *Server) Rename(_ context.Context, req *bfspb.RenameRequest) (*bfspb.RenameResponse, error) {
+	err := s.rename(req)
+	code, msg := statusOf(err)
+	return &bfspb.RenameResponse{Status: code, Message: msg}, nil
+}
+
+func (s *Server) rename(req *bfspb.RenameRequest) error {
+	src, err := cleanPath(req.Src)
+	if err != nil {
+		return err
+	}
+	dst, err := cleanPath(req.Dst)
+	if err != nil {
+		return err
+	}
+	_, err = s.mutate(req.SessionId, &bfspb.Command{Op: &bfspb.Command_Rename{Rename: &bfspb.RenameCmd{
+		Src: src, Dst: dst, SessionId: req.SessionId}}})
+	return err
+}
+
+// Chmod changes the mode bits of an entry.
+func (s *Server) Chmod(_ context.Context, req *bfspb.ChmodRequest) (*bfspb.ChmodResponse, error) {
+	_, err := s.withPath(req.Path, func(p string) (*namespace.Result, error) {
+		return s.mutate(req.SessionId, &bfspb.Command{Op: &bfspb.Command_Chmod{Chmod: &bfspb.ChmodCmd{
+			Path: p, Mode: req.Mode, SessionId: req.SessionId}}})
+	})
+	code, msg := statusOf(err)
+	return &bfspb.ChmodResponse{Status: code, Message: msg}, nil
+}
+
+// DiskUsage adds up a subtree.
+func (s *Server) DiskUsage(_ context.Context, req *bfspb.DiskUsageRequest) (*bfspb.DiskUsageResponse, error) {
+	u, err := s.ns.DiskUsage(req.Path)
+	code, msg := statusOf(err)
+	return &bfspb.DiskUsageResponse{Status: code, Message: msg, Bytes: u.Bytes, Files: u.Files, Dirs: u.Dirs}, nil
+}
+
+func (s *Server) withPath(path string, fn func(p string) (*namespace.Result, error)) (*namespace.Result, error) {
+	p, err := cleanPath(path)
+	if err != nil {
+		return nil, err
+	}
+	return fn(p)
+}

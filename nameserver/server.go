@@ -1,0 +1,158 @@
+package nameserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/golang/glog"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/reflection"
+
+	"github.com/bfs-go/bfs/nameserver/namespace"
+	"github.com/bfs-go/bfs/nameserver/session"
+	"github.com/bfs-go/bfs/proto/bfspb"
+)
+
+// Server is a nameserver. See the package documentation.
+type Server struct {
+	bfspb.UnimplementedNameServerServer
+
+	cfg      Config
+	ns       *namespace.Store
+	sessions *session.Manager
+	metrics  *metrics
+	grpc     *grpc.Server
+	health   *health.Server
+
+	stopc     chan struct{}
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// New opens the nameserver's data directory and recovers its state. It
+// does not listen: call Serve.
+func New(cfg Config) (*Server, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, stopc: make(chan struct{})}
+	s.metrics = newMetrics(func() float64 { return float64(len(s.sessions.List())) })
+	ns, err := namespace.Open(namespace.Options{
+		Dir:           filepath.Join(cfg.DataDir, "namespace"),
+		Logger:        glogLogger{},
+		EventListener: s.metrics.pebbleListener(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.ns = ns
+	if err := s.startSessions(); err != nil {
+		ns.Close()
+		return nil, err
+	}
+	s.grpc = grpc.NewServer(
+		grpc.ChainUnaryInterceptor(s.metrics.unaryInterceptor),
+		grpc.WaitForHandlers(true),
+	)
+	bfspb.RegisterNameServerServer(s.grpc, s)
+	s.health = health.NewServer()
+	healthpb.RegisterHealthServer(s.grpc, s.health)
+	s.health.SetServingStatus(bfspb.NameServer_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
+	reflection.Register(s.grpc)
+	return s, nil
+}
+
+func (s *Server) startSessions() error {
+	records, err := s.ns.Sessions()
+	if err != nil {
+		return err
+	}
+	recovered := make([]session.Session, 0, len(records))
+	for _, r := range records {
+		recovered = append(recovered, sessionFromRecord(r))
+	}
+	s.sessions, err = session.NewManager(session.Config{
+		Clock:  s.cfg.Clock,
+		Store:  sessionStore{s},
+		MinTTL: s.cfg.MinSessionTTL,
+		MaxTTL: s.cfg.MaxSessionTTL,
+		OnEnd:  s.onSessionEnd,
+	}, recovered)
+	if err == nil {
+		glog.Infof("recovered %d sessions, each with a full TTL", len(recovered))
+	}
+	return err
+}
+
+// Serve answers RPCs on lis (and metrics on cfg.MetricsAddr) until ctx is
+// done or Close is called.
+func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
+	var mlis net.Listener
+	if s.cfg.MetricsAddr != "" {
+		var err error
+		if mlis, err = net.Listen("tcp", s.cfg.MetricsAddr); err != nil {
+			return fmt.Errorf("nameserver: metrics listener: %w", err)
+		}
+	}
+	errc := make(chan error, 2)
+	go func() { errc <- s.grpc.Serve(lis) }()
+	var hs *http.Server
+	if mlis != nil {
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{}))
+		hs = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go func() { errc <- hs.Serve(mlis) }()
+		glog.Infof("metrics on http://%s/metrics", mlis.Addr())
+	}
+	glog.Infof("nameserver serving on %s", lis.Addr())
+	var err error
+	select {
+	case <-ctx.Done():
+	case <-s.stopc:
+	case err = <-errc:
+	}
+	s.stopServing()
+	if hs != nil {
+		hs.Close()
+	}
+	if errors.Is(err, grpc.ErrServerStopped) || errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}
+
+// stopServing lets RPCs in flight finish for a moment, then cuts them.
+func (s *Server) stopServing() {
+	s.health.Shutdown()
+	done := make(chan struct{})
+	go func() { s.grpc.GracefulStop(); close(done) }()
+	t := time.NewTimer(2 * time.Second)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		s.grpc.Stop()
+		<-done
+	}
+}
+
+// Close stops serving, stops the session goroutine and closes the store.
+// It is safe to call more than once.
+func (s *Server) Close() error {
+	s.closeOnce.Do(func() {
+		close(s.stopc)
+		s.grpc.Stop()
+		s.sessions.Close()
+		s.closeErr = s.ns.Close()
+	})
+	return s.closeErr
+}

@@ -1,0 +1,63 @@
+package session
+
+import (
+	"errors"
+	"strconv"
+	"time"
+)
+
+// ID names a session. Manager issues 32 hex digits from 16 random bytes, so
+// an ID cannot be guessed: holding it is what entitles a client to act for
+// the session.
+type ID string
+
+// Session is what is known about a session, and what Store persists.
+// Its deadline is deliberately not part of it: deadlines live only in
+// memory, on this process's monotonic clock.
+type Session struct {
+	ID     ID
+	Holder string        // who opened it, for display and audit
+	TTL    time.Duration // lifetime granted by each Grant or Renew
+	Opened time.Time     // wall clock, for display only; never used for expiry
+}
+
+// Info is a live session as listed, with the time it has left.
+type Info struct {
+	Session
+	Remaining time.Duration
+}
+
+// EndReason says why a session ended.
+type EndReason int
+
+const (
+	// Closed: the holder closed it.
+	Closed EndReason = iota + 1
+	// Expired: its deadline passed without a keep-alive.
+	Expired
+)
+
+func (r EndReason) String() string {
+	switch r {
+	case Closed:
+		return "closed"
+	case Expired:
+		return "expired"
+	default:
+		return "EndReason(" + strconv.Itoa(int(r)) + ")"
+	}
+}
+
+var (
+	// ErrNotFound: no such session. It never existed, or it has ended and
+	// been forgotten.
+	ErrNotFound = errors.New("session not found")
+	// ErrExpired: the session's deadline has passed. It cannot be renewed.
+	ErrExpired = errors.New("session expired")
+	// ErrInvalidTTL: a requested TTL is outside the allowed range.
+	ErrInvalidTTL = errors.New("invalid session ttl")
+	// ErrInvalidHolder: a holder name is empty, too long or not UTF-8.
+	ErrInvalidHolder = errors.New("invalid session holder")
+	// ErrClosed: the Manager has been closed.
+	ErrClosed = errors.New("session manager closed")
+)

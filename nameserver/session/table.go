@@ -1,0 +1,162 @@
+package session
+
+import (
+	"container/heap"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Table is the pure session state machine: sessions by id, and a min-heap of
+// them by deadline so expiry costs O(log n) per expired session and nothing
+// for the live ones. It does no I/O, reads no clock (every method that needs
+// the time takes now) and is not safe for concurrent use.
+//
+// A session whose deadline is <= now is expired even before Expire removes
+// it: Renew refuses it and List leaves it out.
+type Table struct {
+	byID map[ID]*entry
+	heap deadlineHeap
+}
+
+type entry struct {
+	s        Session
+	deadline time.Time
+	index    int // position in the heap, kept by deadlineHeap.Swap
+}
+
+// NewTable returns an empty Table.
+func NewTable() *Table {
+	return &Table{byID: make(map[ID]*entry)}
+}
+
+// Grant inserts s, or replaces the session with the same ID, with deadline
+// now+s.TTL.
+func (t *Table) Grant(s Session, now time.Time) {
+	deadline := now.Add(s.TTL)
+	if e, ok := t.byID[s.ID]; ok {
+		e.s, e.deadline = s, deadline
+		heap.Fix(&t.heap, e.index)
+		return
+	}
+	e := &entry{s: s, deadline: deadline}
+	t.byID[s.ID] = e
+	heap.Push(&t.heap, e)
+}
+
+// Renew moves the deadline of session id to now+TTL and returns the TTL.
+// It fails with ErrNotFound for an unknown id and with ErrExpired for a
+// session whose deadline has passed but that Expire has not removed yet: a
+// keep-alive that arrives late does not bring a session back.
+func (t *Table) Renew(id ID, now time.Time) (time.Duration, error) {
+	e, ok := t.byID[id]
+	if !ok {
+		return 0, fmt.Errorf("renew session %s: %w", id, ErrNotFound)
+	}
+	if !now.Before(e.deadline) {
+		return 0, fmt.Errorf("renew session %s, %v after its deadline: %w",
+			id, now.Sub(e.deadline), ErrExpired)
+	}
+	e.deadline = now.Add(e.s.TTL)
+	heap.Fix(&t.heap, e.index)
+	return e.s.TTL, nil
+}
+
+// Revoke removes session id, expired or not, and returns it.
+func (t *Table) Revoke(id ID) (Session, bool) {
+	e, ok := t.byID[id]
+	if !ok {
+		return Session{}, false
+	}
+	heap.Remove(&t.heap, e.index)
+	delete(t.byID, id)
+	return e.s, true
+}
+
+// Get returns session id and its deadline, whether or not it has passed.
+func (t *Table) Get(id ID) (s Session, deadline time.Time, ok bool) {
+	e, ok := t.byID[id]
+	if !ok {
+		return Session{}, time.Time{}, false
+	}
+	return e.s, e.deadline, true
+}
+
+// Expire removes and returns every session whose deadline is <= now, in
+// deadline order (ties by ID). It returns nil if none is due.
+func (t *Table) Expire(now time.Time) []Session {
+	var ended []Session
+	for len(t.heap.entries) > 0 && !t.heap.entries[0].deadline.After(now) {
+		e := heap.Pop(&t.heap).(*entry)
+		delete(t.byID, e.s.ID)
+		ended = append(ended, e.s)
+	}
+	return ended
+}
+
+// NextDeadline returns the earliest deadline, if there is any session.
+func (t *Table) NextDeadline() (time.Time, bool) {
+	if len(t.heap.entries) == 0 {
+		return time.Time{}, false
+	}
+	return t.heap.entries[0].deadline, true
+}
+
+// List returns the sessions still live at now, sorted by ID. It is the one
+// method that visits every session; it is meant for operators, not for any
+// per-request path.
+func (t *Table) List(now time.Time) []Info {
+	infos := make([]Info, 0, len(t.byID))
+	for _, e := range t.byID {
+		if remaining := e.deadline.Sub(now); remaining > 0 {
+			infos = append(infos, Info{Session: e.s, Remaining: remaining})
+		}
+	}
+	slices.SortFunc(infos, func(a, b Info) int { return strings.Compare(string(a.ID), string(b.ID)) })
+	return infos
+}
+
+// Len returns the number of sessions, including expired ones Expire has not
+// removed yet.
+func (t *Table) Len() int { return len(t.byID) }
+
+// deadlineHeap implements heap.Interface, earliest deadline first.
+type deadlineHeap struct {
+	entries []*entry
+	// compares counts calls to Less, so tests can check that expiry does
+	// O(log n) work per expired session rather than scanning the table.
+	compares int
+}
+
+func (h *deadlineHeap) Len() int { return len(h.entries) }
+
+func (h *deadlineHeap) Less(i, j int) bool {
+	h.compares++
+	a, b := h.entries[i], h.entries[j]
+	if c := a.deadline.Compare(b.deadline); c != 0 {
+		return c < 0
+	}
+	return a.s.ID < b.s.ID // deterministic order for equal deadlines
+}
+
+func (h *deadlineHeap) Swap(i, j int) {
+	h.entries[i], h.entries[j] = h.entries[j], h.entries[i]
+	h.entries[i].index = i
+	h.entries[j].index = j
+}
+
+func (h *deadlineHeap) Push(x any) {
+	e := x.(*entry)
+	e.index = len(h.entries)
+	h.entries = append(h.entries, e)
+}
+
+func (h *deadlineHeap) Pop() any {
+	last := len(h.entries) - 1
+	e := h.entries[last]
+	h.entries[last] = nil // let the entry be collected
+	h.entries = h.entries[:last]
+	e.index = -1
+	return e
+}

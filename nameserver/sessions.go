@@ -1,0 +1,84 @@
+package nameserver
+
+import (
+	"context"
+	"time"
+
+	"github.com/golang/glog"
+
+	"github.com/bfs-go/bfs/nameserver/session"
+	"github.com/bfs-go/bfs/proto/bfspb"
+)
+
+// sessionStore persists sessions through the namespace's apply path.
+type sessionStore struct{ s *Server }
+
+func (st sessionStore) PutSession(_ context.Context, sess session.Session) error {
+	_, err := st.s.ns.Apply(&bfspb.Command{
+		TimeNs: st.s.cfg.Clock.Now().UnixNano(),
+		Op: &bfspb.Command_OpenSession{OpenSession: &bfspb.OpenSessionCmd{Session: &bfspb.SessionRecord{
+			SessionId: string(sess.ID), Holder: sess.Holder, TtlMs: sess.TTL.Milliseconds(), OpenedNs: sess.Opened.UnixNano(),
+		}}},
+	})
+	return err
+}
+
+func (st sessionStore) DeleteSession(_ context.Context, id session.ID) error {
+	_, err := st.s.ns.Apply(&bfspb.Command{
+		TimeNs: st.s.cfg.Clock.Now().UnixNano(),
+		Op:     &bfspb.Command_CloseSession{CloseSession: &bfspb.CloseSessionCmd{SessionId: string(id)}},
+	})
+	return err
+}
+
+func sessionFromRecord(r *bfspb.SessionRecord) session.Session {
+	return session.Session{
+		ID:     session.ID(r.SessionId),
+		Holder: r.Holder,
+		TTL:    time.Duration(r.TtlMs) * time.Millisecond,
+		Opened: time.Unix(0, r.OpenedNs),
+	}
+}
+
+// onSessionEnd runs when a session expires or is closed.
+func (s *Server) onSessionEnd(sess session.Session, why session.EndReason) {
+	glog.Infof("session %s (%s) ended: %v", sess.ID, sess.Holder, why)
+}
+
+// OpenSession grants a session with the asked TTL.
+func (s *Server) OpenSession(ctx context.Context, req *bfspb.OpenSessionRequest) (*bfspb.OpenSessionResponse, error) {
+	sess, err := s.sessions.Open(ctx, req.Holder, time.Duration(req.TtlMs)*time.Millisecond)
+	code, msg := statusOf(err)
+	if err != nil {
+		return &bfspb.OpenSessionResponse{Status: code, Message: msg}, nil
+	}
+	return &bfspb.OpenSessionResponse{Status: code, SessionId: string(sess.ID), TtlMs: sess.TTL.Milliseconds()}, nil
+}
+
+// KeepAlive renews a session for another TTL.
+func (s *Server) KeepAlive(_ context.Context, req *bfspb.KeepAliveRequest) (*bfspb.KeepAliveResponse, error) {
+	ttl, err := s.sessions.KeepAlive(session.ID(req.SessionId))
+	code, msg := statusOf(err)
+	return &bfspb.KeepAliveResponse{Status: code, Message: msg, TtlMs: ttl.Milliseconds()}, nil
+}
+
+// CloseSession ends a session now.
+func (s *Server) CloseSession(ctx context.Context, req *bfspb.CloseSessionRequest) (*bfspb.CloseSessionResponse, error) {
+	err := s.sessions.CloseSession(ctx, session.ID(req.SessionId))
+	code, msg := statusOf(err)
+	return &bfspb.CloseSessionResponse{Status: code, Message: msg}, nil
+}
+
+// ListSessions lists the live sessions.
+func (s *Server) ListSessions(context.Context, *bfspb.ListSessionsRequest) (*bfspb.ListSessionsResponse, error) {
+	resp := &bfspb.ListSessionsResponse{}
+	for _, in := range s.sessions.List() {
+		resp.Sessions = append(resp.Sessions, &bfspb.SessionInfo{
+			SessionId:   string(in.ID),
+			Holder:      in.Holder,
+			TtlMs:       in.TTL.Milliseconds(),
+			RemainingMs: in.Remaining.Milliseconds(),
+		})
+	}
+	return resp, nil
+}
