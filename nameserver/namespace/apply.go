@@ -18,6 +18,7 @@ const (
 	DefaultReplication = 3
 	MaxReplication     = 16
 	maxMode            = 0o7777
+	maxSessionIDLen    = 255
 )
 
 // Result is what a command did.
@@ -99,6 +100,12 @@ func commandPaths(cmd *bfspb.Command) []string {
 		return []string{op.Rename.Src, op.Rename.Dst}
 	case *bfspb.Command_Chmod:
 		return []string{op.Chmod.Path}
+	case *bfspb.Command_AddBlock:
+		return []string{op.AddBlock.Path}
+	case *bfspb.Command_SyncBlock:
+		return []string{op.SyncBlock.Path}
+	case *bfspb.Command_CloseFile:
+		return []string{op.CloseFile.Path}
 	}
 	return nil
 }
@@ -109,6 +116,8 @@ func commandIDs(cmd *bfspb.Command) []uint64 {
 		return op.Mkdir.Ids
 	case *bfspb.Command_Create:
 		return []uint64{op.Create.Id}
+	case *bfspb.Command_AddBlock:
+		return []uint64{uint64(op.AddBlock.GetBlock().GetId())}
 	}
 	return nil
 }
@@ -203,6 +212,12 @@ func apply(b *pebble.Batch, cmd *bfspb.Command) (*Result, error) {
 		return applyOpenSession(b, op.OpenSession)
 	case *bfspb.Command_CloseSession:
 		return &Result{}, b.Delete(sessionKey(op.CloseSession.SessionId), nil)
+	case *bfspb.Command_AddBlock:
+		return applyAddBlock(b, op.AddBlock)
+	case *bfspb.Command_SyncBlock:
+		return applySyncBlock(b, op.SyncBlock)
+	case *bfspb.Command_CloseFile:
+		return applyCloseFile(b, op.CloseFile, cmd.TimeNs)
 	}
 	return nil, fmt.Errorf("%w: unknown command %T", ErrInvalid, cmd.Op)
 }
@@ -282,6 +297,9 @@ func applyCreate(b *pebble.Batch, c *bfspb.CreateCmd, now int64) (*Result, error
 	if repl > MaxReplication {
 		return nil, fmt.Errorf("%w: replication %d over %d", ErrInvalid, repl, MaxReplication)
 	}
+	if len(c.SessionId) > maxSessionIDLen {
+		return nil, fmt.Errorf("%w: session id longer than %d bytes", ErrInvalid, maxSessionIDLen)
+	}
 	if c.OpenForWrite && c.SessionId == "" {
 		return nil, fmt.Errorf("%w: opening a file for write needs a session", ErrInvalid)
 	}
@@ -301,6 +319,9 @@ func applyCreate(b *pebble.Batch, c *bfspb.CreateCmd, now int64) (*Result, error
 		return nil, ErrExists
 	case err == nil:
 		res.Freed = old.Blocks
+		if err := deleteEntry(b, old); err != nil {
+			return nil, err
+		}
 	case !errors.Is(err, ErrNotFound):
 		return nil, err
 	}
@@ -321,7 +342,7 @@ func applyDeleteFile(b *pebble.Batch, c *bfspb.DeleteFileCmd) (*Result, error) {
 	if info.Type == bfspb.FileType_FILE_TYPE_DIR {
 		return nil, ErrIsDirectory
 	}
-	return &Result{Freed: info.Blocks}, b.Delete(keyOf(info), nil)
+	return &Result{Freed: info.Blocks}, deleteEntry(b, info)
 }
 
 func applyDeleteDir(b *pebble.Batch, c *bfspb.DeleteDirCmd) (*Result, error) {
@@ -342,17 +363,17 @@ func applyDeleteDir(b *pebble.Batch, c *bfspb.DeleteDirCmd) (*Result, error) {
 		}
 	}
 	// Collect first: a batch must not change under its own iterator.
-	var keys [][]byte
+	var doomed []*bfspb.FileInfo
 	res := &Result{}
-	err = walk(b, dir, func(key []byte, info *bfspb.FileInfo) {
-		keys = append(keys, key)
+	err = walk(b, dir, func(_ []byte, info *bfspb.FileInfo) {
+		doomed = append(doomed, info)
 		res.Freed = append(res.Freed, info.Blocks...)
 	})
 	if err != nil {
 		return nil, err
 	}
-	for _, k := range keys {
-		if err := b.Delete(k, nil); err != nil {
+	for _, info := range doomed {
+		if err := deleteEntry(b, info); err != nil {
 			return nil, err
 		}
 	}
@@ -396,6 +417,9 @@ func applyRename(b *pebble.Batch, c *bfspb.RenameCmd, now int64) (*Result, error
 		return nil, ErrNotDirectory
 	case err == nil:
 		res.Freed = old.Blocks
+		if err := deleteEntry(b, old); err != nil {
+			return nil, err
+		}
 	case !errors.Is(err, ErrNotFound):
 		return nil, err
 	}
@@ -439,12 +463,39 @@ func lookupResult(r pebble.Reader, path string) (*Result, error) {
 	return &Result{Info: info}, nil
 }
 
-// putEntry stores info and records its id in the counter.
+// putEntry stores info, where it is, and its id in the counter.
 func putEntry(b *pebble.Batch, info *bfspb.FileInfo) error {
 	if err := putInfo(b, keyOf(info), info); err != nil {
 		return err
 	}
+	if info.EntryId != RootID {
+		if err := b.Set(idKey(info.EntryId), idValue(info.ParentId, info.Name), nil); err != nil {
+			return err
+		}
+	}
+	if info.WriterSession != "" {
+		if err := b.Set(openKey(info.WriterSession, info.EntryId), nil, nil); err != nil {
+			return err
+		}
+	}
 	return b.Merge(keyNextID, encodeUint64(info.EntryId), nil)
+}
+
+// deleteEntry removes info and every index record that points at it.
+func deleteEntry(b *pebble.Batch, info *bfspb.FileInfo) error {
+	keys := [][]byte{keyOf(info), idKey(info.EntryId)}
+	for _, blk := range info.Blocks {
+		keys = append(keys, blockKey(blk.Id))
+	}
+	if info.WriterSession != "" {
+		keys = append(keys, openKey(info.WriterSession, info.EntryId))
+	}
+	for _, k := range keys {
+		if err := b.Delete(k, nil); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func checkMode(mode, def uint32) (uint32, error) {

@@ -11,4 +11,6 @@ var (
 	ErrNotEmpty     = errors.New("directory not empty")
 	ErrInvalid      = errors.New("invalid argument")
 	ErrClosed       = errors.New("namespace closed")
+	// ErrNotOpen: the file is not open for write by the caller's session.
+	ErrNotOpen = errors.New("file not open for write by this session")
 )

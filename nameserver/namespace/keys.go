@@ -10,6 +10,9 @@ const (
 	prefixEntry   byte = 'e' // 'e' + parent id (8 bytes BE) + name -> FileInfo
 	prefixSystem  byte = 's' // 's' + name -> system value
 	prefixSession byte = 'S' // 'S' + session id -> SessionRecord
+	prefixID      byte = 'i' // 'i' + entry id -> parent id + name (where the entry is)
+	prefixBlock   byte = 'b' // 'b' + block id -> entry id of the file it belongs to
+	prefixOpen    byte = 'w' // 'w' + len + session id + entry id -> "" (files open for write)
 )
 
 // RootID is the entry id of "/". The root's own FileInfo is stored under
@@ -63,4 +66,38 @@ func decodeUint64(b []byte) uint64 {
 		return 0
 	}
 	return binary.BigEndian.Uint64(b)
+}
+
+func idKey(id uint64) []byte {
+	return binary.BigEndian.AppendUint64([]byte{prefixID}, id)
+}
+
+// idValue is where an entry is: its parent id and name.
+func idValue(parent uint64, name string) []byte {
+	return append(binary.BigEndian.AppendUint64(nil, parent), name...)
+}
+
+func blockKey(id int64) []byte {
+	return binary.BigEndian.AppendUint64([]byte{prefixBlock}, uint64(id))
+}
+
+func openKey(session string, entry uint64) []byte {
+	k := append([]byte{prefixOpen, byte(len(session))}, session...)
+	return binary.BigEndian.AppendUint64(k, entry)
+}
+
+// openBounds is the range of open-file keys of session, or of every
+// session if session is "".
+func openBounds(session string) (lower, upper []byte) {
+	if session == "" {
+		return []byte{prefixOpen}, []byte{prefixOpen + 1}
+	}
+	lower = append([]byte{prefixOpen, byte(len(session))}, session...)
+	return lower, append(append([]byte(nil), lower...), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff)
+}
+
+// openKeyEntry returns the session and entry id of an open-file key.
+func openKeyEntry(k []byte) (string, uint64) {
+	n := int(k[1])
+	return string(k[2 : 2+n]), binary.BigEndian.Uint64(k[2+n:])
 }

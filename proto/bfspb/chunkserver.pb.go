@@ -489,6 +489,7 @@ func (x *TruncateRequest) GetSize() int64 {
 type TruncateResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Status        StatusCode             `protobuf:"varint,1,opt,name=status,proto3,enum=bfs.StatusCode" json:"status,omitempty"`
+	Message       string                 `protobuf:"bytes,15,opt,name=message,proto3" json:"message,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -528,6 +529,13 @@ func (x *TruncateResponse) GetStatus() StatusCode {
 		return x.Status
 	}
 	return StatusCode_OK
+}
+
+func (x *TruncateResponse) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
 }
 
 type DeleteBlocksRequest struct {
@@ -577,6 +585,7 @@ func (x *DeleteBlocksRequest) GetBlockIds() []int64 {
 type DeleteBlocksResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Status        StatusCode             `protobuf:"varint,1,opt,name=status,proto3,enum=bfs.StatusCode" json:"status,omitempty"`
+	Message       string                 `protobuf:"bytes,15,opt,name=message,proto3" json:"message,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -616,6 +625,13 @@ func (x *DeleteBlocksResponse) GetStatus() StatusCode {
 		return x.Status
 	}
 	return StatusCode_OK
+}
+
+func (x *DeleteBlocksResponse) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
 }
 
 type GetBlockInfoRequest struct {
@@ -767,13 +783,15 @@ const file_chunkserver_proto_rawDesc = "" +
 	"\aversion\x18\x03 \x01(\x04R\aversion\"@\n" +
 	"\x0fTruncateRequest\x12\x19\n" +
 	"\bblock_id\x18\x01 \x01(\x03R\ablockId\x12\x12\n" +
-	"\x04size\x18\x02 \x01(\x03R\x04size\";\n" +
+	"\x04size\x18\x02 \x01(\x03R\x04size\"U\n" +
 	"\x10TruncateResponse\x12'\n" +
-	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\"2\n" +
+	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
+	"\amessage\x18\x0f \x01(\tR\amessage\"2\n" +
 	"\x13DeleteBlocksRequest\x12\x1b\n" +
-	"\tblock_ids\x18\x01 \x03(\x03R\bblockIds\"?\n" +
+	"\tblock_ids\x18\x01 \x03(\x03R\bblockIds\"Y\n" +
 	"\x14DeleteBlocksResponse\x12'\n" +
-	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\"0\n" +
+	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
+	"\amessage\x18\x0f \x01(\tR\amessage\"0\n" +
 	"\x13GetBlockInfoRequest\x12\x19\n" +
 	"\bblock_id\x18\x01 \x01(\x03R\ablockId\"\x85\x01\n" +
 	"\x14GetBlockInfoResponse\x12'\n" +

@@ -39,6 +39,9 @@ type Command struct {
 	//	*Command_Chmod
 	//	*Command_OpenSession
 	//	*Command_CloseSession
+	//	*Command_AddBlock
+	//	*Command_SyncBlock
+	//	*Command_CloseFile
 	Op            isCommand_Op `protobuf_oneof:"op"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -160,6 +163,33 @@ func (x *Command) GetCloseSession() *CloseSessionCmd {
 	return nil
 }
 
+func (x *Command) GetAddBlock() *AddBlockCmd {
+	if x != nil {
+		if x, ok := x.Op.(*Command_AddBlock); ok {
+			return x.AddBlock
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetSyncBlock() *SyncBlockCmd {
+	if x != nil {
+		if x, ok := x.Op.(*Command_SyncBlock); ok {
+			return x.SyncBlock
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetCloseFile() *CloseFileCmd {
+	if x != nil {
+		if x, ok := x.Op.(*Command_CloseFile); ok {
+			return x.CloseFile
+		}
+	}
+	return nil
+}
+
 type isCommand_Op interface {
 	isCommand_Op()
 }
@@ -196,6 +226,18 @@ type Command_CloseSession struct {
 	CloseSession *CloseSessionCmd `protobuf:"bytes,9,opt,name=close_session,json=closeSession,proto3,oneof"`
 }
 
+type Command_AddBlock struct {
+	AddBlock *AddBlockCmd `protobuf:"bytes,10,opt,name=add_block,json=addBlock,proto3,oneof"`
+}
+
+type Command_SyncBlock struct {
+	SyncBlock *SyncBlockCmd `protobuf:"bytes,11,opt,name=sync_block,json=syncBlock,proto3,oneof"`
+}
+
+type Command_CloseFile struct {
+	CloseFile *CloseFileCmd `protobuf:"bytes,12,opt,name=close_file,json=closeFile,proto3,oneof"`
+}
+
 func (*Command_Mkdir) isCommand_Op() {}
 
 func (*Command_Create) isCommand_Op() {}
@@ -211,6 +253,12 @@ func (*Command_Chmod) isCommand_Op() {}
 func (*Command_OpenSession) isCommand_Op() {}
 
 func (*Command_CloseSession) isCommand_Op() {}
+
+func (*Command_AddBlock) isCommand_Op() {}
+
+func (*Command_SyncBlock) isCommand_Op() {}
+
+func (*Command_CloseFile) isCommand_Op() {}
 
 type MkdirCmd struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
@@ -771,11 +819,225 @@ func (x *CloseSessionCmd) GetSessionId() string {
 	return ""
 }
 
+// AddBlockCmd gives a file open for write by session_id its block. A file
+// has at most one block (as in BFS); adding again returns the same block.
+type AddBlockCmd struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	SessionId     string                 `protobuf:"bytes,2,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	Block         *BlockMeta             `protobuf:"bytes,3,opt,name=block,proto3" json:"block,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AddBlockCmd) Reset() {
+	*x = AddBlockCmd{}
+	mi := &file_command_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AddBlockCmd) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AddBlockCmd) ProtoMessage() {}
+
+func (x *AddBlockCmd) ProtoReflect() protoreflect.Message {
+	mi := &file_command_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AddBlockCmd.ProtoReflect.Descriptor instead.
+func (*AddBlockCmd) Descriptor() ([]byte, []int) {
+	return file_command_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *AddBlockCmd) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *AddBlockCmd) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *AddBlockCmd) GetBlock() *BlockMeta {
+	if x != nil {
+		return x.Block
+	}
+	return nil
+}
+
+// SyncBlockCmd records that every replica still in the write set has the
+// first size bytes of the block on disk, and drops replicas the writer
+// gave up on.
+type SyncBlockCmd struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	SessionId     string                 `protobuf:"bytes,2,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	BlockId       int64                  `protobuf:"varint,3,opt,name=block_id,json=blockId,proto3" json:"block_id,omitempty"`
+	Size          int64                  `protobuf:"varint,4,opt,name=size,proto3" json:"size,omitempty"`
+	Dropped       []string               `protobuf:"bytes,5,rep,name=dropped,proto3" json:"dropped,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SyncBlockCmd) Reset() {
+	*x = SyncBlockCmd{}
+	mi := &file_command_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SyncBlockCmd) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SyncBlockCmd) ProtoMessage() {}
+
+func (x *SyncBlockCmd) ProtoReflect() protoreflect.Message {
+	mi := &file_command_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SyncBlockCmd.ProtoReflect.Descriptor instead.
+func (*SyncBlockCmd) Descriptor() ([]byte, []int) {
+	return file_command_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *SyncBlockCmd) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *SyncBlockCmd) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *SyncBlockCmd) GetBlockId() int64 {
+	if x != nil {
+		return x.BlockId
+	}
+	return 0
+}
+
+func (x *SyncBlockCmd) GetSize() int64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
+func (x *SyncBlockCmd) GetDropped() []string {
+	if x != nil {
+		return x.Dropped
+	}
+	return nil
+}
+
+// CloseFileCmd closes a file open for write at its agreed length. It names
+// the file by path and entry id: if the entry at path is no longer that
+// file, the command fails with NOT_FOUND.
+type CloseFileCmd struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Path    string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	EntryId uint64                 `protobuf:"varint,2,opt,name=entry_id,json=entryId,proto3" json:"entry_id,omitempty"`
+	// Agreed length of the last block (the file's only block).
+	BlockSize int64 `protobuf:"varint,3,opt,name=block_size,json=blockSize,proto3" json:"block_size,omitempty"`
+	// Replicas that were dropped from the write set before the close.
+	Dropped       []string `protobuf:"bytes,4,rep,name=dropped,proto3" json:"dropped,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CloseFileCmd) Reset() {
+	*x = CloseFileCmd{}
+	mi := &file_command_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CloseFileCmd) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CloseFileCmd) ProtoMessage() {}
+
+func (x *CloseFileCmd) ProtoReflect() protoreflect.Message {
+	mi := &file_command_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CloseFileCmd.ProtoReflect.Descriptor instead.
+func (*CloseFileCmd) Descriptor() ([]byte, []int) {
+	return file_command_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *CloseFileCmd) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *CloseFileCmd) GetEntryId() uint64 {
+	if x != nil {
+		return x.EntryId
+	}
+	return 0
+}
+
+func (x *CloseFileCmd) GetBlockSize() int64 {
+	if x != nil {
+		return x.BlockSize
+	}
+	return 0
+}
+
+func (x *CloseFileCmd) GetDropped() []string {
+	if x != nil {
+		return x.Dropped
+	}
+	return nil
+}
+
 var File_command_proto protoreflect.FileDescriptor
 
 const file_command_proto_rawDesc = "" +
 	"\n" +
-	"\rcommand.proto\x12\x03bfs\"\xac\x03\n" +
+	"\rcommand.proto\x12\x03bfs\x1a\bfs.proto\"\xc5\x04\n" +
 	"\aCommand\x12\x17\n" +
 	"\atime_ns\x18\x01 \x01(\x03R\x06timeNs\x12%\n" +
 	"\x05mkdir\x18\x02 \x01(\v2\r.bfs.MkdirCmdH\x00R\x05mkdir\x12(\n" +
@@ -787,7 +1049,13 @@ const file_command_proto_rawDesc = "" +
 	"\x06rename\x18\x06 \x01(\v2\x0e.bfs.RenameCmdH\x00R\x06rename\x12%\n" +
 	"\x05chmod\x18\a \x01(\v2\r.bfs.ChmodCmdH\x00R\x05chmod\x128\n" +
 	"\fopen_session\x18\b \x01(\v2\x13.bfs.OpenSessionCmdH\x00R\vopenSession\x12;\n" +
-	"\rclose_session\x18\t \x01(\v2\x14.bfs.CloseSessionCmdH\x00R\fcloseSessionB\x04\n" +
+	"\rclose_session\x18\t \x01(\v2\x14.bfs.CloseSessionCmdH\x00R\fcloseSession\x12/\n" +
+	"\tadd_block\x18\n" +
+	" \x01(\v2\x10.bfs.AddBlockCmdH\x00R\baddBlock\x122\n" +
+	"\n" +
+	"sync_block\x18\v \x01(\v2\x11.bfs.SyncBlockCmdH\x00R\tsyncBlock\x122\n" +
+	"\n" +
+	"close_file\x18\f \x01(\v2\x11.bfs.CloseFileCmdH\x00R\tcloseFileB\x04\n" +
 	"\x02op\"}\n" +
 	"\bMkdirCmd\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x12\n" +
@@ -834,7 +1102,25 @@ const file_command_proto_rawDesc = "" +
 	"\asession\x18\x01 \x01(\v2\x12.bfs.SessionRecordR\asession\"0\n" +
 	"\x0fCloseSessionCmd\x12\x1d\n" +
 	"\n" +
-	"session_id\x18\x01 \x01(\tR\tsessionIdB#Z!github.com/bfs-go/bfs/proto/bfspbb\x06proto3"
+	"session_id\x18\x01 \x01(\tR\tsessionId\"f\n" +
+	"\vAddBlockCmd\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x02 \x01(\tR\tsessionId\x12$\n" +
+	"\x05block\x18\x03 \x01(\v2\x0e.bfs.BlockMetaR\x05block\"\x8a\x01\n" +
+	"\fSyncBlockCmd\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x02 \x01(\tR\tsessionId\x12\x19\n" +
+	"\bblock_id\x18\x03 \x01(\x03R\ablockId\x12\x12\n" +
+	"\x04size\x18\x04 \x01(\x03R\x04size\x12\x18\n" +
+	"\adropped\x18\x05 \x03(\tR\adropped\"v\n" +
+	"\fCloseFileCmd\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x19\n" +
+	"\bentry_id\x18\x02 \x01(\x04R\aentryId\x12\x1d\n" +
+	"\n" +
+	"block_size\x18\x03 \x01(\x03R\tblockSize\x12\x18\n" +
+	"\adropped\x18\x04 \x03(\tR\adroppedB#Z!github.com/bfs-go/bfs/proto/bfspbb\x06proto3"
 
 var (
 	file_command_proto_rawDescOnce sync.Once
@@ -848,7 +1134,7 @@ func file_command_proto_rawDescGZIP() []byte {
 	return file_command_proto_rawDescData
 }
 
-var file_command_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_command_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_command_proto_goTypes = []any{
 	(*Command)(nil),         // 0: bfs.Command
 	(*MkdirCmd)(nil),        // 1: bfs.MkdirCmd
@@ -860,22 +1146,30 @@ var file_command_proto_goTypes = []any{
 	(*SessionRecord)(nil),   // 7: bfs.SessionRecord
 	(*OpenSessionCmd)(nil),  // 8: bfs.OpenSessionCmd
 	(*CloseSessionCmd)(nil), // 9: bfs.CloseSessionCmd
+	(*AddBlockCmd)(nil),     // 10: bfs.AddBlockCmd
+	(*SyncBlockCmd)(nil),    // 11: bfs.SyncBlockCmd
+	(*CloseFileCmd)(nil),    // 12: bfs.CloseFileCmd
+	(*BlockMeta)(nil),       // 13: bfs.BlockMeta
 }
 var file_command_proto_depIdxs = []int32{
-	1, // 0: bfs.Command.mkdir:type_name -> bfs.MkdirCmd
-	2, // 1: bfs.Command.create:type_name -> bfs.CreateCmd
-	3, // 2: bfs.Command.delete_file:type_name -> bfs.DeleteFileCmd
-	4, // 3: bfs.Command.delete_dir:type_name -> bfs.DeleteDirCmd
-	5, // 4: bfs.Command.rename:type_name -> bfs.RenameCmd
-	6, // 5: bfs.Command.chmod:type_name -> bfs.ChmodCmd
-	8, // 6: bfs.Command.open_session:type_name -> bfs.OpenSessionCmd
-	9, // 7: bfs.Command.close_session:type_name -> bfs.CloseSessionCmd
-	7, // 8: bfs.OpenSessionCmd.session:type_name -> bfs.SessionRecord
-	9, // [9:9] is the sub-list for method output_type
-	9, // [9:9] is the sub-list for method input_type
-	9, // [9:9] is the sub-list for extension type_name
-	9, // [9:9] is the sub-list for extension extendee
-	0, // [0:9] is the sub-list for field type_name
+	1,  // 0: bfs.Command.mkdir:type_name -> bfs.MkdirCmd
+	2,  // 1: bfs.Command.create:type_name -> bfs.CreateCmd
+	3,  // 2: bfs.Command.delete_file:type_name -> bfs.DeleteFileCmd
+	4,  // 3: bfs.Command.delete_dir:type_name -> bfs.DeleteDirCmd
+	5,  // 4: bfs.Command.rename:type_name -> bfs.RenameCmd
+	6,  // 5: bfs.Command.chmod:type_name -> bfs.ChmodCmd
+	8,  // 6: bfs.Command.open_session:type_name -> bfs.OpenSessionCmd
+	9,  // 7: bfs.Command.close_session:type_name -> bfs.CloseSessionCmd
+	10, // 8: bfs.Command.add_block:type_name -> bfs.AddBlockCmd
+	11, // 9: bfs.Command.sync_block:type_name -> bfs.SyncBlockCmd
+	12, // 10: bfs.Command.close_file:type_name -> bfs.CloseFileCmd
+	7,  // 11: bfs.OpenSessionCmd.session:type_name -> bfs.SessionRecord
+	13, // 12: bfs.AddBlockCmd.block:type_name -> bfs.BlockMeta
+	13, // [13:13] is the sub-list for method output_type
+	13, // [13:13] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_command_proto_init() }
@@ -883,6 +1177,7 @@ func file_command_proto_init() {
 	if File_command_proto != nil {
 		return
 	}
+	file_fs_proto_init()
 	file_command_proto_msgTypes[0].OneofWrappers = []any{
 		(*Command_Mkdir)(nil),
 		(*Command_Create)(nil),
@@ -892,6 +1187,9 @@ func file_command_proto_init() {
 		(*Command_Chmod)(nil),
 		(*Command_OpenSession)(nil),
 		(*Command_CloseSession)(nil),
+		(*Command_AddBlock)(nil),
+		(*Command_SyncBlock)(nil),
+		(*Command_CloseFile)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -899,7 +1197,7 @@ func file_command_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_command_proto_rawDesc), len(file_command_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   10,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -90,10 +90,12 @@ func (x *MkdirRequest) GetSessionId() string {
 }
 
 type MkdirResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Status        StatusCode             `protobuf:"varint,1,opt,name=status,proto3,enum=bfs.StatusCode" json:"status,omitempty"`
-	Info          *FileInfo              `protobuf:"bytes,2,opt,name=info,proto3" json:"info,omitempty"`
-	Conflict      *LockConflict          `protobuf:"bytes,3,opt,name=conflict,proto3" json:"conflict,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Status StatusCode             `protobuf:"varint,1,opt,name=status,proto3,enum=bfs.StatusCode" json:"status,omitempty"`
+	// Human-readable detail for a status other than OK.
+	Message       string        `protobuf:"bytes,15,opt,name=message,proto3" json:"message,omitempty"`
+	Info          *FileInfo     `protobuf:"bytes,2,opt,name=info,proto3" json:"info,omitempty"`
+	Conflict      *LockConflict `protobuf:"bytes,3,opt,name=conflict,proto3" json:"conflict,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -133,6 +135,13 @@ func (x *MkdirResponse) GetStatus() StatusCode {
 		return x.Status
 	}
 	return StatusCode_OK
+}
+
+func (x *MkdirResponse) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
 }
 
 func (x *MkdirResponse) GetInfo() *FileInfo {
@@ -237,10 +246,12 @@ func (x *CreateRequest) GetOpenForWrite() bool {
 }
 
 type CreateResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Status        StatusCode             `protobuf:"varint,1,opt,name=status,proto3,enum=bfs.StatusCode" json:"status,omitempty"`
-	Info          *FileInfo              `protobuf:"bytes,2,opt,name=info,proto3" json:"info,omitempty"`
-	Conflict      *LockConflict          `protobuf:"bytes,3,opt,name=conflict,proto3" json:"conflict,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Status StatusCode             `protobuf:"varint,1,opt,name=status,proto3,enum=bfs.StatusCode" json:"status,omitempty"`
+	// Human-readable detail for a status other than OK.
+	Message       string        `protobuf:"bytes,15,opt,name=message,proto3" json:"message,omitempty"`
+	Info          *FileInfo     `protobuf:"bytes,2,opt,name=info,proto3" json:"info,omitempty"`
+	Conflict      *LockConflict `protobuf:"bytes,3,opt,name=conflict,proto3" json:"conflict,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -280,6 +291,13 @@ func (x *CreateResponse) GetStatus() StatusCode {
 		return x.Status
 	}
 	return StatusCode_OK
+}
+
+func (x *CreateResponse) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
 }
 
 func (x *CreateResponse) GetInfo() *FileInfo {
@@ -341,9 +359,11 @@ func (x *StatRequest) GetPath() string {
 }
 
 type StatResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Status        StatusCode             `protobuf:"varint,1,opt,name=status,proto3,enum=bfs.StatusCode" json:"status,omitempty"`
-	Info          *FileInfo              `protobuf:"bytes,2,opt,name=info,proto3" json:"info,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Status StatusCode             `protobuf:"varint,1,opt,name=status,proto3,enum=bfs.StatusCode" json:"status,omitempty"`
+	// Human-readable detail for a status other than OK.
+	Message       string    `protobuf:"bytes,15,opt,name=message,proto3" json:"message,omitempty"`
+	Info          *FileInfo `protobuf:"bytes,2,opt,name=info,proto3" json:"info,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -383,6 +403,13 @@ func (x *StatResponse) GetStatus() StatusCode {
 		return x.Status
 	}
 	return StatusCode_OK
+}
+
+func (x *StatResponse) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
 }
 
 func (x *StatResponse) GetInfo() *FileInfo {
@@ -455,9 +482,11 @@ func (x *ListRequest) GetLimit() uint32 {
 }
 
 type ListResponse struct {
-	state   protoimpl.MessageState `protogen:"open.v1"`
-	Status  StatusCode             `protobuf:"varint,1,opt,name=status,proto3,enum=bfs.StatusCode" json:"status,omitempty"`
-	Entries []*FileInfo            `protobuf:"bytes,2,rep,name=entries,proto3" json:"entries,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Status StatusCode             `protobuf:"varint,1,opt,name=status,proto3,enum=bfs.StatusCode" json:"status,omitempty"`
+	// Human-readable detail for a status other than OK.
+	Message string      `protobuf:"bytes,15,opt,name=message,proto3" json:"message,omitempty"`
+	Entries []*FileInfo `protobuf:"bytes,2,rep,name=entries,proto3" json:"entries,omitempty"`
 	// True when more entries follow the last one returned.
 	More          bool `protobuf:"varint,3,opt,name=more,proto3" json:"more,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -499,6 +528,13 @@ func (x *ListResponse) GetStatus() StatusCode {
 		return x.Status
 	}
 	return StatusCode_OK
+}
+
+func (x *ListResponse) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
 }
 
 func (x *ListResponse) GetEntries() []*FileInfo {
@@ -568,9 +604,11 @@ func (x *DeleteFileRequest) GetSessionId() string {
 }
 
 type DeleteFileResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Status        StatusCode             `protobuf:"varint,1,opt,name=status,proto3,enum=bfs.StatusCode" json:"status,omitempty"`
-	Conflict      *LockConflict          `protobuf:"bytes,2,opt,name=conflict,proto3" json:"conflict,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Status StatusCode             `protobuf:"varint,1,opt,name=status,proto3,enum=bfs.StatusCode" json:"status,omitempty"`
+	// Human-readable detail for a status other than OK.
+	Message       string        `protobuf:"bytes,15,opt,name=message,proto3" json:"message,omitempty"`
+	Conflict      *LockConflict `protobuf:"bytes,2,opt,name=conflict,proto3" json:"conflict,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -610,6 +648,13 @@ func (x *DeleteFileResponse) GetStatus() StatusCode {
 		return x.Status
 	}
 	return StatusCode_OK
+}
+
+func (x *DeleteFileResponse) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
 }
 
 func (x *DeleteFileResponse) GetConflict() *LockConflict {
@@ -680,9 +725,11 @@ func (x *DeleteDirRequest) GetSessionId() string {
 }
 
 type DeleteDirResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Status        StatusCode             `protobuf:"varint,1,opt,name=status,proto3,enum=bfs.StatusCode" json:"status,omitempty"`
-	Conflict      *LockConflict          `protobuf:"bytes,2,opt,name=conflict,proto3" json:"conflict,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Status StatusCode             `protobuf:"varint,1,opt,name=status,proto3,enum=bfs.StatusCode" json:"status,omitempty"`
+	// Human-readable detail for a status other than OK.
+	Message       string        `protobuf:"bytes,15,opt,name=message,proto3" json:"message,omitempty"`
+	Conflict      *LockConflict `protobuf:"bytes,2,opt,name=conflict,proto3" json:"conflict,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -722,6 +769,13 @@ func (x *DeleteDirResponse) GetStatus() StatusCode {
 		return x.Status
 	}
 	return StatusCode_OK
+}
+
+func (x *DeleteDirResponse) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
 }
 
 func (x *DeleteDirResponse) GetConflict() *LockConflict {
@@ -792,9 +846,11 @@ func (x *RenameRequest) GetSessionId() string {
 }
 
 type RenameResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Status        StatusCode             `protobuf:"varint,1,opt,name=status,proto3,enum=bfs.StatusCode" json:"status,omitempty"`
-	Conflict      *LockConflict          `protobuf:"bytes,2,opt,name=conflict,proto3" json:"conflict,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Status StatusCode             `protobuf:"varint,1,opt,name=status,proto3,enum=bfs.StatusCode" json:"status,omitempty"`
+	// Human-readable detail for a status other than OK.
+	Message       string        `protobuf:"bytes,15,opt,name=message,proto3" json:"message,omitempty"`
+	Conflict      *LockConflict `protobuf:"bytes,2,opt,name=conflict,proto3" json:"conflict,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -834,6 +890,13 @@ func (x *RenameResponse) GetStatus() StatusCode {
 		return x.Status
 	}
 	return StatusCode_OK
+}
+
+func (x *RenameResponse) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
 }
 
 func (x *RenameResponse) GetConflict() *LockConflict {
@@ -904,9 +967,11 @@ func (x *ChmodRequest) GetSessionId() string {
 }
 
 type ChmodResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Status        StatusCode             `protobuf:"varint,1,opt,name=status,proto3,enum=bfs.StatusCode" json:"status,omitempty"`
-	Conflict      *LockConflict          `protobuf:"bytes,2,opt,name=conflict,proto3" json:"conflict,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Status StatusCode             `protobuf:"varint,1,opt,name=status,proto3,enum=bfs.StatusCode" json:"status,omitempty"`
+	// Human-readable detail for a status other than OK.
+	Message       string        `protobuf:"bytes,15,opt,name=message,proto3" json:"message,omitempty"`
+	Conflict      *LockConflict `protobuf:"bytes,2,opt,name=conflict,proto3" json:"conflict,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -946,6 +1011,13 @@ func (x *ChmodResponse) GetStatus() StatusCode {
 		return x.Status
 	}
 	return StatusCode_OK
+}
+
+func (x *ChmodResponse) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
 }
 
 func (x *ChmodResponse) GetConflict() *LockConflict {
@@ -1000,11 +1072,13 @@ func (x *DiskUsageRequest) GetPath() string {
 }
 
 type DiskUsageResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Status        StatusCode             `protobuf:"varint,1,opt,name=status,proto3,enum=bfs.StatusCode" json:"status,omitempty"`
-	Bytes         int64                  `protobuf:"varint,2,opt,name=bytes,proto3" json:"bytes,omitempty"`
-	Files         int64                  `protobuf:"varint,3,opt,name=files,proto3" json:"files,omitempty"`
-	Dirs          int64                  `protobuf:"varint,4,opt,name=dirs,proto3" json:"dirs,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Status StatusCode             `protobuf:"varint,1,opt,name=status,proto3,enum=bfs.StatusCode" json:"status,omitempty"`
+	// Human-readable detail for a status other than OK.
+	Message       string `protobuf:"bytes,15,opt,name=message,proto3" json:"message,omitempty"`
+	Bytes         int64  `protobuf:"varint,2,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	Files         int64  `protobuf:"varint,3,opt,name=files,proto3" json:"files,omitempty"`
+	Dirs          int64  `protobuf:"varint,4,opt,name=dirs,proto3" json:"dirs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1044,6 +1118,13 @@ func (x *DiskUsageResponse) GetStatus() StatusCode {
 		return x.Status
 	}
 	return StatusCode_OK
+}
+
+func (x *DiskUsageResponse) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
 }
 
 func (x *DiskUsageResponse) GetBytes() int64 {
@@ -1190,10 +1271,12 @@ func (x *OpenSessionRequest) GetTtlMs() int64 {
 }
 
 type OpenSessionResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Status        StatusCode             `protobuf:"varint,1,opt,name=status,proto3,enum=bfs.StatusCode" json:"status,omitempty"`
-	SessionId     string                 `protobuf:"bytes,2,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
-	TtlMs         int64                  `protobuf:"varint,3,opt,name=ttl_ms,json=ttlMs,proto3" json:"ttl_ms,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Status StatusCode             `protobuf:"varint,1,opt,name=status,proto3,enum=bfs.StatusCode" json:"status,omitempty"`
+	// Human-readable detail for a status other than OK.
+	Message       string `protobuf:"bytes,15,opt,name=message,proto3" json:"message,omitempty"`
+	SessionId     string `protobuf:"bytes,2,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	TtlMs         int64  `protobuf:"varint,3,opt,name=ttl_ms,json=ttlMs,proto3" json:"ttl_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1233,6 +1316,13 @@ func (x *OpenSessionResponse) GetStatus() StatusCode {
 		return x.Status
 	}
 	return StatusCode_OK
+}
+
+func (x *OpenSessionResponse) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
 }
 
 func (x *OpenSessionResponse) GetSessionId() string {
@@ -1294,9 +1384,11 @@ func (x *KeepAliveRequest) GetSessionId() string {
 }
 
 type KeepAliveResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Status        StatusCode             `protobuf:"varint,1,opt,name=status,proto3,enum=bfs.StatusCode" json:"status,omitempty"`
-	TtlMs         int64                  `protobuf:"varint,2,opt,name=ttl_ms,json=ttlMs,proto3" json:"ttl_ms,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Status StatusCode             `protobuf:"varint,1,opt,name=status,proto3,enum=bfs.StatusCode" json:"status,omitempty"`
+	// Human-readable detail for a status other than OK.
+	Message       string `protobuf:"bytes,15,opt,name=message,proto3" json:"message,omitempty"`
+	TtlMs         int64  `protobuf:"varint,2,opt,name=ttl_ms,json=ttlMs,proto3" json:"ttl_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1336,6 +1428,13 @@ func (x *KeepAliveResponse) GetStatus() StatusCode {
 		return x.Status
 	}
 	return StatusCode_OK
+}
+
+func (x *KeepAliveResponse) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
 }
 
 func (x *KeepAliveResponse) GetTtlMs() int64 {
@@ -1392,6 +1491,7 @@ func (x *CloseSessionRequest) GetSessionId() string {
 type CloseSessionResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Status        StatusCode             `protobuf:"varint,1,opt,name=status,proto3,enum=bfs.StatusCode" json:"status,omitempty"`
+	Message       string                 `protobuf:"bytes,15,opt,name=message,proto3" json:"message,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1431,6 +1531,13 @@ func (x *CloseSessionResponse) GetStatus() StatusCode {
 		return x.Status
 	}
 	return StatusCode_OK
+}
+
+func (x *CloseSessionResponse) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
 }
 
 type ListSessionsRequest struct {
@@ -1555,9 +1662,11 @@ func (x *SessionInfo) GetLocks() []string {
 }
 
 type ListSessionsResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Status        StatusCode             `protobuf:"varint,1,opt,name=status,proto3,enum=bfs.StatusCode" json:"status,omitempty"`
-	Sessions      []*SessionInfo         `protobuf:"bytes,2,rep,name=sessions,proto3" json:"sessions,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Status StatusCode             `protobuf:"varint,1,opt,name=status,proto3,enum=bfs.StatusCode" json:"status,omitempty"`
+	// Human-readable detail for a status other than OK.
+	Message       string         `protobuf:"bytes,15,opt,name=message,proto3" json:"message,omitempty"`
+	Sessions      []*SessionInfo `protobuf:"bytes,2,rep,name=sessions,proto3" json:"sessions,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1597,6 +1706,13 @@ func (x *ListSessionsResponse) GetStatus() StatusCode {
 		return x.Status
 	}
 	return StatusCode_OK
+}
+
+func (x *ListSessionsResponse) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
 }
 
 func (x *ListSessionsResponse) GetSessions() []*SessionInfo {
@@ -1780,10 +1896,12 @@ func (x *AddBlockRequest) GetSessionId() string {
 }
 
 type AddBlockResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Status        StatusCode             `protobuf:"varint,1,opt,name=status,proto3,enum=bfs.StatusCode" json:"status,omitempty"`
-	Block         *LocatedBlock          `protobuf:"bytes,2,opt,name=block,proto3" json:"block,omitempty"`
-	Conflict      *LockConflict          `protobuf:"bytes,3,opt,name=conflict,proto3" json:"conflict,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Status StatusCode             `protobuf:"varint,1,opt,name=status,proto3,enum=bfs.StatusCode" json:"status,omitempty"`
+	// Human-readable detail for a status other than OK.
+	Message       string        `protobuf:"bytes,15,opt,name=message,proto3" json:"message,omitempty"`
+	Block         *LocatedBlock `protobuf:"bytes,2,opt,name=block,proto3" json:"block,omitempty"`
+	Conflict      *LockConflict `protobuf:"bytes,3,opt,name=conflict,proto3" json:"conflict,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1823,6 +1941,13 @@ func (x *AddBlockResponse) GetStatus() StatusCode {
 		return x.Status
 	}
 	return StatusCode_OK
+}
+
+func (x *AddBlockResponse) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
 }
 
 func (x *AddBlockResponse) GetBlock() *LocatedBlock {
@@ -1918,9 +2043,11 @@ func (x *SyncBlockRequest) GetDropped() []string {
 }
 
 type SyncBlockResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Status        StatusCode             `protobuf:"varint,1,opt,name=status,proto3,enum=bfs.StatusCode" json:"status,omitempty"`
-	Conflict      *LockConflict          `protobuf:"bytes,2,opt,name=conflict,proto3" json:"conflict,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Status StatusCode             `protobuf:"varint,1,opt,name=status,proto3,enum=bfs.StatusCode" json:"status,omitempty"`
+	// Human-readable detail for a status other than OK.
+	Message       string        `protobuf:"bytes,15,opt,name=message,proto3" json:"message,omitempty"`
+	Conflict      *LockConflict `protobuf:"bytes,2,opt,name=conflict,proto3" json:"conflict,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1960,6 +2087,13 @@ func (x *SyncBlockResponse) GetStatus() StatusCode {
 		return x.Status
 	}
 	return StatusCode_OK
+}
+
+func (x *SyncBlockResponse) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
 }
 
 func (x *SyncBlockResponse) GetConflict() *LockConflict {
@@ -2049,10 +2183,12 @@ func (x *FinishFileRequest) GetWait() bool {
 }
 
 type FinishFileResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Status        StatusCode             `protobuf:"varint,1,opt,name=status,proto3,enum=bfs.StatusCode" json:"status,omitempty"`
-	Info          *FileInfo              `protobuf:"bytes,2,opt,name=info,proto3" json:"info,omitempty"`
-	Conflict      *LockConflict          `protobuf:"bytes,3,opt,name=conflict,proto3" json:"conflict,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Status StatusCode             `protobuf:"varint,1,opt,name=status,proto3,enum=bfs.StatusCode" json:"status,omitempty"`
+	// Human-readable detail for a status other than OK.
+	Message       string        `protobuf:"bytes,15,opt,name=message,proto3" json:"message,omitempty"`
+	Info          *FileInfo     `protobuf:"bytes,2,opt,name=info,proto3" json:"info,omitempty"`
+	Conflict      *LockConflict `protobuf:"bytes,3,opt,name=conflict,proto3" json:"conflict,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2092,6 +2228,13 @@ func (x *FinishFileResponse) GetStatus() StatusCode {
 		return x.Status
 	}
 	return StatusCode_OK
+}
+
+func (x *FinishFileResponse) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
 }
 
 func (x *FinishFileResponse) GetInfo() *FileInfo {
@@ -2153,10 +2296,12 @@ func (x *GetFileLocationRequest) GetPath() string {
 }
 
 type GetFileLocationResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Status        StatusCode             `protobuf:"varint,1,opt,name=status,proto3,enum=bfs.StatusCode" json:"status,omitempty"`
-	Info          *FileInfo              `protobuf:"bytes,2,opt,name=info,proto3" json:"info,omitempty"`
-	Blocks        []*LocatedBlock        `protobuf:"bytes,3,rep,name=blocks,proto3" json:"blocks,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Status StatusCode             `protobuf:"varint,1,opt,name=status,proto3,enum=bfs.StatusCode" json:"status,omitempty"`
+	// Human-readable detail for a status other than OK.
+	Message       string          `protobuf:"bytes,15,opt,name=message,proto3" json:"message,omitempty"`
+	Info          *FileInfo       `protobuf:"bytes,2,opt,name=info,proto3" json:"info,omitempty"`
+	Blocks        []*LocatedBlock `protobuf:"bytes,3,rep,name=blocks,proto3" json:"blocks,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2196,6 +2341,13 @@ func (x *GetFileLocationResponse) GetStatus() StatusCode {
 		return x.Status
 	}
 	return StatusCode_OK
+}
+
+func (x *GetFileLocationResponse) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
 }
 
 func (x *GetFileLocationResponse) GetInfo() *FileInfo {
@@ -2293,9 +2445,11 @@ func (x *LockDirRequest) GetHolder() string {
 }
 
 type LockDirResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Status        StatusCode             `protobuf:"varint,1,opt,name=status,proto3,enum=bfs.StatusCode" json:"status,omitempty"`
-	Lock          *DirLock               `protobuf:"bytes,2,opt,name=lock,proto3" json:"lock,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Status StatusCode             `protobuf:"varint,1,opt,name=status,proto3,enum=bfs.StatusCode" json:"status,omitempty"`
+	// Human-readable detail for a status other than OK.
+	Message       string   `protobuf:"bytes,15,opt,name=message,proto3" json:"message,omitempty"`
+	Lock          *DirLock `protobuf:"bytes,2,opt,name=lock,proto3" json:"lock,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2335,6 +2489,13 @@ func (x *LockDirResponse) GetStatus() StatusCode {
 		return x.Status
 	}
 	return StatusCode_OK
+}
+
+func (x *LockDirResponse) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
 }
 
 func (x *LockDirResponse) GetLock() *DirLock {
@@ -2423,9 +2584,11 @@ func (x *UnlockDirRequest) GetWait() bool {
 }
 
 type UnlockDirResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Status        StatusCode             `protobuf:"varint,1,opt,name=status,proto3,enum=bfs.StatusCode" json:"status,omitempty"`
-	Lock          *DirLock               `protobuf:"bytes,2,opt,name=lock,proto3" json:"lock,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Status StatusCode             `protobuf:"varint,1,opt,name=status,proto3,enum=bfs.StatusCode" json:"status,omitempty"`
+	// Human-readable detail for a status other than OK.
+	Message       string   `protobuf:"bytes,15,opt,name=message,proto3" json:"message,omitempty"`
+	Lock          *DirLock `protobuf:"bytes,2,opt,name=lock,proto3" json:"lock,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2465,6 +2628,13 @@ func (x *UnlockDirResponse) GetStatus() StatusCode {
 		return x.Status
 	}
 	return StatusCode_OK
+}
+
+func (x *UnlockDirResponse) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
 }
 
 func (x *UnlockDirResponse) GetLock() *DirLock {
@@ -2671,9 +2841,11 @@ func (x *GetDirLockRequest) GetPath() string {
 }
 
 type GetDirLockResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Status        StatusCode             `protobuf:"varint,1,opt,name=status,proto3,enum=bfs.StatusCode" json:"status,omitempty"`
-	Lock          *DirLock               `protobuf:"bytes,2,opt,name=lock,proto3" json:"lock,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Status StatusCode             `protobuf:"varint,1,opt,name=status,proto3,enum=bfs.StatusCode" json:"status,omitempty"`
+	// Human-readable detail for a status other than OK.
+	Message       string   `protobuf:"bytes,15,opt,name=message,proto3" json:"message,omitempty"`
+	Lock          *DirLock `protobuf:"bytes,2,opt,name=lock,proto3" json:"lock,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2713,6 +2885,13 @@ func (x *GetDirLockResponse) GetStatus() StatusCode {
 		return x.Status
 	}
 	return StatusCode_OK
+}
+
+func (x *GetDirLockResponse) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
 }
 
 func (x *GetDirLockResponse) GetLock() *DirLock {
@@ -2784,9 +2963,11 @@ func (x *ListDirLocksRequest) GetStatus() LockStatus {
 }
 
 type ListDirLocksResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Status        StatusCode             `protobuf:"varint,1,opt,name=status,proto3,enum=bfs.StatusCode" json:"status,omitempty"`
-	Locks         []*DirLock             `protobuf:"bytes,2,rep,name=locks,proto3" json:"locks,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Status StatusCode             `protobuf:"varint,1,opt,name=status,proto3,enum=bfs.StatusCode" json:"status,omitempty"`
+	// Human-readable detail for a status other than OK.
+	Message       string     `protobuf:"bytes,15,opt,name=message,proto3" json:"message,omitempty"`
+	Locks         []*DirLock `protobuf:"bytes,2,rep,name=locks,proto3" json:"locks,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2826,6 +3007,13 @@ func (x *ListDirLocksResponse) GetStatus() StatusCode {
 		return x.Status
 	}
 	return StatusCode_OK
+}
+
+func (x *ListDirLocksResponse) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
 }
 
 func (x *ListDirLocksResponse) GetLocks() []*DirLock {
@@ -3078,9 +3266,11 @@ func (x *LockHistoryEntry) GetBytesTruncated() int64 {
 }
 
 type GetLockHistoryResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Status        StatusCode             `protobuf:"varint,1,opt,name=status,proto3,enum=bfs.StatusCode" json:"status,omitempty"`
-	Entries       []*LockHistoryEntry    `protobuf:"bytes,2,rep,name=entries,proto3" json:"entries,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Status StatusCode             `protobuf:"varint,1,opt,name=status,proto3,enum=bfs.StatusCode" json:"status,omitempty"`
+	// Human-readable detail for a status other than OK.
+	Message       string              `protobuf:"bytes,15,opt,name=message,proto3" json:"message,omitempty"`
+	Entries       []*LockHistoryEntry `protobuf:"bytes,2,rep,name=entries,proto3" json:"entries,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3120,6 +3310,13 @@ func (x *GetLockHistoryResponse) GetStatus() StatusCode {
 		return x.Status
 	}
 	return StatusCode_OK
+}
+
+func (x *GetLockHistoryResponse) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
 }
 
 func (x *GetLockHistoryResponse) GetEntries() []*LockHistoryEntry {
@@ -3191,11 +3388,13 @@ func (x *RegisterRequest) GetUsedBytes() int64 {
 }
 
 type RegisterResponse struct {
-	state               protoimpl.MessageState `protogen:"open.v1"`
-	Status              StatusCode             `protobuf:"varint,1,opt,name=status,proto3,enum=bfs.StatusCode" json:"status,omitempty"`
-	ChunkserverId       int64                  `protobuf:"varint,2,opt,name=chunkserver_id,json=chunkserverId,proto3" json:"chunkserver_id,omitempty"`
-	HeartbeatIntervalMs int64                  `protobuf:"varint,3,opt,name=heartbeat_interval_ms,json=heartbeatIntervalMs,proto3" json:"heartbeat_interval_ms,omitempty"`
-	ReportIntervalMs    int64                  `protobuf:"varint,4,opt,name=report_interval_ms,json=reportIntervalMs,proto3" json:"report_interval_ms,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Status StatusCode             `protobuf:"varint,1,opt,name=status,proto3,enum=bfs.StatusCode" json:"status,omitempty"`
+	// Human-readable detail for a status other than OK.
+	Message             string `protobuf:"bytes,15,opt,name=message,proto3" json:"message,omitempty"`
+	ChunkserverId       int64  `protobuf:"varint,2,opt,name=chunkserver_id,json=chunkserverId,proto3" json:"chunkserver_id,omitempty"`
+	HeartbeatIntervalMs int64  `protobuf:"varint,3,opt,name=heartbeat_interval_ms,json=heartbeatIntervalMs,proto3" json:"heartbeat_interval_ms,omitempty"`
+	ReportIntervalMs    int64  `protobuf:"varint,4,opt,name=report_interval_ms,json=reportIntervalMs,proto3" json:"report_interval_ms,omitempty"`
 	unknownFields       protoimpl.UnknownFields
 	sizeCache           protoimpl.SizeCache
 }
@@ -3235,6 +3434,13 @@ func (x *RegisterResponse) GetStatus() StatusCode {
 		return x.Status
 	}
 	return StatusCode_OK
+}
+
+func (x *RegisterResponse) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
 }
 
 func (x *RegisterResponse) GetChunkserverId() int64 {
@@ -3338,8 +3544,10 @@ type HeartBeatResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// UNAVAILABLE with re-register set when the nameserver does not know the
 	// chunkserver (it restarted or declared it dead).
-	Status        StatusCode `protobuf:"varint,1,opt,name=status,proto3,enum=bfs.StatusCode" json:"status,omitempty"`
-	Reregister    bool       `protobuf:"varint,2,opt,name=reregister,proto3" json:"reregister,omitempty"`
+	Status StatusCode `protobuf:"varint,1,opt,name=status,proto3,enum=bfs.StatusCode" json:"status,omitempty"`
+	// Human-readable detail for a status other than OK.
+	Message       string `protobuf:"bytes,15,opt,name=message,proto3" json:"message,omitempty"`
+	Reregister    bool   `protobuf:"varint,2,opt,name=reregister,proto3" json:"reregister,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3379,6 +3587,13 @@ func (x *HeartBeatResponse) GetStatus() StatusCode {
 		return x.Status
 	}
 	return StatusCode_OK
+}
+
+func (x *HeartBeatResponse) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
 }
 
 func (x *HeartBeatResponse) GetReregister() bool {
@@ -3519,6 +3734,8 @@ func (x *BlockReportRequest) GetBlocks() []*ReportedBlock {
 type BlockReportResponse struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Status StatusCode             `protobuf:"varint,1,opt,name=status,proto3,enum=bfs.StatusCode" json:"status,omitempty"`
+	// Human-readable detail for a status other than OK.
+	Message string `protobuf:"bytes,15,opt,name=message,proto3" json:"message,omitempty"`
 	// Blocks the nameserver no longer knows; the chunkserver deletes them.
 	Obsolete      []int64 `protobuf:"varint,2,rep,packed,name=obsolete,proto3" json:"obsolete,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -3560,6 +3777,13 @@ func (x *BlockReportResponse) GetStatus() StatusCode {
 		return x.Status
 	}
 	return StatusCode_OK
+}
+
+func (x *BlockReportResponse) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
 }
 
 func (x *BlockReportResponse) GetObsolete() []int64 {
@@ -3632,6 +3856,7 @@ func (x *BlockReceivedRequest) GetBlocks() []*ReportedBlock {
 type BlockReceivedResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Status        StatusCode             `protobuf:"varint,1,opt,name=status,proto3,enum=bfs.StatusCode" json:"status,omitempty"`
+	Message       string                 `protobuf:"bytes,15,opt,name=message,proto3" json:"message,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3673,6 +3898,13 @@ func (x *BlockReceivedResponse) GetStatus() StatusCode {
 	return StatusCode_OK
 }
 
+func (x *BlockReceivedResponse) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
 var File_nameserver_proto protoreflect.FileDescriptor
 
 const file_nameserver_proto_rawDesc = "" +
@@ -3683,9 +3915,10 @@ const file_nameserver_proto_rawDesc = "" +
 	"\x04mode\x18\x02 \x01(\rR\x04mode\x12\x18\n" +
 	"\aparents\x18\x03 \x01(\bR\aparents\x12\x1d\n" +
 	"\n" +
-	"session_id\x18\x04 \x01(\tR\tsessionId\"\x8a\x01\n" +
+	"session_id\x18\x04 \x01(\tR\tsessionId\"\xa4\x01\n" +
 	"\rMkdirResponse\x12'\n" +
-	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12!\n" +
+	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
+	"\amessage\x18\x0f \x01(\tR\amessage\x12!\n" +
 	"\x04info\x18\x02 \x01(\v2\r.bfs.FileInfoR\x04info\x12-\n" +
 	"\bconflict\x18\x03 \x01(\v2\x11.bfs.LockConflictR\bconflict\"\xbc\x01\n" +
 	"\rCreateRequest\x12\x12\n" +
@@ -3695,60 +3928,68 @@ const file_nameserver_proto_rawDesc = "" +
 	"\toverwrite\x18\x04 \x01(\bR\toverwrite\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x05 \x01(\tR\tsessionId\x12$\n" +
-	"\x0eopen_for_write\x18\x06 \x01(\bR\fopenForWrite\"\x8b\x01\n" +
+	"\x0eopen_for_write\x18\x06 \x01(\bR\fopenForWrite\"\xa5\x01\n" +
 	"\x0eCreateResponse\x12'\n" +
-	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12!\n" +
+	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
+	"\amessage\x18\x0f \x01(\tR\amessage\x12!\n" +
 	"\x04info\x18\x02 \x01(\v2\r.bfs.FileInfoR\x04info\x12-\n" +
 	"\bconflict\x18\x03 \x01(\v2\x11.bfs.LockConflictR\bconflict\"!\n" +
 	"\vStatRequest\x12\x12\n" +
-	"\x04path\x18\x01 \x01(\tR\x04path\"Z\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\"t\n" +
 	"\fStatResponse\x12'\n" +
-	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12!\n" +
+	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
+	"\amessage\x18\x0f \x01(\tR\amessage\x12!\n" +
 	"\x04info\x18\x02 \x01(\v2\r.bfs.FileInfoR\x04info\"X\n" +
 	"\vListRequest\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x1f\n" +
 	"\vstart_after\x18\x02 \x01(\tR\n" +
 	"startAfter\x12\x14\n" +
-	"\x05limit\x18\x03 \x01(\rR\x05limit\"t\n" +
+	"\x05limit\x18\x03 \x01(\rR\x05limit\"\x8e\x01\n" +
 	"\fListResponse\x12'\n" +
-	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12'\n" +
+	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
+	"\amessage\x18\x0f \x01(\tR\amessage\x12'\n" +
 	"\aentries\x18\x02 \x03(\v2\r.bfs.FileInfoR\aentries\x12\x12\n" +
 	"\x04more\x18\x03 \x01(\bR\x04more\"F\n" +
 	"\x11DeleteFileRequest\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x1d\n" +
 	"\n" +
-	"session_id\x18\x02 \x01(\tR\tsessionId\"l\n" +
+	"session_id\x18\x02 \x01(\tR\tsessionId\"\x86\x01\n" +
 	"\x12DeleteFileResponse\x12'\n" +
-	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12-\n" +
+	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
+	"\amessage\x18\x0f \x01(\tR\amessage\x12-\n" +
 	"\bconflict\x18\x02 \x01(\v2\x11.bfs.LockConflictR\bconflict\"c\n" +
 	"\x10DeleteDirRequest\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x1c\n" +
 	"\trecursive\x18\x02 \x01(\bR\trecursive\x12\x1d\n" +
 	"\n" +
-	"session_id\x18\x03 \x01(\tR\tsessionId\"k\n" +
+	"session_id\x18\x03 \x01(\tR\tsessionId\"\x85\x01\n" +
 	"\x11DeleteDirResponse\x12'\n" +
-	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12-\n" +
+	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
+	"\amessage\x18\x0f \x01(\tR\amessage\x12-\n" +
 	"\bconflict\x18\x02 \x01(\v2\x11.bfs.LockConflictR\bconflict\"R\n" +
 	"\rRenameRequest\x12\x10\n" +
 	"\x03src\x18\x01 \x01(\tR\x03src\x12\x10\n" +
 	"\x03dst\x18\x02 \x01(\tR\x03dst\x12\x1d\n" +
 	"\n" +
-	"session_id\x18\x03 \x01(\tR\tsessionId\"h\n" +
+	"session_id\x18\x03 \x01(\tR\tsessionId\"\x82\x01\n" +
 	"\x0eRenameResponse\x12'\n" +
-	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12-\n" +
+	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
+	"\amessage\x18\x0f \x01(\tR\amessage\x12-\n" +
 	"\bconflict\x18\x02 \x01(\v2\x11.bfs.LockConflictR\bconflict\"U\n" +
 	"\fChmodRequest\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x12\n" +
 	"\x04mode\x18\x02 \x01(\rR\x04mode\x12\x1d\n" +
 	"\n" +
-	"session_id\x18\x03 \x01(\tR\tsessionId\"g\n" +
+	"session_id\x18\x03 \x01(\tR\tsessionId\"\x81\x01\n" +
 	"\rChmodResponse\x12'\n" +
-	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12-\n" +
+	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
+	"\amessage\x18\x0f \x01(\tR\amessage\x12-\n" +
 	"\bconflict\x18\x02 \x01(\v2\x11.bfs.LockConflictR\bconflict\"&\n" +
 	"\x10DiskUsageRequest\x12\x12\n" +
-	"\x04path\x18\x01 \x01(\tR\x04path\"|\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\"\x96\x01\n" +
 	"\x11DiskUsageResponse\x12'\n" +
-	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x14\n" +
+	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
+	"\amessage\x18\x0f \x01(\tR\amessage\x12\x14\n" +
 	"\x05bytes\x18\x02 \x01(\x03R\x05bytes\x12\x14\n" +
 	"\x05files\x18\x03 \x01(\x03R\x05files\x12\x12\n" +
 	"\x04dirs\x18\x04 \x01(\x03R\x04dirs\"\x82\x01\n" +
@@ -3760,23 +4001,26 @@ const file_nameserver_proto_rawDesc = "" +
 	"lockStatus\"C\n" +
 	"\x12OpenSessionRequest\x12\x16\n" +
 	"\x06holder\x18\x01 \x01(\tR\x06holder\x12\x15\n" +
-	"\x06ttl_ms\x18\x02 \x01(\x03R\x05ttlMs\"t\n" +
+	"\x06ttl_ms\x18\x02 \x01(\x03R\x05ttlMs\"\x8e\x01\n" +
 	"\x13OpenSessionResponse\x12'\n" +
-	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x1d\n" +
+	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
+	"\amessage\x18\x0f \x01(\tR\amessage\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x02 \x01(\tR\tsessionId\x12\x15\n" +
 	"\x06ttl_ms\x18\x03 \x01(\x03R\x05ttlMs\"1\n" +
 	"\x10KeepAliveRequest\x12\x1d\n" +
 	"\n" +
-	"session_id\x18\x01 \x01(\tR\tsessionId\"S\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\"m\n" +
 	"\x11KeepAliveResponse\x12'\n" +
-	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x15\n" +
+	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
+	"\amessage\x18\x0f \x01(\tR\amessage\x12\x15\n" +
 	"\x06ttl_ms\x18\x02 \x01(\x03R\x05ttlMs\"4\n" +
 	"\x13CloseSessionRequest\x12\x1d\n" +
 	"\n" +
-	"session_id\x18\x01 \x01(\tR\tsessionId\"?\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\"Y\n" +
 	"\x14CloseSessionResponse\x12'\n" +
-	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\"\x15\n" +
+	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
+	"\amessage\x18\x0f \x01(\tR\amessage\"\x15\n" +
 	"\x13ListSessionsRequest\"\xb3\x01\n" +
 	"\vSessionInfo\x12\x1d\n" +
 	"\n" +
@@ -3786,9 +4030,10 @@ const file_nameserver_proto_rawDesc = "" +
 	"\fremaining_ms\x18\x04 \x01(\x03R\vremainingMs\x12\x1d\n" +
 	"\n" +
 	"open_files\x18\x05 \x01(\x03R\topenFiles\x12\x14\n" +
-	"\x05locks\x18\x06 \x03(\tR\x05locks\"m\n" +
+	"\x05locks\x18\x06 \x03(\tR\x05locks\"\x87\x01\n" +
 	"\x14ListSessionsResponse\x12'\n" +
-	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12,\n" +
+	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
+	"\amessage\x18\x0f \x01(\tR\amessage\x12,\n" +
 	"\bsessions\x18\x02 \x03(\v2\x10.bfs.SessionInfoR\bsessions\"#\n" +
 	"\aReplica\x12\x18\n" +
 	"\aaddress\x18\x01 \x01(\tR\aaddress\"\x95\x01\n" +
@@ -3801,9 +4046,10 @@ const file_nameserver_proto_rawDesc = "" +
 	"\x0fAddBlockRequest\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x1d\n" +
 	"\n" +
-	"session_id\x18\x02 \x01(\tR\tsessionId\"\x93\x01\n" +
+	"session_id\x18\x02 \x01(\tR\tsessionId\"\xad\x01\n" +
 	"\x10AddBlockResponse\x12'\n" +
-	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12'\n" +
+	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
+	"\amessage\x18\x0f \x01(\tR\amessage\x12'\n" +
 	"\x05block\x18\x02 \x01(\v2\x11.bfs.LocatedBlockR\x05block\x12-\n" +
 	"\bconflict\x18\x03 \x01(\v2\x11.bfs.LockConflictR\bconflict\"\x8e\x01\n" +
 	"\x10SyncBlockRequest\x12\x12\n" +
@@ -3812,9 +4058,10 @@ const file_nameserver_proto_rawDesc = "" +
 	"session_id\x18\x02 \x01(\tR\tsessionId\x12\x19\n" +
 	"\bblock_id\x18\x03 \x01(\x03R\ablockId\x12\x12\n" +
 	"\x04size\x18\x04 \x01(\x03R\x04size\x12\x18\n" +
-	"\adropped\x18\x05 \x03(\tR\adropped\"k\n" +
+	"\adropped\x18\x05 \x03(\tR\adropped\"\x85\x01\n" +
 	"\x11SyncBlockResponse\x12'\n" +
-	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12-\n" +
+	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
+	"\amessage\x18\x0f \x01(\tR\amessage\x12-\n" +
 	"\bconflict\x18\x02 \x01(\v2\x11.bfs.LockConflictR\bconflict\"\x88\x01\n" +
 	"\x11FinishFileRequest\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x1d\n" +
@@ -3822,15 +4069,17 @@ const file_nameserver_proto_rawDesc = "" +
 	"session_id\x18\x02 \x01(\tR\tsessionId\x12\x12\n" +
 	"\x04size\x18\x03 \x01(\x03R\x04size\x12\x18\n" +
 	"\adropped\x18\x04 \x03(\tR\adropped\x12\x12\n" +
-	"\x04wait\x18\x05 \x01(\bR\x04wait\"\x8f\x01\n" +
+	"\x04wait\x18\x05 \x01(\bR\x04wait\"\xa9\x01\n" +
 	"\x12FinishFileResponse\x12'\n" +
-	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12!\n" +
+	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
+	"\amessage\x18\x0f \x01(\tR\amessage\x12!\n" +
 	"\x04info\x18\x02 \x01(\v2\r.bfs.FileInfoR\x04info\x12-\n" +
 	"\bconflict\x18\x03 \x01(\v2\x11.bfs.LockConflictR\bconflict\",\n" +
 	"\x16GetFileLocationRequest\x12\x12\n" +
-	"\x04path\x18\x01 \x01(\tR\x04path\"\x90\x01\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\"\xaa\x01\n" +
 	"\x17GetFileLocationResponse\x12'\n" +
-	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12!\n" +
+	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
+	"\amessage\x18\x0f \x01(\tR\amessage\x12!\n" +
 	"\x04info\x18\x02 \x01(\v2\r.bfs.FileInfoR\x04info\x12)\n" +
 	"\x06blocks\x18\x03 \x03(\v2\x11.bfs.LocatedBlockR\x06blocks\"\x8b\x01\n" +
 	"\x0eLockDirRequest\x12\x12\n" +
@@ -3839,9 +4088,10 @@ const file_nameserver_proto_rawDesc = "" +
 	"session_id\x18\x02 \x01(\tR\tsessionId\x12\x12\n" +
 	"\x04wait\x18\x03 \x01(\bR\x04wait\x12\x1a\n" +
 	"\boperator\x18\x04 \x01(\bR\boperator\x12\x16\n" +
-	"\x06holder\x18\x05 \x01(\tR\x06holder\"\\\n" +
+	"\x06holder\x18\x05 \x01(\tR\x06holder\"v\n" +
 	"\x0fLockDirResponse\x12'\n" +
-	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12 \n" +
+	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
+	"\amessage\x18\x0f \x01(\tR\amessage\x12 \n" +
 	"\x04lock\x18\x02 \x01(\v2\f.bfs.DirLockR\x04lock\"\x85\x01\n" +
 	"\x10UnlockDirRequest\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x1d\n" +
@@ -3849,9 +4099,10 @@ const file_nameserver_proto_rawDesc = "" +
 	"session_id\x18\x02 \x01(\tR\tsessionId\x12\x14\n" +
 	"\x05force\x18\x03 \x01(\bR\x05force\x12\x14\n" +
 	"\x05epoch\x18\x04 \x01(\x04R\x05epoch\x12\x12\n" +
-	"\x04wait\x18\x05 \x01(\bR\x04wait\"^\n" +
+	"\x04wait\x18\x05 \x01(\bR\x04wait\"x\n" +
 	"\x11UnlockDirResponse\x12'\n" +
-	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12 \n" +
+	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
+	"\amessage\x18\x0f \x01(\tR\amessage\x12 \n" +
 	"\x04lock\x18\x02 \x01(\v2\f.bfs.DirLockR\x04lock\"g\n" +
 	"\vPendingFile\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x19\n" +
@@ -3867,16 +4118,18 @@ const file_nameserver_proto_rawDesc = "" +
 	"\bsince_ns\x18\x06 \x01(\x03R\asinceNs\x12*\n" +
 	"\apending\x18\a \x03(\v2\x10.bfs.PendingFileR\apending\"'\n" +
 	"\x11GetDirLockRequest\x12\x12\n" +
-	"\x04path\x18\x01 \x01(\tR\x04path\"_\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\"y\n" +
 	"\x12GetDirLockResponse\x12'\n" +
-	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12 \n" +
+	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
+	"\amessage\x18\x0f \x01(\tR\amessage\x12 \n" +
 	"\x04lock\x18\x02 \x01(\v2\f.bfs.DirLockR\x04lock\"{\n" +
 	"\x13ListDirLocksRequest\x12\x16\n" +
 	"\x06prefix\x18\x01 \x01(\tR\x06prefix\x12#\n" +
 	"\rfilter_status\x18\x02 \x01(\bR\ffilterStatus\x12'\n" +
-	"\x06status\x18\x03 \x01(\x0e2\x0f.bfs.LockStatusR\x06status\"c\n" +
+	"\x06status\x18\x03 \x01(\x0e2\x0f.bfs.LockStatusR\x06status\"}\n" +
 	"\x14ListDirLocksResponse\x12'\n" +
-	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\"\n" +
+	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
+	"\amessage\x18\x0f \x01(\tR\amessage\x12\"\n" +
 	"\x05locks\x18\x02 \x03(\v2\f.bfs.DirLockR\x05locks\".\n" +
 	"\x14WatchDirLocksRequest\x12\x16\n" +
 	"\x06prefix\x18\x01 \x01(\tR\x06prefix\"u\n" +
@@ -3894,17 +4147,19 @@ const file_nameserver_proto_rawDesc = "" +
 	"\x0eunlocked_at_ns\x18\x04 \x01(\x03R\funlockedAtNs\x12\x16\n" +
 	"\x06reason\x18\x05 \x01(\tR\x06reason\x12!\n" +
 	"\ffiles_sealed\x18\x06 \x01(\x03R\vfilesSealed\x12'\n" +
-	"\x0fbytes_truncated\x18\a \x01(\x03R\x0ebytesTruncated\"r\n" +
+	"\x0fbytes_truncated\x18\a \x01(\x03R\x0ebytesTruncated\"\x8c\x01\n" +
 	"\x16GetLockHistoryResponse\x12'\n" +
-	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12/\n" +
+	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
+	"\amessage\x18\x0f \x01(\tR\amessage\x12/\n" +
 	"\aentries\x18\x02 \x03(\v2\x15.bfs.LockHistoryEntryR\aentries\"q\n" +
 	"\x0fRegisterRequest\x12\x18\n" +
 	"\aaddress\x18\x01 \x01(\tR\aaddress\x12%\n" +
 	"\x0ecapacity_bytes\x18\x02 \x01(\x03R\rcapacityBytes\x12\x1d\n" +
 	"\n" +
-	"used_bytes\x18\x03 \x01(\x03R\tusedBytes\"\xc4\x01\n" +
+	"used_bytes\x18\x03 \x01(\x03R\tusedBytes\"\xde\x01\n" +
 	"\x10RegisterResponse\x12'\n" +
-	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12%\n" +
+	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
+	"\amessage\x18\x0f \x01(\tR\amessage\x12%\n" +
 	"\x0echunkserver_id\x18\x02 \x01(\x03R\rchunkserverId\x122\n" +
 	"\x15heartbeat_interval_ms\x18\x03 \x01(\x03R\x13heartbeatIntervalMs\x12,\n" +
 	"\x12report_interval_ms\x18\x04 \x01(\x03R\x10reportIntervalMs\"\xba\x01\n" +
@@ -3915,9 +4170,10 @@ const file_nameserver_proto_rawDesc = "" +
 	"used_bytes\x18\x03 \x01(\x03R\tusedBytes\x12\x1f\n" +
 	"\vblock_count\x18\x04 \x01(\x03R\n" +
 	"blockCount\x12%\n" +
-	"\x0epending_writes\x18\x05 \x01(\x03R\rpendingWrites\"\\\n" +
+	"\x0epending_writes\x18\x05 \x01(\x03R\rpendingWrites\"v\n" +
 	"\x11HeartBeatResponse\x12'\n" +
-	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x1e\n" +
+	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
+	"\amessage\x18\x0f \x01(\tR\amessage\x12\x1e\n" +
 	"\n" +
 	"reregister\x18\x02 \x01(\bR\n" +
 	"reregister\"p\n" +
@@ -3929,16 +4185,18 @@ const file_nameserver_proto_rawDesc = "" +
 	"\x12BlockReportRequest\x12%\n" +
 	"\x0echunkserver_id\x18\x01 \x01(\x03R\rchunkserverId\x12\x18\n" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x12*\n" +
-	"\x06blocks\x18\x03 \x03(\v2\x12.bfs.ReportedBlockR\x06blocks\"Z\n" +
+	"\x06blocks\x18\x03 \x03(\v2\x12.bfs.ReportedBlockR\x06blocks\"t\n" +
 	"\x13BlockReportResponse\x12'\n" +
-	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x1a\n" +
+	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
+	"\amessage\x18\x0f \x01(\tR\amessage\x12\x1a\n" +
 	"\bobsolete\x18\x02 \x03(\x03R\bobsolete\"\x83\x01\n" +
 	"\x14BlockReceivedRequest\x12%\n" +
 	"\x0echunkserver_id\x18\x01 \x01(\x03R\rchunkserverId\x12\x18\n" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x12*\n" +
-	"\x06blocks\x18\x03 \x03(\v2\x12.bfs.ReportedBlockR\x06blocks\"@\n" +
+	"\x06blocks\x18\x03 \x03(\v2\x12.bfs.ReportedBlockR\x06blocks\"Z\n" +
 	"\x15BlockReceivedResponse\x12'\n" +
-	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status2\xee\f\n" +
+	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
+	"\amessage\x18\x0f \x01(\tR\amessage2\xee\f\n" +
 	"\n" +
 	"NameServer\x12.\n" +
 	"\x05Mkdir\x12\x11.bfs.MkdirRequest\x1a\x12.bfs.MkdirResponse\x121\n" +

@@ -1,0 +1,187 @@
+package namespace
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/cockroachdb/pebble/v2"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/bfs-go/bfs/proto/bfspb"
+)
+
+// openFile returns the file at path if session has it open for write.
+func openFile(r pebble.Reader, path, session string) (*bfspb.FileInfo, error) {
+	info, err := lookup(r, path)
+	if err != nil {
+		return nil, err
+	}
+	if info.Type == bfspb.FileType_FILE_TYPE_DIR {
+		return nil, ErrIsDirectory
+	}
+	if session == "" || info.WriterSession != session {
+		return nil, ErrNotOpen
+	}
+	return info, nil
+}
+
+func applyAddBlock(b *pebble.Batch, c *bfspb.AddBlockCmd) (*Result, error) {
+	blk := c.GetBlock()
+	if blk.GetId() <= 0 || len(blk.WriteSet) == 0 {
+		return nil, fmt.Errorf("%w: add block needs a block id and a write set", ErrInvalid)
+	}
+	info, err := openFile(b, c.Path, c.SessionId)
+	if err != nil {
+		return nil, err
+	}
+	if len(info.Blocks) > 0 {
+		// A retried AddBlock: the file keeps the block it has.
+		return &Result{Info: info}, nil
+	}
+	info.Blocks = []*bfspb.BlockMeta{proto.Clone(blk).(*bfspb.BlockMeta)}
+	if err := b.Set(blockKey(blk.Id), encodeUint64(info.EntryId), nil); err != nil {
+		return nil, err
+	}
+	if err := b.Merge(keyNextID, encodeUint64(uint64(blk.Id)), nil); err != nil {
+		return nil, err
+	}
+	return &Result{Info: info}, putInfo(b, keyOf(info), info)
+}
+
+func applySyncBlock(b *pebble.Batch, c *bfspb.SyncBlockCmd) (*Result, error) {
+	info, err := openFile(b, c.Path, c.SessionId)
+	if err != nil {
+		return nil, err
+	}
+	blk := lastBlock(info)
+	if blk == nil || blk.Id != c.BlockId {
+		return nil, fmt.Errorf("%w: block %d is not the block of %s", ErrInvalid, c.BlockId, c.Path)
+	}
+	if c.Size < 0 {
+		return nil, fmt.Errorf("%w: negative size", ErrInvalid)
+	}
+	blk.Size = max(blk.Size, c.Size)
+	info.Size = blk.Size
+	blk.WriteSet = dropAll(blk.WriteSet, c.Dropped)
+	return &Result{Info: info}, putInfo(b, keyOf(info), info)
+}
+
+func applyCloseFile(b *pebble.Batch, c *bfspb.CloseFileCmd, now int64) (*Result, error) {
+	info, err := lookup(b, c.Path)
+	if err != nil {
+		return nil, err
+	}
+	if info.EntryId != c.EntryId {
+		return nil, fmt.Errorf("%w: %s is no longer entry %d", ErrNotFound, c.Path, c.EntryId)
+	}
+	if info.WriterSession == "" {
+		return &Result{Info: info}, nil // closed already: a retry
+	}
+	if err := b.Delete(openKey(info.WriterSession, info.EntryId), nil); err != nil {
+		return nil, err
+	}
+	info.WriterSession = ""
+	info.MtimeNs = now
+	if blk := lastBlock(info); blk != nil {
+		if c.BlockSize < 0 {
+			return nil, fmt.Errorf("%w: negative size", ErrInvalid)
+		}
+		blk.Size = c.BlockSize
+		blk.WriteSet = dropAll(blk.WriteSet, c.Dropped)
+	}
+	info.Size = 0
+	for _, blk := range info.Blocks {
+		info.Size += blk.Size
+	}
+	return &Result{Info: info}, putInfo(b, keyOf(info), info)
+}
+
+func lastBlock(info *bfspb.FileInfo) *bfspb.BlockMeta {
+	if len(info.Blocks) == 0 {
+		return nil
+	}
+	return info.Blocks[len(info.Blocks)-1]
+}
+
+func dropAll(set, dropped []string) []string {
+	return slices.DeleteFunc(set, func(a string) bool { return slices.Contains(dropped, a) })
+}
+
+// OpenFile is a file open for write, as the open-file index records it.
+type OpenFile struct {
+	Session string
+	EntryID uint64
+}
+
+// OpenFiles lists the files open for write by session, or by any session
+// if session is "".
+func (s *Store) OpenFiles(session string) ([]OpenFile, error) {
+	if s.closed.Load() {
+		return nil, ErrClosed
+	}
+	lower, upper := openBounds(session)
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return nil, fmt.Errorf("namespace: iterate open files: %w", err)
+	}
+	var out []OpenFile
+	for valid := it.First(); valid; valid = it.Next() {
+		sess, id := openKeyEntry(it.Key())
+		out = append(out, OpenFile{Session: sess, EntryID: id})
+	}
+	if err := it.Error(); err != nil {
+		it.Close()
+		return nil, fmt.Errorf("namespace: iterate open files: %w", err)
+	}
+	return out, it.Close()
+}
+
+// PathOf returns the current path of entry id and its FileInfo.
+func (s *Store) PathOf(id uint64) (string, *bfspb.FileInfo, error) {
+	if s.closed.Load() {
+		return "", nil, ErrClosed
+	}
+	if id == RootID {
+		info, err := getInfo(s.db, entryKey(rootParentID, ""))
+		return "/", info, err
+	}
+	var names []string
+	var leaf *bfspb.FileInfo
+	for cur := id; cur != RootID; {
+		v, closer, err := s.db.Get(idKey(cur))
+		if err != nil {
+			if err == pebble.ErrNotFound {
+				return "", nil, ErrNotFound
+			}
+			return "", nil, fmt.Errorf("namespace: read: %w", err)
+		}
+		parent, name := decodeUint64(v[:8]), string(v[8:])
+		closer.Close()
+		if leaf == nil {
+			if leaf, err = getInfo(s.db, entryKey(parent, name)); err != nil {
+				return "", nil, err
+			}
+		}
+		names = append(names, name)
+		cur = parent
+	}
+	slices.Reverse(names)
+	return "/" + strings.Join(names, "/"), leaf, nil
+}
+
+// BlockOwner returns the entry id of the file block belongs to.
+func (s *Store) BlockOwner(block int64) (uint64, error) {
+	if s.closed.Load() {
+		return 0, ErrClosed
+	}
+	v, closer, err := s.db.Get(blockKey(block))
+	if err == pebble.ErrNotFound {
+		return 0, ErrNotFound
+	}
+	if err != nil {
+		return 0, fmt.Errorf("namespace: read: %w", err)
+	}
+	defer closer.Close()
+	return decodeUint64(v), nil
+}
