@@ -18,6 +18,12 @@ type Config struct {
 	MetricsAddr string
 	// MinSessionTTL and MaxSessionTTL bound the TTL a client may ask for.
 	MinSessionTTL, MaxSessionTTL time.Duration
+	// HeartbeatInterval is how often chunkservers are told to heartbeat;
+	// DeadTimeout is how long a silent chunkserver counts as alive;
+	// ReportInterval is how often they send full block reports.
+	HeartbeatInterval, DeadTimeout, ReportInterval time.Duration
+	// SealConcurrency bounds the Seal RPCs in flight at once.
+	SealConcurrency int
 	// Clock is the source of time; the real clock if nil.
 	Clock clock.Clock
 }
@@ -25,11 +31,15 @@ type Config struct {
 // DefaultConfig returns the configuration of a nameserver on this host.
 func DefaultConfig() Config {
 	return Config{
-		DataDir:       "bfs-data/nameserver",
-		ListenAddr:    "127.0.0.1:8828",
-		MetricsAddr:   "127.0.0.1:8829",
-		MinSessionTTL: time.Second,
-		MaxSessionTTL: 10 * time.Minute,
+		DataDir:           "bfs-data/nameserver",
+		ListenAddr:        "127.0.0.1:8828",
+		MetricsAddr:       "127.0.0.1:8829",
+		MinSessionTTL:     time.Second,
+		MaxSessionTTL:     10 * time.Minute,
+		HeartbeatInterval: time.Second,
+		DeadTimeout:       10 * time.Second,
+		ReportInterval:    time.Minute,
+		SealConcurrency:   64,
 	}
 }
 
@@ -45,6 +55,27 @@ func (c *Config) validate() error {
 	}
 	if c.MinSessionTTL < 0 || c.MaxSessionTTL < c.MinSessionTTL {
 		return fmt.Errorf("nameserver: session TTL bounds [%v, %v] are invalid", c.MinSessionTTL, c.MaxSessionTTL)
+	}
+	def := DefaultConfig()
+	for _, d := range []struct {
+		v   *time.Duration
+		def time.Duration
+	}{{&c.HeartbeatInterval, def.HeartbeatInterval}, {&c.DeadTimeout, def.DeadTimeout}, {&c.ReportInterval, def.ReportInterval}} {
+		if *d.v == 0 {
+			*d.v = d.def
+		}
+		if *d.v < 0 {
+			return fmt.Errorf("nameserver: negative interval %v", *d.v)
+		}
+	}
+	if c.DeadTimeout <= c.HeartbeatInterval {
+		return fmt.Errorf("nameserver: dead timeout %v must exceed the heartbeat interval %v", c.DeadTimeout, c.HeartbeatInterval)
+	}
+	if c.SealConcurrency == 0 {
+		c.SealConcurrency = def.SealConcurrency
+	}
+	if c.SealConcurrency < 0 {
+		return fmt.Errorf("nameserver: negative seal concurrency")
 	}
 	if c.Clock == nil {
 		c.Clock = clock.Real{}

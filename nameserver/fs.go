@@ -22,11 +22,24 @@ func cleanPath(p string) (string, error) {
 // mutate applies cmd on behalf of sessionID (empty: a caller without a
 // session), stamping it with the time.
 func (s *Server) mutate(sessionID string, cmd *bfspb.Command) (*namespace.Result, error) {
-	if sessionID != "" && !s.sessions.Valid(session.ID(sessionID)) {
-		return nil, errSessionInvalid
+	if err := s.checkSession(sessionID); err != nil {
+		return nil, err
 	}
 	cmd.TimeNs = s.cfg.Clock.Now().UnixNano()
-	return s.ns.Apply(cmd)
+	res, err := s.ns.Apply(cmd)
+	if err == nil && len(res.Freed) > 0 {
+		s.dropBlocks(res.Freed)
+	}
+	return res, err
+}
+
+// checkSession refuses a session id that is not live; "" is a caller
+// without a session.
+func (s *Server) checkSession(sessionID string) error {
+	if sessionID != "" && !s.sessions.Valid(session.ID(sessionID)) {
+		return errSessionInvalid
+	}
+	return nil
 }
 
 func infoOf(res *namespace.Result) *bfspb.FileInfo {

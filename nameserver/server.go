@@ -17,6 +17,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
 
+	"github.com/bfs-go/bfs/nameserver/blockmap"
 	"github.com/bfs-go/bfs/nameserver/namespace"
 	"github.com/bfs-go/bfs/nameserver/session"
 	"github.com/bfs-go/bfs/proto/bfspb"
@@ -30,12 +31,16 @@ type Server struct {
 	ns       *namespace.Store
 	sessions *session.Manager
 	metrics  *metrics
+	blocks   *blockmap.Map
+	closer   *closer
+	peers    *peers
 	grpc     *grpc.Server
 	health   *health.Server
 
-	stopc     chan struct{}
-	closeOnce sync.Once
-	closeErr  error
+	stopc        chan struct{}
+	livenessDone chan struct{}
+	closeOnce    sync.Once
+	closeErr     error
 }
 
 // New opens the nameserver's data directory and recovers its state. It
@@ -44,7 +49,14 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, stopc: make(chan struct{})}
+	s := &Server{
+		cfg:          cfg,
+		stopc:        make(chan struct{}),
+		livenessDone: make(chan struct{}),
+		blocks:       blockmap.New(cfg.Clock.Now()),
+		peers:        newPeers(),
+	}
+	s.closer = newCloser(s)
 	s.metrics = newMetrics(func() float64 { return float64(len(s.sessions.List())) })
 	ns, err := namespace.Open(namespace.Options{
 		Dir:           filepath.Join(cfg.DataDir, "namespace"),
@@ -59,6 +71,13 @@ func New(cfg Config) (*Server, error) {
 		ns.Close()
 		return nil, err
 	}
+	if err := s.closer.load(func(id string) bool { return s.sessions.Valid(session.ID(id)) }); err != nil {
+		s.closer.stop()
+		s.sessions.Close()
+		ns.Close()
+		return nil, err
+	}
+	go s.watchChunkservers()
 	s.grpc = grpc.NewServer(
 		grpc.ChainUnaryInterceptor(s.metrics.unaryInterceptor),
 		grpc.WaitForHandlers(true),
@@ -151,7 +170,10 @@ func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
 		close(s.stopc)
 		s.grpc.Stop()
+		<-s.livenessDone
 		s.sessions.Close()
+		s.closer.stop()
+		s.peers.close()
 		s.closeErr = s.ns.Close()
 	})
 	return s.closeErr

@@ -40,9 +40,23 @@ func sessionFromRecord(r *bfspb.SessionRecord) session.Session {
 	}
 }
 
-// onSessionEnd runs when a session expires or is closed.
+// onSessionEnd runs when a session expires or is closed: every file it
+// had open for write is sealed and closed (lease recovery). It only starts
+// the work: a session's record is deleted when this returns, and files of
+// sessions without a record are recovered at startup, so a crash in
+// between loses nothing.
 func (s *Server) onSessionEnd(sess session.Session, why session.EndReason) {
 	glog.Infof("session %s (%s) ended: %v", sess.ID, sess.Holder, why)
+	s.closer.goRun(func() {
+		open, err := s.ns.OpenFiles(string(sess.ID))
+		if err != nil {
+			glog.Errorf("recovering files of session %s: %v", sess.ID, err)
+			return
+		}
+		for _, f := range open {
+			s.closer.track(f.EntryID, true)
+		}
+	})
 }
 
 // OpenSession grants a session with the asked TTL.

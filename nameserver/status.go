@@ -28,6 +28,8 @@ var statusTable = []struct {
 	{namespace.ErrNotEmpty, bfspb.StatusCode_DIR_NOT_EMPTY},
 	{namespace.ErrInvalid, bfspb.StatusCode_INVALID_ARGUMENT},
 	{namespace.ErrClosed, bfspb.StatusCode_UNAVAILABLE},
+	{namespace.ErrNotOpen, bfspb.StatusCode_NOT_OPEN},
+	{errNoServers, bfspb.StatusCode_UNAVAILABLE},
 	{session.ErrInvalidTTL, bfspb.StatusCode_INVALID_ARGUMENT},
 	{session.ErrInvalidHolder, bfspb.StatusCode_INVALID_ARGUMENT},
 	{session.ErrNotFound, bfspb.StatusCode_SESSION_EXPIRED},

@@ -1,0 +1,259 @@
+package blockmap
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// ServerID names one registration of a chunkserver; a chunkserver that
+// registers again gets a new id. A server that is in the map is live:
+// Expire removes the dead.
+type ServerID int64
+
+// BlockID names a block.
+type BlockID int64
+
+// Replica is one copy of a block on one chunkserver, as last reported.
+type Replica struct {
+	Addr    string
+	Size    int64
+	Version uint64
+	Sealed  bool
+}
+
+// Server is a chunkserver as the map knows it.
+type Server struct {
+	ID       ServerID
+	Addr     string
+	LastBeat time.Time
+	Blocks   int
+	Used     int64
+	// Assigned counts blocks placed on it since its last report, so a burst
+	// of AddBlocks spreads out before reports catch up.
+	Assigned int
+}
+
+// ErrNotEnoughServers is returned by Pick when fewer live chunkservers
+// exist than asked for.
+var ErrNotEnoughServers = errors.New("not enough live chunkservers")
+
+// Map is the block map. See the package documentation.
+type Map struct {
+	start time.Time
+	mu    struct {
+		sync.Mutex
+		next    ServerID
+		servers map[ServerID]*Server
+		byAddr  map[string]ServerID
+		// blocks maps a block to its replicas, by chunkserver address.
+		blocks map[BlockID]map[string]Replica
+	}
+}
+
+// New returns an empty map; start is when the nameserver started, which
+// bounds how long an address never heard from counts as possibly alive.
+func New(start time.Time) *Map {
+	m := &Map{start: start}
+	m.mu.servers = make(map[ServerID]*Server)
+	m.mu.byAddr = make(map[string]ServerID)
+	m.mu.blocks = make(map[BlockID]map[string]Replica)
+	return m
+}
+
+// Register records a chunkserver at addr and returns its new id. An
+// earlier registration at the same address is replaced, and the replicas
+// it reported are forgotten until the new registration reports.
+func (m *Map) Register(addr string, used int64, now time.Time) ServerID {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if old, ok := m.mu.byAddr[addr]; ok {
+		m.removeLocked(old)
+	}
+	m.mu.next++
+	id := m.mu.next
+	m.mu.servers[id] = &Server{ID: id, Addr: addr, LastBeat: now, Used: used}
+	m.mu.byAddr[addr] = id
+	return id
+}
+
+// Heartbeat records that id is alive. It returns false if id is unknown
+// or was declared dead: the chunkserver must register again.
+func (m *Map) Heartbeat(id ServerID, used int64, now time.Time) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, ok := m.mu.servers[id]
+	if !ok {
+		return false
+	}
+	s.LastBeat, s.Used = now, used
+	return true
+}
+
+// Report replaces what id holds with a full block report. It returns the
+// server's address, or false if id is unknown or dead.
+func (m *Map) Report(id ServerID, replicas map[BlockID]Replica, now time.Time) (string, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, ok := m.mu.servers[id]
+	if !ok {
+		return "", false
+	}
+	m.dropServerReplicasLocked(s.Addr)
+	for b, r := range replicas {
+		r.Addr = s.Addr
+		m.addLocked(b, r)
+	}
+	s.LastBeat, s.Blocks, s.Assigned = now, len(replicas), 0
+	return s.Addr, true
+}
+
+// Received records replicas that id has sealed (or otherwise reports one
+// by one). It returns the server's address, or false if id is unknown or
+// dead.
+func (m *Map) Received(id ServerID, replicas map[BlockID]Replica) (string, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, ok := m.mu.servers[id]
+	if !ok {
+		return "", false
+	}
+	for b, r := range replicas {
+		r.Addr = s.Addr
+		if _, had := m.mu.blocks[b][s.Addr]; !had {
+			s.Blocks++
+		}
+		m.addLocked(b, r)
+	}
+	return s.Addr, true
+}
+
+func (m *Map) addLocked(b BlockID, r Replica) {
+	reps := m.mu.blocks[b]
+	if reps == nil {
+		reps = make(map[string]Replica)
+		m.mu.blocks[b] = reps
+	}
+	reps[r.Addr] = r
+}
+
+// Expire declares dead every live chunkserver silent for longer than
+// timeout, forgets their replicas, and returns them.
+func (m *Map) Expire(now time.Time, timeout time.Duration) []Server {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var dead []Server
+	for id, s := range m.mu.servers {
+		if now.Sub(s.LastBeat) > timeout {
+			dead = append(dead, *s)
+			m.removeLocked(id)
+		}
+	}
+	sort.Slice(dead, func(i, j int) bool { return dead[i].ID < dead[j].ID })
+	return dead
+}
+
+func (m *Map) removeLocked(id ServerID) {
+	s := m.mu.servers[id]
+	if s == nil {
+		return
+	}
+	delete(m.mu.servers, id)
+	if m.mu.byAddr[s.Addr] == id {
+		delete(m.mu.byAddr, s.Addr)
+		m.dropServerReplicasLocked(s.Addr)
+	}
+}
+
+func (m *Map) dropServerReplicasLocked(addr string) {
+	for b, reps := range m.mu.blocks {
+		if _, ok := reps[addr]; ok {
+			delete(reps, addr)
+			if len(reps) == 0 {
+				delete(m.mu.blocks, b)
+			}
+		}
+	}
+}
+
+// Dead reports whether the chunkserver at addr is to be given up on: it is
+// not registered (never, or declared dead since) and the nameserver has
+// been up for longer than timeout.
+func (m *Map) Dead(addr string, now time.Time, timeout time.Duration) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.mu.byAddr[addr]; ok {
+		return false
+	}
+	return now.Sub(m.start) > timeout
+}
+
+// Live reports whether addr is a registered, live chunkserver.
+func (m *Map) Live(addr string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, ok := m.mu.byAddr[addr]
+	return ok
+}
+
+// Pick chooses n distinct live chunkservers for a new block, the least
+// loaded first, and counts the block against them.
+func (m *Map) Pick(n int) ([]string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	live := make([]*Server, 0, len(m.mu.servers))
+	for _, s := range m.mu.servers {
+		live = append(live, s)
+	}
+	if len(live) < n {
+		return nil, fmt.Errorf("%w: want %d, have %d", ErrNotEnoughServers, n, len(live))
+	}
+	sort.Slice(live, func(i, j int) bool {
+		li, lj := live[i].Blocks+live[i].Assigned, live[j].Blocks+live[j].Assigned
+		if li != lj {
+			return li < lj
+		}
+		return live[i].ID < live[j].ID
+	})
+	out := make([]string, n)
+	for i, s := range live[:n] {
+		s.Assigned++
+		out[i] = s.Addr
+	}
+	return out, nil
+}
+
+// Replicas returns the replicas of b on live chunkservers, by address.
+func (m *Map) Replicas(b BlockID) []Replica {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]Replica, 0, len(m.mu.blocks[b]))
+	for _, r := range m.mu.blocks[b] {
+		out = append(out, r)
+	}
+	slices.SortFunc(out, func(a, b Replica) int { return strings.Compare(a.Addr, b.Addr) })
+	return out
+}
+
+// Forget drops everything known about b (its file is gone).
+func (m *Map) Forget(b BlockID) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.mu.blocks, b)
+}
+
+// Servers lists the chunkservers, by id.
+func (m *Map) Servers() []Server {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]Server, 0, len(m.mu.servers))
+	for _, s := range m.mu.servers {
+		out = append(out, *s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}

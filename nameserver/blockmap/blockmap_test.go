@@ -1,0 +1,80 @@
+package blockmap
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+var t0 = time.Unix(1000, 0)
+
+func TestRegisterHeartbeatExpire(t *testing.T) {
+	m := New(t0)
+	a := m.Register("a:1", 0, t0)
+	b := m.Register("b:1", 0, t0)
+	require.True(t, m.Heartbeat(a, 0, t0.Add(5*time.Second)))
+	dead := m.Expire(t0.Add(12*time.Second), 10*time.Second)
+	require.Len(t, dead, 1)
+	require.Equal(t, b, dead[0].ID)
+	require.False(t, m.Heartbeat(b, 0, t0.Add(13*time.Second)), "a dead server must register again")
+	require.True(t, m.Dead("b:1", t0.Add(13*time.Second), 10*time.Second))
+	require.False(t, m.Dead("a:1", t0.Add(13*time.Second), 10*time.Second))
+	// An address never heard from is not dead while the nameserver is young.
+	require.False(t, m.Dead("c:1", t0.Add(5*time.Second), 10*time.Second))
+	require.True(t, m.Dead("c:1", t0.Add(11*time.Second), 10*time.Second))
+
+	// Registering again replaces the old registration.
+	a2 := m.Register("a:1", 0, t0.Add(14*time.Second))
+	require.NotEqual(t, a, a2)
+	require.False(t, m.Heartbeat(a, 0, t0.Add(14*time.Second)))
+	require.Len(t, m.Servers(), 1)
+}
+
+func TestReportsAndReplicas(t *testing.T) {
+	m := New(t0)
+	a := m.Register("a:1", 0, t0)
+	b := m.Register("b:1", 0, t0)
+	_, ok := m.Report(a, map[BlockID]Replica{1: {Size: 10, Sealed: true}, 2: {Size: 5}}, t0)
+	require.True(t, ok)
+	_, ok = m.Received(b, map[BlockID]Replica{1: {Size: 10, Sealed: true}})
+	require.True(t, ok)
+	require.Equal(t, []Replica{{Addr: "a:1", Size: 10, Sealed: true}, {Addr: "b:1", Size: 10, Sealed: true}}, m.Replicas(1))
+	// A full report replaces what the server held.
+	_, ok = m.Report(a, map[BlockID]Replica{2: {Size: 6}}, t0)
+	require.True(t, ok)
+	require.Equal(t, []Replica{{Addr: "b:1", Size: 10, Sealed: true}}, m.Replicas(1))
+	// A dead server's replicas are forgotten.
+	m.Heartbeat(a, 0, t0.Add(9*time.Second))
+	m.Expire(t0.Add(11*time.Second), 10*time.Second)
+	require.Empty(t, m.Replicas(1))
+	require.Equal(t, []Replica{{Addr: "a:1", Size: 6}}, m.Replicas(2))
+	m.Forget(2)
+	require.Empty(t, m.Replicas(2))
+	_, ok = m.Report(b, nil, t0)
+	require.False(t, ok, "b is dead")
+}
+
+func TestPickSpreadsLoad(t *testing.T) {
+	m := New(t0)
+	for _, addr := range []string{"a", "b", "c", "d"} {
+		m.Register(addr, 0, t0)
+	}
+	_, err := m.Pick(5)
+	require.ErrorIs(t, err, ErrNotEnoughServers)
+	count := map[string]int{}
+	for range 40 {
+		picked, err := m.Pick(3)
+		require.NoError(t, err)
+		require.Len(t, picked, 3)
+		seen := map[string]bool{}
+		for _, p := range picked {
+			require.False(t, seen[p], "replicas on distinct servers")
+			seen[p] = true
+			count[p]++
+		}
+	}
+	for addr, n := range count {
+		require.Equal(t, 30, n, addr)
+	}
+}

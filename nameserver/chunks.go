@@ -1,0 +1,131 @@
+package nameserver
+
+import (
+	"context"
+	"time"
+
+	"github.com/golang/glog"
+
+	"github.com/bfs-go/bfs/nameserver/blockmap"
+	"github.com/bfs-go/bfs/proto/bfspb"
+)
+
+// Register records a chunkserver and tells it how often to heartbeat and
+// report.
+func (s *Server) Register(_ context.Context, req *bfspb.RegisterRequest) (*bfspb.RegisterResponse, error) {
+	if req.Address == "" {
+		return &bfspb.RegisterResponse{Status: bfspb.StatusCode_INVALID_ARGUMENT, Message: "register: empty address"}, nil
+	}
+	id := s.blocks.Register(req.Address, req.UsedBytes, s.cfg.Clock.Now())
+	glog.Infof("chunkserver %s registered as %d", req.Address, id)
+	return &bfspb.RegisterResponse{
+		ChunkserverId:       int64(id),
+		HeartbeatIntervalMs: s.cfg.HeartbeatInterval.Milliseconds(),
+		ReportIntervalMs:    s.cfg.ReportInterval.Milliseconds(),
+	}, nil
+}
+
+// HeartBeat keeps a chunkserver alive.
+func (s *Server) HeartBeat(_ context.Context, req *bfspb.HeartBeatRequest) (*bfspb.HeartBeatResponse, error) {
+	if !s.blocks.Heartbeat(blockmap.ServerID(req.ChunkserverId), req.UsedBytes, s.cfg.Clock.Now()) {
+		return &bfspb.HeartBeatResponse{Status: bfspb.StatusCode_UNAVAILABLE, Reregister: true,
+			Message: "unknown chunkserver: register again"}, nil
+	}
+	return &bfspb.HeartBeatResponse{}, nil
+}
+
+// BlockReport replaces what a chunkserver holds and answers which of its
+// blocks belong to no file any more.
+func (s *Server) BlockReport(_ context.Context, req *bfspb.BlockReportRequest) (*bfspb.BlockReportResponse, error) {
+	replicas := make(map[blockmap.BlockID]blockmap.Replica, len(req.Blocks))
+	resp := &bfspb.BlockReportResponse{}
+	for _, b := range req.Blocks {
+		if _, err := s.ns.BlockOwner(b.BlockId); err != nil {
+			resp.Obsolete = append(resp.Obsolete, b.BlockId)
+			continue
+		}
+		replicas[blockmap.BlockID(b.BlockId)] = replicaOf(b)
+	}
+	addr, ok := s.blocks.Report(blockmap.ServerID(req.ChunkserverId), replicas, s.cfg.Clock.Now())
+	if !ok {
+		return &bfspb.BlockReportResponse{Status: bfspb.StatusCode_UNAVAILABLE, Message: "unknown chunkserver: register again"}, nil
+	}
+	s.noteSealed(addr, req.Blocks)
+	return resp, nil
+}
+
+// BlockReceived records replicas a chunkserver has sealed.
+func (s *Server) BlockReceived(_ context.Context, req *bfspb.BlockReceivedRequest) (*bfspb.BlockReceivedResponse, error) {
+	replicas := make(map[blockmap.BlockID]blockmap.Replica, len(req.Blocks))
+	for _, b := range req.Blocks {
+		replicas[blockmap.BlockID(b.BlockId)] = replicaOf(b)
+	}
+	addr, ok := s.blocks.Received(blockmap.ServerID(req.ChunkserverId), replicas)
+	if !ok {
+		return &bfspb.BlockReceivedResponse{Status: bfspb.StatusCode_UNAVAILABLE, Message: "unknown chunkserver: register again"}, nil
+	}
+	s.noteSealed(addr, req.Blocks)
+	return &bfspb.BlockReceivedResponse{}, nil
+}
+
+func (s *Server) noteSealed(addr string, blocks []*bfspb.ReportedBlock) {
+	for _, b := range blocks {
+		if b.Sealed {
+			s.closer.received(addr, b.BlockId, b.Size)
+		}
+	}
+}
+
+func replicaOf(b *bfspb.ReportedBlock) blockmap.Replica {
+	return blockmap.Replica{Size: b.Size, Version: b.Version, Sealed: b.Sealed}
+}
+
+// watchChunkservers declares silent chunkservers dead, every heartbeat
+// interval, until the server stops.
+func (s *Server) watchChunkservers() {
+	defer close(s.livenessDone)
+	for {
+		t := s.cfg.Clock.NewTimer(s.cfg.HeartbeatInterval)
+		select {
+		case <-s.stopc:
+			t.Stop()
+			return
+		case <-t.C():
+		}
+		for _, d := range s.blocks.Expire(s.cfg.Clock.Now(), s.cfg.DeadTimeout) {
+			glog.Warningf("chunkserver %s (%d) is dead: silent for over %v", d.Addr, d.ID, s.cfg.DeadTimeout)
+		}
+		s.closer.recheck()
+	}
+}
+
+// dropBlocks tells the chunkservers holding blocks of removed files to
+// delete them. Best effort: block reports catch whatever this misses.
+func (s *Server) dropBlocks(blocks []*bfspb.BlockMeta) {
+	byAddr := map[string][]int64{}
+	for _, b := range blocks {
+		addrs := append([]string(nil), b.WriteSet...)
+		for _, r := range s.blocks.Replicas(blockmap.BlockID(b.Id)) {
+			addrs = append(addrs, r.Addr)
+		}
+		for _, a := range addrs {
+			if ids := byAddr[a]; len(ids) == 0 || ids[len(ids)-1] != b.Id {
+				byAddr[a] = append(ids, b.Id)
+			}
+		}
+		s.blocks.Forget(blockmap.BlockID(b.Id))
+	}
+	for addr, ids := range byAddr {
+		s.closer.goRun(func() {
+			cl, err := s.peers.client(addr)
+			if err != nil {
+				return
+			}
+			ctx, cancel := context.WithTimeout(s.closer.ctx, 10*time.Second)
+			defer cancel()
+			if _, err := cl.DeleteBlocks(ctx, &bfspb.DeleteBlocksRequest{BlockIds: ids}); err != nil {
+				glog.V(1).Infof("delete %d blocks on %s: %v", len(ids), addr, err)
+			}
+		})
+	}
+}

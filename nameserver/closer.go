@@ -1,0 +1,406 @@
+package nameserver
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/golang/glog"
+
+	"github.com/bfs-go/bfs/nameserver/blockmap"
+	"github.com/bfs-go/bfs/nameserver/namespace"
+	"github.com/bfs-go/bfs/proto/bfspb"
+)
+
+// closer closes files open for write. A file closes when every replica of
+// its block in the write set has reported the block sealed (BlockReceived,
+// or a block report that says sealed), leaving out replicas the writer
+// dropped and replicas on chunkservers declared dead. Its length is then
+// the shortest reported length that still holds every synced byte, and
+// longer replicas are truncated to it.
+//
+// A file's writer normally seals the replicas itself (its last packet).
+// When the writer is gone (its session ended) the closer seals them: it
+// sends Seal to every replica still awaited, with bounded concurrency,
+// retrying with backoff until the replica reports or its chunkserver is
+// declared dead. This is the mechanism lease recovery uses, and directory
+// unlock uses to fence a holder.
+type closer struct {
+	s   *Server
+	sem chan struct{}
+	ctx context.Context
+	// cancel stops every goroutine the closer started; wg waits for them.
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu struct {
+		sync.Mutex
+		// files are the files being closed, by entry id.
+		files map[uint64]*closing
+		// openBlocks maps the block of every file known to be open for
+		// write to the file's entry id, so reports of sealed replicas find
+		// their file without reading the namespace.
+		openBlocks map[int64]uint64
+	}
+}
+
+// closing is one file on its way to closed.
+type closing struct {
+	entry    uint64
+	block    int64 // 0 for a file without a block
+	synced   int64 // bytes the writer synced: the agreed length keeps them
+	writeSet []string
+	// reports holds the sealed length each write-set replica reported.
+	reports   map[string]int64
+	sealing   bool
+	finishing bool
+	done      chan struct{}
+}
+
+func newCloser(s *Server) *closer {
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &closer{s: s, sem: make(chan struct{}, s.cfg.SealConcurrency), ctx: ctx, cancel: cancel}
+	c.mu.files = make(map[uint64]*closing)
+	c.mu.openBlocks = make(map[int64]uint64)
+	return c
+}
+
+// stop cancels the closer's work and waits for its goroutines.
+func (c *closer) stop() {
+	c.cancel()
+	c.wg.Wait()
+}
+
+func (c *closer) goRun(fn func()) {
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		fn()
+	}()
+}
+
+// load indexes the blocks of every open file, and starts recovery of the
+// open files whose session did not survive the restart.
+func (c *closer) load(live func(session string) bool) error {
+	open, err := c.s.ns.OpenFiles("")
+	if err != nil {
+		return err
+	}
+	for _, f := range open {
+		_, info, err := c.s.ns.PathOf(f.EntryID)
+		if err != nil {
+			return err
+		}
+		c.noteOpenBlocks(f.EntryID, info)
+		if !live(f.Session) {
+			glog.Infof("recovering file %d of ended session %s", f.EntryID, f.Session)
+			entry := f.EntryID
+			c.goRun(func() { c.track(entry, true) })
+		}
+	}
+	return nil
+}
+
+// noteOpenBlocks records the blocks of an open file.
+func (c *closer) noteOpenBlocks(entry uint64, info *bfspb.FileInfo) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, b := range info.Blocks {
+		c.mu.openBlocks[b.Id] = entry
+	}
+}
+
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// track starts closing file entry, or joins a close in progress; with seal
+// the closer seals the replicas itself. The returned channel is closed when
+// the file is closed (or gone).
+func (c *closer) track(entry uint64, seal bool) <-chan struct{} {
+	if f := c.join(entry, seal); f != nil {
+		return f.done
+	}
+	_, info, err := c.s.ns.PathOf(entry)
+	if err != nil || info.WriterSession == "" {
+		if err != nil && !errors.Is(err, namespace.ErrNotFound) {
+			glog.Errorf("closing file %d: %v", entry, err)
+		}
+		return closedChan
+	}
+	f := &closing{entry: entry, reports: make(map[string]int64), done: make(chan struct{})}
+	if n := len(info.Blocks); n > 0 {
+		last := info.Blocks[n-1]
+		f.block, f.synced, f.writeSet = last.Id, last.Size, slices.Clone(last.WriteSet)
+		for _, r := range c.s.blocks.Replicas(blockmap.BlockID(f.block)) {
+			if r.Sealed && slices.Contains(f.writeSet, r.Addr) {
+				f.reports[r.Addr] = r.Size
+			}
+		}
+	}
+	c.mu.Lock()
+	if old := c.mu.files[entry]; old != nil {
+		c.mu.Unlock()
+		return c.join(entry, seal).done
+	}
+	c.mu.files[entry] = f
+	if f.block != 0 {
+		c.mu.openBlocks[f.block] = entry
+	}
+	if seal {
+		c.startSealsLocked(f)
+	}
+	ready := c.readyLocked(f)
+	c.mu.Unlock()
+	if ready {
+		c.goRun(func() { c.finalize(f) })
+	}
+	return f.done
+}
+
+// join returns the close in progress for entry, if any, asking it to seal.
+func (c *closer) join(entry uint64, seal bool) *closing {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f := c.mu.files[entry]
+	if f != nil && seal {
+		c.startSealsLocked(f)
+	}
+	return f
+}
+
+// received notes that the replica of block at addr is sealed at size.
+func (c *closer) received(addr string, block int64, size int64) {
+	c.mu.Lock()
+	entry, ok := c.mu.openBlocks[block]
+	f := c.mu.files[entry]
+	if !ok || f == nil || f.block != block {
+		c.mu.Unlock()
+		if ok {
+			c.track(entry, false) // picks the report up from the block map
+		}
+		return
+	}
+	if slices.Contains(f.writeSet, addr) {
+		f.reports[addr] = size
+	}
+	ready := c.readyLocked(f)
+	c.mu.Unlock()
+	if ready {
+		c.goRun(func() { c.finalize(f) })
+	}
+}
+
+// recheck finishes files whose last awaited replica was declared dead.
+func (c *closer) recheck() {
+	c.mu.Lock()
+	var ready []*closing
+	for _, f := range c.mu.files {
+		if c.readyLocked(f) {
+			ready = append(ready, f)
+		}
+	}
+	c.mu.Unlock()
+	for _, f := range ready {
+		c.goRun(func() { c.finalize(f) })
+	}
+}
+
+// readyLocked reports whether f can be closed now, and if so marks it
+// finishing so exactly one caller finalizes it.
+func (c *closer) readyLocked(f *closing) bool {
+	if f.finishing {
+		return false
+	}
+	if f.block != 0 {
+		if len(f.reports) == 0 {
+			return false
+		}
+		for _, addr := range f.writeSet {
+			if _, ok := f.reports[addr]; !ok && !c.dead(addr) {
+				return false
+			}
+		}
+	}
+	f.finishing = true
+	return true
+}
+
+func (c *closer) dead(addr string) bool {
+	return c.s.blocks.Dead(addr, c.s.cfg.Clock.Now(), c.s.cfg.DeadTimeout)
+}
+
+// agree picks the closed length: the shortest reported length among
+// replicas that hold every synced byte. Replicas shorter than that lost
+// synced bytes (a damaged disk): they are left out and logged.
+func (f *closing) agree() (size int64, dropped []string) {
+	size = -1
+	for _, addr := range f.writeSet {
+		n, ok := f.reports[addr]
+		switch {
+		case !ok:
+			dropped = append(dropped, addr)
+		case n < f.synced:
+			glog.Errorf("block %d: replica %s has %d bytes, fewer than the %d synced; dropping it", f.block, addr, n, f.synced)
+			dropped = append(dropped, addr)
+		case size < 0 || n < size:
+			size = n
+		}
+	}
+	return max(size, 0), dropped
+}
+
+// finalize persists the close of f, truncates longer replicas and wakes
+// the waiters.
+func (c *closer) finalize(f *closing) {
+	size, dropped := f.agree()
+	if err := c.persistClose(f, size, dropped); err != nil {
+		glog.Errorf("closing file %d: %v", f.entry, err)
+		return // shutting down; recovery resumes after restart
+	}
+	for addr, n := range f.reports {
+		if n > size && !slices.Contains(dropped, addr) {
+			c.goRun(func() { c.truncate(addr, f.block, size) })
+		}
+	}
+	c.mu.Lock()
+	delete(c.mu.files, f.entry)
+	if c.mu.openBlocks[f.block] == f.entry {
+		delete(c.mu.openBlocks, f.block)
+	}
+	c.mu.Unlock()
+	close(f.done)
+}
+
+// persistClose applies the CloseFile command, retrying while the file is
+// being renamed and while the store is busy, until the closer stops.
+func (c *closer) persistClose(f *closing, size int64, dropped []string) error {
+	for backoff := 10 * time.Millisecond; ; backoff = min(2*backoff, time.Second) {
+		path, info, err := c.s.ns.PathOf(f.entry)
+		if errors.Is(err, namespace.ErrNotFound) || (err == nil && info.WriterSession == "") {
+			return nil // deleted, or closed by someone else
+		}
+		if err == nil {
+			_, err = c.s.ns.Apply(&bfspb.Command{
+				TimeNs: c.s.cfg.Clock.Now().UnixNano(),
+				Op: &bfspb.Command_CloseFile{CloseFile: &bfspb.CloseFileCmd{
+					Path: path, EntryId: f.entry, BlockSize: size, Dropped: dropped,
+				}},
+			})
+			if err == nil {
+				glog.V(1).Infof("closed %s at %d bytes", path, size)
+				return nil
+			}
+		}
+		if !errors.Is(err, namespace.ErrNotFound) {
+			glog.Warningf("closing file %d: %v; retrying", f.entry, err)
+		}
+		if !c.sleep(backoff) {
+			return c.ctx.Err()
+		}
+	}
+}
+
+// sleep waits for d on the server's clock; false if the closer stopped.
+func (c *closer) sleep(d time.Duration) bool {
+	t := c.s.cfg.Clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C():
+		return true
+	case <-c.ctx.Done():
+		return false
+	}
+}
+
+// startSealsLocked sends Seal to every replica of f not yet reported.
+func (c *closer) startSealsLocked(f *closing) {
+	if f.sealing || f.block == 0 {
+		f.sealing = true
+		return
+	}
+	f.sealing = true
+	for _, addr := range f.writeSet {
+		if _, ok := f.reports[addr]; !ok {
+			c.goRun(func() { c.sealReplica(f, addr) })
+		}
+	}
+}
+
+// sealReplica seals f's block at addr, retrying with backoff until the
+// chunkserver accepts, reports, or is declared dead.
+func (c *closer) sealReplica(f *closing, addr string) {
+	for backoff := 50 * time.Millisecond; ; backoff = min(2*backoff, 2*time.Second) {
+		c.mu.Lock()
+		_, reported := f.reports[addr]
+		over := reported || f.finishing
+		c.mu.Unlock()
+		if over || c.dead(addr) {
+			return
+		}
+		if c.sealOnce(addr, f.block) {
+			return // its BlockReceived follows
+		}
+		if !c.sleep(backoff) {
+			return
+		}
+	}
+}
+
+func (c *closer) sealOnce(addr string, block int64) bool {
+	select {
+	case c.sem <- struct{}{}:
+	case <-c.ctx.Done():
+		return false
+	}
+	defer func() { <-c.sem }()
+	cl, err := c.s.peers.client(addr)
+	if err != nil {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
+	defer cancel()
+	resp, err := cl.Seal(ctx, &bfspb.SealRequest{BlockId: block})
+	if err != nil || resp.Status != bfspb.StatusCode_OK {
+		glog.V(1).Infof("seal block %d on %s: %v %v", block, addr, resp.GetStatus(), err)
+		return false
+	}
+	return true
+}
+
+// truncate cuts a longer replica down to the agreed length (best effort:
+// a replica left long is still consistent up to the agreed length, which
+// is all a reader is given).
+func (c *closer) truncate(addr string, block, size int64) {
+	for attempt, backoff := 0, 50*time.Millisecond; attempt < 5; attempt, backoff = attempt+1, 2*backoff {
+		cl, err := c.s.peers.client(addr)
+		if err == nil {
+			ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
+			var resp *bfspb.TruncateResponse
+			resp, err = cl.Truncate(ctx, &bfspb.TruncateRequest{BlockId: block, Size: size})
+			cancel()
+			if err == nil && resp.Status == bfspb.StatusCode_OK {
+				return
+			}
+		}
+		if c.dead(addr) || !c.sleep(backoff) {
+			return
+		}
+	}
+	glog.Warningf("truncate block %d on %s to %d failed", block, addr, size)
+}
+
+// pending lists the replicas each file being closed still waits for.
+func (c *closer) pending() map[uint64][]string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[uint64][]string, len(c.mu.files))
+	for e, f := range c.mu.files {
+		for _, addr := range f.writeSet {
+			if _, ok := f.reports[addr]; !ok {
+				out[e] = append(out[e], addr)
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,143 @@
+package nameserver
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/bfs-go/bfs/nameserver/blockmap"
+	"github.com/bfs-go/bfs/nameserver/namespace"
+	"github.com/bfs-go/bfs/proto/bfspb"
+)
+
+// errNoServers is returned when too few chunkservers are alive to place a
+// block.
+var errNoServers = blockmap.ErrNotEnoughServers
+
+// AddBlock gives a file open for write its block and the chunkservers to
+// write it to.
+func (s *Server) AddBlock(_ context.Context, req *bfspb.AddBlockRequest) (*bfspb.AddBlockResponse, error) {
+	blk, err := s.addBlock(req)
+	code, msg := statusOf(err)
+	return &bfspb.AddBlockResponse{Status: code, Message: msg, Block: blk}, nil
+}
+
+func (s *Server) addBlock(req *bfspb.AddBlockRequest) (*bfspb.LocatedBlock, error) {
+	p, err := cleanPath(req.Path)
+	if err != nil {
+		return nil, err
+	}
+	info, err := s.ns.Stat(p)
+	if err != nil {
+		return nil, err
+	}
+	if info.WriterSession == "" || info.WriterSession != req.SessionId {
+		return nil, namespace.ErrNotOpen
+	}
+	if len(info.Blocks) > 0 { // a retry: the file keeps its block
+		return locate(info.Blocks[0], true, nil), nil
+	}
+	addrs, err := s.blocks.Pick(int(info.Replication))
+	if err != nil {
+		return nil, err
+	}
+	meta := &bfspb.BlockMeta{Id: int64(s.ns.AllocIDs(1)[0]), Version: 1, WriteSet: addrs}
+	res, err := s.mutate(req.SessionId, &bfspb.Command{Op: &bfspb.Command_AddBlock{AddBlock: &bfspb.AddBlockCmd{
+		Path: p, SessionId: req.SessionId, Block: meta,
+	}}})
+	if err != nil {
+		return nil, err
+	}
+	s.closer.noteOpenBlocks(res.Info.EntryId, res.Info)
+	return locate(res.Info.Blocks[0], true, nil), nil
+}
+
+// locate describes a block for a client: the live replicas the block map
+// knows, or while nothing is reported yet (a block being written), its
+// write set.
+func locate(b *bfspb.BlockMeta, open bool, replicas []blockmap.Replica) *bfspb.LocatedBlock {
+	lb := &bfspb.LocatedBlock{BlockId: b.Id, Size: b.Size, Version: b.Version, Open: open}
+	for _, r := range replicas {
+		lb.Replicas = append(lb.Replicas, &bfspb.Replica{Address: r.Addr})
+	}
+	if len(lb.Replicas) == 0 {
+		for _, a := range b.WriteSet {
+			lb.Replicas = append(lb.Replicas, &bfspb.Replica{Address: a})
+		}
+	}
+	return lb
+}
+
+// SyncBlock records how much of a block every replica has on disk.
+func (s *Server) SyncBlock(_ context.Context, req *bfspb.SyncBlockRequest) (*bfspb.SyncBlockResponse, error) {
+	_, err := s.withPath(req.Path, func(p string) (*namespace.Result, error) {
+		return s.mutate(req.SessionId, &bfspb.Command{Op: &bfspb.Command_SyncBlock{SyncBlock: &bfspb.SyncBlockCmd{
+			Path: p, SessionId: req.SessionId, BlockId: req.BlockId, Size: req.Size, Dropped: req.Dropped,
+		}}})
+	})
+	code, msg := statusOf(err)
+	return &bfspb.SyncBlockResponse{Status: code, Message: msg}, nil
+}
+
+// FinishFile is the writer saying it is done: its last packet sealed the
+// replicas, whose BlockReceived reports close the file. With wait, it
+// returns once the file is closed.
+func (s *Server) FinishFile(ctx context.Context, req *bfspb.FinishFileRequest) (*bfspb.FinishFileResponse, error) {
+	info, err := s.finishFile(ctx, req)
+	code, msg := statusOf(err)
+	return &bfspb.FinishFileResponse{Status: code, Message: msg, Info: info}, nil
+}
+
+func (s *Server) finishFile(ctx context.Context, req *bfspb.FinishFileRequest) (*bfspb.FileInfo, error) {
+	p, err := cleanPath(req.Path)
+	if err != nil {
+		return nil, err
+	}
+	info, err := s.ns.Stat(p)
+	if err != nil {
+		return nil, err
+	}
+	if info.WriterSession == "" && req.SessionId != "" {
+		return info, nil // closed already: a retried finish
+	}
+	if info.WriterSession != req.SessionId {
+		return nil, namespace.ErrNotOpen
+	}
+	if len(info.Blocks) > 0 && len(req.Dropped) > 0 {
+		_, err := s.mutate(req.SessionId, &bfspb.Command{Op: &bfspb.Command_SyncBlock{SyncBlock: &bfspb.SyncBlockCmd{
+			Path: p, SessionId: req.SessionId, BlockId: info.Blocks[0].Id, Dropped: req.Dropped,
+		}}})
+		if err != nil {
+			return nil, err
+		}
+	} else if err := s.checkSession(req.SessionId); err != nil {
+		return nil, err
+	}
+	done := s.closer.track(info.EntryId, false)
+	if !req.Wait {
+		return info, nil
+	}
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("finish %s: %w", p, ctx.Err())
+	}
+	return s.ns.Stat(p)
+}
+
+// GetFileLocation returns a file and where its blocks are.
+func (s *Server) GetFileLocation(_ context.Context, req *bfspb.GetFileLocationRequest) (*bfspb.GetFileLocationResponse, error) {
+	info, err := s.ns.Stat(req.Path)
+	if err == nil && info.Type == bfspb.FileType_FILE_TYPE_DIR {
+		err = namespace.ErrIsDirectory
+	}
+	code, msg := statusOf(err)
+	resp := &bfspb.GetFileLocationResponse{Status: code, Message: msg, Info: info}
+	if err != nil {
+		return resp, nil
+	}
+	open := info.WriterSession != ""
+	for _, b := range info.Blocks {
+		resp.Blocks = append(resp.Blocks, locate(b, open, s.blocks.Replicas(blockmap.BlockID(b.Id))))
+	}
+	return resp, nil
+}
