@@ -57,12 +57,14 @@ func (s *Store) Apply(cmd *bfspb.Command) (*Result, error) {
 var errRetry = errors.New("namespace: retry with a new lock set")
 
 func (s *Store) applyLocked(cmd *bfspb.Command, reads, writes []string) (*Result, error) {
-	b := s.db.NewIndexedBatch()
+	// Reads go to the committed state: the path locks keep what this
+	// command reads from changing, and no command reads its own writes.
+	b := s.db.NewBatch()
 	defer b.Close()
-	if m := cmd.GetMkdir(); m != nil && m.Parents && !stillFits(b, m.Path, writes) {
+	if m := cmd.GetMkdir(); m != nil && m.Parents && !stillFits(s.db, m.Path, writes) {
 		return nil, errRetry
 	}
-	res, err := apply(b, cmd)
+	res, err := apply(s.db, b, cmd)
 	if err != nil {
 		return nil, err
 	}
@@ -194,30 +196,30 @@ func ancestors(p string) []string {
 }
 
 // apply is the deterministic step: state + command -> batch contents.
-func apply(b *pebble.Batch, cmd *bfspb.Command) (*Result, error) {
+func apply(r pebble.Reader, b *pebble.Batch, cmd *bfspb.Command) (*Result, error) {
 	switch op := cmd.Op.(type) {
 	case *bfspb.Command_Mkdir:
-		return applyMkdir(b, op.Mkdir, cmd.TimeNs)
+		return applyMkdir(r, b, op.Mkdir, cmd.TimeNs)
 	case *bfspb.Command_Create:
-		return applyCreate(b, op.Create, cmd.TimeNs)
+		return applyCreate(r, b, op.Create, cmd.TimeNs)
 	case *bfspb.Command_DeleteFile:
-		return applyDeleteFile(b, op.DeleteFile)
+		return applyDeleteFile(r, b, op.DeleteFile)
 	case *bfspb.Command_DeleteDir:
-		return applyDeleteDir(b, op.DeleteDir)
+		return applyDeleteDir(r, b, op.DeleteDir)
 	case *bfspb.Command_Rename:
-		return applyRename(b, op.Rename, cmd.TimeNs)
+		return applyRename(r, b, op.Rename, cmd.TimeNs)
 	case *bfspb.Command_Chmod:
-		return applyChmod(b, op.Chmod, cmd.TimeNs)
+		return applyChmod(r, b, op.Chmod, cmd.TimeNs)
 	case *bfspb.Command_OpenSession:
-		return applyOpenSession(b, op.OpenSession)
+		return applyOpenSession(r, b, op.OpenSession)
 	case *bfspb.Command_CloseSession:
 		return &Result{}, b.Delete(sessionKey(op.CloseSession.SessionId), nil)
 	case *bfspb.Command_AddBlock:
-		return applyAddBlock(b, op.AddBlock)
+		return applyAddBlock(r, b, op.AddBlock)
 	case *bfspb.Command_SyncBlock:
-		return applySyncBlock(b, op.SyncBlock)
+		return applySyncBlock(r, b, op.SyncBlock)
 	case *bfspb.Command_CloseFile:
-		return applyCloseFile(b, op.CloseFile, cmd.TimeNs)
+		return applyCloseFile(r, b, op.CloseFile, cmd.TimeNs)
 	}
 	return nil, fmt.Errorf("%w: unknown command %T", ErrInvalid, cmd.Op)
 }
@@ -234,14 +236,14 @@ func newEntry(parent *bfspb.FileInfo, name string, id uint64, t bfspb.FileType, 
 	}
 }
 
-func applyMkdir(b *pebble.Batch, c *bfspb.MkdirCmd, now int64) (*Result, error) {
+func applyMkdir(r pebble.Reader, b *pebble.Batch, c *bfspb.MkdirCmd, now int64) (*Result, error) {
 	mode, err := checkMode(c.Mode, DefaultDirMode)
 	if err != nil {
 		return nil, err
 	}
 	if c.Path == fspath.Root {
 		if c.Parents {
-			return lookupResult(b, c.Path)
+			return lookupResult(r, c.Path)
 		}
 		return nil, ErrExists
 	}
@@ -249,13 +251,13 @@ func applyMkdir(b *pebble.Batch, c *bfspb.MkdirCmd, now int64) (*Result, error) 
 	if len(c.Ids) < len(comps) && (c.Parents || len(c.Ids) < 1) {
 		return nil, fmt.Errorf("%w: mkdir command carries %d ids", ErrInvalid, len(c.Ids))
 	}
-	dir, err := getInfo(b, entryKey(rootParentID, ""))
+	dir, err := getInfo(r, entryKey(rootParentID, ""))
 	if err != nil {
 		return nil, err
 	}
 	for i, name := range comps {
 		last := i == len(comps)-1
-		next, err := getInfo(b, entryKey(dir.EntryId, name))
+		next, err := getInfo(r, entryKey(dir.EntryId, name))
 		switch {
 		case err == nil && next.Type != bfspb.FileType_FILE_TYPE_DIR:
 			if last {
@@ -285,7 +287,7 @@ func applyMkdir(b *pebble.Batch, c *bfspb.MkdirCmd, now int64) (*Result, error) 
 	return &Result{Info: dir}, nil
 }
 
-func applyCreate(b *pebble.Batch, c *bfspb.CreateCmd, now int64) (*Result, error) {
+func applyCreate(r pebble.Reader, b *pebble.Batch, c *bfspb.CreateCmd, now int64) (*Result, error) {
 	mode, err := checkMode(c.Mode, DefaultFileMode)
 	if err != nil {
 		return nil, err
@@ -306,12 +308,12 @@ func applyCreate(b *pebble.Batch, c *bfspb.CreateCmd, now int64) (*Result, error
 	if c.Path == fspath.Root {
 		return nil, ErrIsDirectory
 	}
-	parent, err := lookupDir(b, fspath.Dir(c.Path))
+	parent, err := lookupDir(r, fspath.Dir(c.Path))
 	if err != nil {
 		return nil, err
 	}
 	res := &Result{}
-	old, err := getInfo(b, entryKey(parent.EntryId, fspath.Base(c.Path)))
+	old, err := getInfo(r, entryKey(parent.EntryId, fspath.Base(c.Path)))
 	switch {
 	case err == nil && old.Type == bfspb.FileType_FILE_TYPE_DIR:
 		return nil, ErrIsDirectory
@@ -334,8 +336,8 @@ func applyCreate(b *pebble.Batch, c *bfspb.CreateCmd, now int64) (*Result, error
 	return res, putEntry(b, info)
 }
 
-func applyDeleteFile(b *pebble.Batch, c *bfspb.DeleteFileCmd) (*Result, error) {
-	info, err := lookup(b, c.Path)
+func applyDeleteFile(r pebble.Reader, b *pebble.Batch, c *bfspb.DeleteFileCmd) (*Result, error) {
+	info, err := lookup(r, c.Path)
 	if err != nil {
 		return nil, err
 	}
@@ -345,16 +347,16 @@ func applyDeleteFile(b *pebble.Batch, c *bfspb.DeleteFileCmd) (*Result, error) {
 	return &Result{Freed: info.Blocks}, deleteEntry(b, info)
 }
 
-func applyDeleteDir(b *pebble.Batch, c *bfspb.DeleteDirCmd) (*Result, error) {
+func applyDeleteDir(r pebble.Reader, b *pebble.Batch, c *bfspb.DeleteDirCmd) (*Result, error) {
 	if c.Path == fspath.Root {
 		return nil, fmt.Errorf("%w: cannot delete the root directory", ErrInvalid)
 	}
-	dir, err := lookupDir(b, c.Path)
+	dir, err := lookupDir(r, c.Path)
 	if err != nil {
 		return nil, err
 	}
 	if !c.Recursive {
-		empty, err := isEmpty(b, dir)
+		empty, err := isEmpty(r, dir)
 		if err != nil {
 			return nil, err
 		}
@@ -365,7 +367,7 @@ func applyDeleteDir(b *pebble.Batch, c *bfspb.DeleteDirCmd) (*Result, error) {
 	// Collect first: a batch must not change under its own iterator.
 	var doomed []*bfspb.FileInfo
 	res := &Result{}
-	err = walk(b, dir, func(_ []byte, info *bfspb.FileInfo) {
+	err = walk(r, dir, func(_ []byte, info *bfspb.FileInfo) {
 		doomed = append(doomed, info)
 		res.Freed = append(res.Freed, info.Blocks...)
 	})
@@ -390,11 +392,11 @@ func isEmpty(r pebble.Reader, dir *bfspb.FileInfo) (bool, error) {
 	return empty, err
 }
 
-func applyRename(b *pebble.Batch, c *bfspb.RenameCmd, now int64) (*Result, error) {
+func applyRename(r pebble.Reader, b *pebble.Batch, c *bfspb.RenameCmd, now int64) (*Result, error) {
 	if c.Src == fspath.Root || c.Dst == fspath.Root {
 		return nil, fmt.Errorf("%w: cannot rename the root directory", ErrInvalid)
 	}
-	src, err := lookup(b, c.Src)
+	src, err := lookup(r, c.Src)
 	if err != nil {
 		return nil, err
 	}
@@ -404,12 +406,12 @@ func applyRename(b *pebble.Batch, c *bfspb.RenameCmd, now int64) (*Result, error
 	if src.Type == bfspb.FileType_FILE_TYPE_DIR && fspath.Within(c.Dst, c.Src) {
 		return nil, fmt.Errorf("%w: cannot move %s into its own subtree", ErrInvalid, c.Src)
 	}
-	parent, err := lookupDir(b, fspath.Dir(c.Dst))
+	parent, err := lookupDir(r, fspath.Dir(c.Dst))
 	if err != nil {
 		return nil, err
 	}
 	res := &Result{}
-	old, err := getInfo(b, entryKey(parent.EntryId, fspath.Base(c.Dst)))
+	old, err := getInfo(r, entryKey(parent.EntryId, fspath.Base(c.Dst)))
 	switch {
 	case err == nil && old.Type == bfspb.FileType_FILE_TYPE_DIR:
 		return nil, ErrExists
@@ -432,11 +434,11 @@ func applyRename(b *pebble.Batch, c *bfspb.RenameCmd, now int64) (*Result, error
 	return res, putEntry(b, moved)
 }
 
-func applyChmod(b *pebble.Batch, c *bfspb.ChmodCmd, now int64) (*Result, error) {
+func applyChmod(r pebble.Reader, b *pebble.Batch, c *bfspb.ChmodCmd, now int64) (*Result, error) {
 	if c.Mode > maxMode {
 		return nil, fmt.Errorf("%w: mode %o", ErrInvalid, c.Mode)
 	}
-	info, err := lookup(b, c.Path)
+	info, err := lookup(r, c.Path)
 	if err != nil {
 		return nil, err
 	}
@@ -444,7 +446,7 @@ func applyChmod(b *pebble.Batch, c *bfspb.ChmodCmd, now int64) (*Result, error) 
 	return &Result{Info: info}, putEntry(b, info)
 }
 
-func applyOpenSession(b *pebble.Batch, c *bfspb.OpenSessionCmd) (*Result, error) {
+func applyOpenSession(r pebble.Reader, b *pebble.Batch, c *bfspb.OpenSessionCmd) (*Result, error) {
 	if c.Session.GetSessionId() == "" {
 		return nil, fmt.Errorf("%w: session without id", ErrInvalid)
 	}

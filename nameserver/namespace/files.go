@@ -26,12 +26,12 @@ func openFile(r pebble.Reader, path, session string) (*bfspb.FileInfo, error) {
 	return info, nil
 }
 
-func applyAddBlock(b *pebble.Batch, c *bfspb.AddBlockCmd) (*Result, error) {
+func applyAddBlock(r pebble.Reader, b *pebble.Batch, c *bfspb.AddBlockCmd) (*Result, error) {
 	blk := c.GetBlock()
 	if blk.GetId() <= 0 || len(blk.WriteSet) == 0 {
 		return nil, fmt.Errorf("%w: add block needs a block id and a write set", ErrInvalid)
 	}
-	info, err := openFile(b, c.Path, c.SessionId)
+	info, err := openFile(r, c.Path, c.SessionId)
 	if err != nil {
 		return nil, err
 	}
@@ -49,8 +49,8 @@ func applyAddBlock(b *pebble.Batch, c *bfspb.AddBlockCmd) (*Result, error) {
 	return &Result{Info: info}, putInfo(b, keyOf(info), info)
 }
 
-func applySyncBlock(b *pebble.Batch, c *bfspb.SyncBlockCmd) (*Result, error) {
-	info, err := openFile(b, c.Path, c.SessionId)
+func applySyncBlock(r pebble.Reader, b *pebble.Batch, c *bfspb.SyncBlockCmd) (*Result, error) {
+	info, err := openFile(r, c.Path, c.SessionId)
 	if err != nil {
 		return nil, err
 	}
@@ -67,8 +67,8 @@ func applySyncBlock(b *pebble.Batch, c *bfspb.SyncBlockCmd) (*Result, error) {
 	return &Result{Info: info}, putInfo(b, keyOf(info), info)
 }
 
-func applyCloseFile(b *pebble.Batch, c *bfspb.CloseFileCmd, now int64) (*Result, error) {
-	info, err := lookup(b, c.Path)
+func applyCloseFile(r pebble.Reader, b *pebble.Batch, c *bfspb.CloseFileCmd, now int64) (*Result, error) {
+	info, err := lookup(r, c.Path)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,125 @@
+// Package bench runs closed-loop benchmark workloads: N clients each
+// repeat an operation back to back for a duration, and the run reports
+// throughput and latency percentiles. The bfsbench tool and the
+// repository's Go benchmarks share it.
+package bench
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Result is what one run measured.
+type Result struct {
+	Name    string
+	Clients int
+	Ops     int64
+	Errors  int64
+	Elapsed time.Duration
+	P50     time.Duration
+	P90     time.Duration
+	P99     time.Duration
+}
+
+// OpsPerSec is the throughput of the run.
+func (r Result) OpsPerSec() float64 {
+	if r.Elapsed <= 0 {
+		return 0
+	}
+	return float64(r.Ops) / r.Elapsed.Seconds()
+}
+
+// Op is one operation of client c; i counts that client's operations.
+type Op func(ctx context.Context, c, i int) error
+
+// Run runs op from clients goroutines for d, or for ops operations in all
+// when ops > 0 (whichever ends first). An operation that fails is counted
+// as an error and its latency is left out; the first error is returned
+// with the result so a broken workload is never reported as fast.
+func Run(ctx context.Context, name string, clients int, d time.Duration, ops int64, op Op) (Result, error) {
+	if clients <= 0 {
+		return Result{}, fmt.Errorf("bench: %d clients", clients)
+	}
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		all      []time.Duration
+		failures int64
+		firstErr error
+		issued   = make(chan struct{}, 1)
+		count    int64
+	)
+	issued <- struct{}{}
+	take := func() bool { // claims one operation of the ops budget
+		if ops <= 0 {
+			return true
+		}
+		<-issued
+		defer func() { issued <- struct{}{} }()
+		if count >= ops {
+			return false
+		}
+		count++
+		return true
+	}
+	start := time.Now()
+	for c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var lat []time.Duration
+			var fails int64
+			var err1 error
+			for i := 0; ctx.Err() == nil && take(); i++ {
+				t := time.Now()
+				if err := op(ctx, c, i); err != nil {
+					if ended(ctx) {
+						break // the run ended under the operation
+					}
+					fails++
+					if err1 == nil {
+						err1 = err
+					}
+					continue
+				}
+				lat = append(lat, time.Since(t))
+			}
+			mu.Lock()
+			all = append(all, lat...)
+			failures += fails
+			if firstErr == nil {
+				firstErr = err1
+			}
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	r := Result{Name: name, Clients: clients, Ops: int64(len(all)), Errors: failures, Elapsed: time.Since(start)}
+	slices.Sort(all)
+	r.P50, r.P90, r.P99 = percentile(all, 0.50), percentile(all, 0.90), percentile(all, 0.99)
+	return r, firstErr
+}
+
+// percentile returns the q-quantile of sorted (nearest rank).
+func percentile(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(q*float64(len(sorted))+0.5) - 1
+	return sorted[min(max(i, 0), len(sorted)-1)]
+}
+
+// ended reports whether ctx is done or past its deadline (an RPC can see
+// its deadline pass before ctx's own timer fires).
+func ended(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	dl, ok := ctx.Deadline()
+	return ok && !time.Now().Before(dl)
+}

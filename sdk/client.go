@@ -1,0 +1,150 @@
+package sdk
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/golang/glog"
+	"google.golang.org/grpc"
+
+	"github.com/bfs-go/bfs/internal/clock"
+	"github.com/bfs-go/bfs/proto/bfspb"
+)
+
+// Client is a connection to a nameserver, with at most one live session.
+// It is safe for concurrent use; Close releases it.
+type Client struct {
+	conn   *grpc.ClientConn
+	ns     bfspb.NameServerClient
+	holder string
+	ttl    time.Duration
+	clock  clock.Clock
+
+	// opening is a one-slot semaphore serializing session opens, so that
+	// callers finding no session open one between them, not one each. A
+	// channel rather than a mutex so that waiting honors the caller's ctx.
+	opening chan struct{}
+	// keepalives counts running keep-alive goroutines; Close waits for them.
+	keepalives sync.WaitGroup
+
+	mu struct {
+		sync.Mutex
+		closed bool
+		// session is the latest session opened; it may be lost already.
+		session *Session
+	}
+}
+
+// Dial returns a Client for the nameserver at addr, a gRPC target such as
+// "127.0.0.1:8828". The connection is made lazily: an unreachable
+// nameserver shows in the first call, as an error matching ErrUnavailable.
+// ctx bounds only the work Dial itself does (finding the local address for
+// the holder id), not the Client's life.
+//
+// Unless WithHolder is given, the holder id is "ip:port:timestamp" of this
+// process: the local IP address the host uses to reach addr (the host name
+// when it cannot tell), the process id in place of a port (an SDK client
+// listens on none), and the process start time in Unix seconds.
+func Dial(ctx context.Context, addr string, opts ...Option) (*Client, error) {
+	o := defaultOptions()
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if err := o.validate(); err != nil {
+		return nil, fmt.Errorf("dial %s: %w", addr, err)
+	}
+	if o.holder == "" {
+		o.holder = defaultHolder(ctx, addr)
+	}
+	conn, err := grpc.NewClient(addr, o.dialOptions...)
+	if err != nil {
+		return nil, fmt.Errorf("dial %s: %w", addr, err)
+	}
+	c := &Client{
+		conn:    conn,
+		ns:      bfspb.NewNameServerClient(conn),
+		holder:  o.holder,
+		ttl:     o.ttl,
+		clock:   clock.Real{},
+		opening: make(chan struct{}, 1),
+	}
+	return c, nil
+}
+
+// Holder returns the holder id this client records with its sessions.
+func (c *Client) Holder() string { return c.holder }
+
+// Close closes the session, if one is open (best effort, bounded by a short
+// timeout: the nameserver expires it anyway), stops the keep-alive and
+// closes the connection. Later calls on c return ErrClosed; Close itself
+// may be called again and then does nothing.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	if c.mu.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.mu.closed = true
+	s := c.mu.session
+	c.mu.Unlock()
+
+	if s != nil {
+		s.stop()
+	}
+	c.keepalives.Wait()
+	if s != nil && s.Err() == nil {
+		c.closeSession(s)
+		s.end(ErrClosed)
+	}
+	return c.conn.Close()
+}
+
+// checkOpen returns ErrClosed after Close.
+func (c *Client) checkOpen() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.mu.closed {
+		return ErrClosed
+	}
+	return nil
+}
+
+// closeSession tells the nameserver that s is over, so it releases what s
+// held now rather than at expiry. Failures are only logged.
+func (c *Client) closeSession(s *Session) {
+	ctx, cancel := context.WithTimeout(context.Background(), closeSessionTimeout)
+	defer cancel()
+	resp, err := c.ns.CloseSession(ctx, &bfspb.CloseSessionRequest{SessionId: s.id})
+	if err == nil {
+		err = responseError(resp)
+	}
+	if err != nil && glog.V(1) {
+		glog.Infof("bfs sdk: close session %s: %v", s.id, err)
+	}
+}
+
+// mutate runs call, a namespace mutation, with the id of the client's
+// session, opening one if needed. When the nameserver answers that the
+// session expired, that session is marked lost and call runs once more
+// with a new one: the refusal means nothing was changed.
+func (c *Client) mutate(ctx context.Context, call func(sessionID string) (response, error)) error {
+	for attempt := 0; ; attempt++ {
+		s, err := c.Session(ctx)
+		if err != nil {
+			return err
+		}
+		resp, err := call(s.id)
+		if err != nil {
+			return transportError(ctx, err)
+		}
+		if resp.GetStatus() == bfspb.StatusCode_SESSION_EXPIRED {
+			s.end(ErrSessionExpired)
+			if attempt == 0 {
+				continue
+			}
+		}
+		return responseError(resp)
+	}
+}

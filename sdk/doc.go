@@ -1,0 +1,45 @@
+// Package sdk is the Go client of BFS-Go: namespace calls (Mkdir, Touch,
+// Stat, List, Remove, Rename, Chmod, DiskUsage, ...) and the session that
+// mutations run under.
+//
+// # Connecting
+//
+// Dial returns a *Client for one nameserver. The gRPC connection is made
+// lazily, so an unreachable nameserver shows in the first call. Close
+// releases everything the Client owns.
+//
+// # Sessions
+//
+// A Client has at most one live session at a time, opened on the first call
+// that needs one (every namespace mutation carries the session id, which is
+// what directory locks are checked against). A goroutine owned by the
+// Client renews it every TTL/3. The session is lost when the nameserver
+// answers SESSION_EXPIRED or when no renewal succeeded for a whole TTL;
+// Session(ctx).Done() is closed then, and the next call that needs a
+// session opens a new one. A mutation refused with SESSION_EXPIRED is
+// retried once under the new session: the refusal means nothing changed.
+// Close stops the renewals and closes the session on the nameserver (best
+// effort, with a short timeout; the nameserver expires it anyway), then
+// closes the connection.
+//
+// The holder id recorded with the session is "ip:port:timestamp" of the
+// process unless WithHolder says otherwise; see Dial.
+//
+// # Errors
+//
+// Every protocol StatusCode maps to one sentinel error (ErrNotFound,
+// ErrExists, ErrLocked, ...) through a single table; refusals by a
+// directory lock are a *LockedError carrying the holder and epoch, which
+// matches ErrLocked or ErrCleaning. Returned errors wrap the sentinel with
+// the operation and path (*fs.PathError, *os.LinkError for Rename), so use
+// errors.Is and errors.As; nothing needs the message text. A failed RPC
+// (the nameserver reached no decision) is returned as gRPC reports it, also
+// matching ErrUnavailable when the nameserver cannot be reached, or as the
+// context's error when the caller's context ended it.
+//
+// # Concurrency
+//
+// A *Client and a *Session are safe for concurrent use by any number of
+// goroutines. Calls do not hold locks across RPCs; concurrent callers
+// needing a session share the one opened first.
+package sdk

@@ -1,0 +1,204 @@
+package sdk
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/bfs-go/bfs/proto/bfspb"
+)
+
+// Sentinel errors, one per protocol StatusCode. Test with errors.Is; the
+// errors the SDK returns wrap them with the operation and the path.
+// ErrNotFound, ErrExists and ErrPermissionDenied also match fs.ErrNotExist,
+// fs.ErrExist and fs.ErrPermission.
+var (
+	ErrNotFound         error = &sentinel{"no such file or directory", fs.ErrNotExist}
+	ErrExists           error = &sentinel{"file exists", fs.ErrExist}
+	ErrInvalidArgument  error = &sentinel{"invalid argument", fs.ErrInvalid}
+	ErrNotDirectory     error = &sentinel{"not a directory", nil}
+	ErrIsDirectory      error = &sentinel{"is a directory", nil}
+	ErrNotEmpty         error = &sentinel{"directory not empty", nil}
+	ErrPermissionDenied error = &sentinel{"permission denied", fs.ErrPermission}
+	ErrLocked           error = &sentinel{"directory locked", nil}
+	ErrUnlocked         error = &sentinel{"directory not locked", nil}
+	ErrCleaning         error = &sentinel{"directory being cleaned", nil}
+	ErrStaleEpoch       error = &sentinel{"stale lock epoch", nil}
+	ErrSessionExpired   error = &sentinel{"session expired", nil}
+	ErrSealed           error = &sentinel{"block sealed", nil}
+	ErrNotLeader        error = &sentinel{"nameserver is not the leader", nil}
+	ErrUnavailable      error = &sentinel{"service unavailable", nil}
+	ErrNotOpen          error = &sentinel{"file not open for write", nil}
+	ErrCorrupt          error = &sentinel{"data corrupt", nil}
+	ErrInternal         error = &sentinel{"nameserver internal error", nil}
+	ErrUnimplemented    error = &sentinel{"not implemented", nil}
+
+	// ErrClosed is returned by calls on a Client after Close. It is the
+	// SDK's own: no StatusCode maps to it.
+	ErrClosed error = &sentinel{"client closed", fs.ErrClosed}
+)
+
+// statusErrors is the one table from protocol status to sentinel. OK is not
+// in it: it is the absence of an error.
+var statusErrors = map[bfspb.StatusCode]error{
+	bfspb.StatusCode_NOT_FOUND:         ErrNotFound,
+	bfspb.StatusCode_EXISTS:            ErrExists,
+	bfspb.StatusCode_INVALID_ARGUMENT:  ErrInvalidArgument,
+	bfspb.StatusCode_NOT_DIRECTORY:     ErrNotDirectory,
+	bfspb.StatusCode_IS_DIRECTORY:      ErrIsDirectory,
+	bfspb.StatusCode_DIR_NOT_EMPTY:     ErrNotEmpty,
+	bfspb.StatusCode_PERMISSION_DENIED: ErrPermissionDenied,
+	bfspb.StatusCode_LOCKED:            ErrLocked,
+	bfspb.StatusCode_UNLOCKED:          ErrUnlocked,
+	bfspb.StatusCode_CLEANING:          ErrCleaning,
+	bfspb.StatusCode_STALE_EPOCH:       ErrStaleEpoch,
+	bfspb.StatusCode_SESSION_EXPIRED:   ErrSessionExpired,
+	bfspb.StatusCode_SEALED:            ErrSealed,
+	bfspb.StatusCode_NOT_LEADER:        ErrNotLeader,
+	bfspb.StatusCode_UNAVAILABLE:       ErrUnavailable,
+	bfspb.StatusCode_NOT_OPEN:          ErrNotOpen,
+	bfspb.StatusCode_CORRUPT:           ErrCorrupt,
+	bfspb.StatusCode_INTERNAL:          ErrInternal,
+	bfspb.StatusCode_UNIMPLEMENTED:     ErrUnimplemented,
+}
+
+// sentinel is the type of the Err* values. like, when set, is the io/fs
+// error the sentinel also matches, so generic code written against fs
+// errors works with the SDK.
+type sentinel struct {
+	msg  string
+	like error
+}
+
+func (e *sentinel) Error() string { return e.msg }
+
+func (e *sentinel) Is(target error) bool { return e.like != nil && target == e.like }
+
+// LockedError is returned when a directory lock refused a request (status
+// LOCKED or CLEANING). It matches ErrLocked or ErrCleaning under errors.Is,
+// according to Status.
+type LockedError struct {
+	// Path is the locked directory, which may be an ancestor or a
+	// descendant of the path the request named.
+	Path string
+	// Holder is the holder id (ip:port:timestamp) of the lock owner.
+	Holder string
+	Epoch  uint64
+	// Status is LOCKED or CLEANING.
+	Status bfspb.StatusCode
+}
+
+func (e *LockedError) Error() string {
+	s := "directory"
+	if e.Path != "" {
+		s = e.Path
+	}
+	if e.Status == bfspb.StatusCode_CLEANING {
+		s += " being cleaned"
+	} else {
+		s += " locked"
+	}
+	if e.Holder != "" {
+		s += " by " + e.Holder
+	}
+	if e.Epoch != 0 {
+		s += fmt.Sprintf(" (epoch %d)", e.Epoch)
+	}
+	return s
+}
+
+// Is reports whether target is the sentinel for e.Status.
+func (e *LockedError) Is(target error) bool {
+	want, ok := statusErrors[e.Status]
+	return ok && target == want
+}
+
+// response is what every nameserver answer has.
+type response interface {
+	GetStatus() bfspb.StatusCode
+	GetMessage() string
+}
+
+// responseError is statusError for a whole answer, with its lock conflict
+// when it has one.
+func responseError(resp response) error {
+	var conflict *bfspb.LockConflict
+	if r, ok := resp.(interface{ GetConflict() *bfspb.LockConflict }); ok {
+		conflict = r.GetConflict()
+	}
+	return statusError(resp.GetStatus(), resp.GetMessage(), conflict)
+}
+
+// statusError maps a response status to an error: nil for OK, the sentinel
+// from the table, a *LockedError for lock refusals, and for a code this SDK
+// does not know an error naming the code (never nil). The nameserver's
+// message, when it has one, is the error's text: it is shown, never
+// parsed; errors.Is works on the sentinel.
+func statusError(code bfspb.StatusCode, msg string, conflict *bfspb.LockConflict) error {
+	if code == bfspb.StatusCode_OK {
+		return nil
+	}
+	if code == bfspb.StatusCode_LOCKED || code == bfspb.StatusCode_CLEANING {
+		return &LockedError{
+			Path:   conflict.GetPath(),
+			Holder: conflict.GetHolder(),
+			Epoch:  conflict.GetEpoch(),
+			Status: code,
+		}
+	}
+	sentinel, ok := statusErrors[code]
+	if !ok {
+		if msg != "" {
+			return fmt.Errorf("nameserver answered unknown status code %d: %s", int32(code), msg)
+		}
+		return fmt.Errorf("nameserver answered unknown status code %d", int32(code))
+	}
+	if msg == "" || msg == sentinel.Error() {
+		return sentinel
+	}
+	return &detailError{sentinel: sentinel, msg: msg}
+}
+
+// detailError is a sentinel with the nameserver's explanation.
+type detailError struct {
+	sentinel error
+	msg      string
+}
+
+func (e *detailError) Error() string { return e.msg }
+func (e *detailError) Unwrap() error { return e.sentinel }
+
+// transportError turns the error of a failed RPC (the call reached no
+// decision) into the error the SDK returns. When the caller's context ended
+// the call, that is the error; an unreachable nameserver also matches
+// ErrUnavailable.
+func transportError(ctx context.Context, err error) error {
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return ctxErr
+	}
+	if st, ok := status.FromError(err); ok && st.Code() == codes.Unavailable {
+		return &unavailableError{rpc: err, msg: st.Message()}
+	}
+	return err
+}
+
+// unavailableError is a failed RPC that could not reach the nameserver. It
+// matches ErrUnavailable and still yields its gRPC status.
+type unavailableError struct {
+	rpc error
+	msg string
+}
+
+func (e *unavailableError) Error() string   { return ErrUnavailable.Error() + ": " + e.msg }
+func (e *unavailableError) Unwrap() []error { return []error{ErrUnavailable, e.rpc} }
+
+// pathError wraps err with the operation and the path it concerned.
+func pathError(op, path string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &fs.PathError{Op: op, Path: path, Err: err}
+}

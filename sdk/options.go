@@ -1,0 +1,89 @@
+package sdk
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+)
+
+// DefaultSessionTTL is the session time-to-live the SDK asks for unless
+// WithSessionTTL says otherwise.
+const DefaultSessionTTL = 10 * time.Second
+
+// closeSessionTimeout bounds the best-effort CloseSession call in Close.
+const closeSessionTimeout = 2 * time.Second
+
+// An Option configures Dial.
+type Option func(*options)
+
+type options struct {
+	holder      string
+	ttl         time.Duration
+	dialOptions []grpc.DialOption
+}
+
+func defaultOptions() options {
+	return options{
+		ttl:         DefaultSessionTTL,
+		dialOptions: []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())},
+	}
+}
+
+func (o *options) validate() error {
+	if o.ttl < time.Millisecond {
+		return fmt.Errorf("%w: session TTL %v is under a millisecond", ErrInvalidArgument, o.ttl)
+	}
+	return nil
+}
+
+// WithHolder sets the holder id recorded with the client's session and the
+// directory locks it takes. The default is "ip:port:timestamp" of this
+// process (see Dial).
+func WithHolder(holder string) Option {
+	return func(o *options) { o.holder = holder }
+}
+
+// WithSessionTTL sets the session time-to-live asked of the nameserver
+// (default DefaultSessionTTL). The session is kept alive every ttl/3.
+func WithSessionTTL(ttl time.Duration) Option {
+	return func(o *options) { o.ttl = ttl }
+}
+
+// WithDialOptions replaces the gRPC dial options (default: insecure
+// transport credentials). They must include transport credentials.
+func WithDialOptions(opts ...grpc.DialOption) Option {
+	return func(o *options) { o.dialOptions = opts }
+}
+
+// A CreateOption configures Touch.
+type CreateOption func(*createOptions)
+
+type createOptions struct {
+	overwrite   bool
+	replication int
+	mode        os.FileMode
+}
+
+func defaultCreateOptions() createOptions {
+	return createOptions{mode: 0o644}
+}
+
+// Overwrite lets the call replace an existing file. Without it an existing
+// file is an ErrExists.
+func Overwrite() CreateOption {
+	return func(o *createOptions) { o.overwrite = true }
+}
+
+// Replication sets the number of replicas of the file's blocks; 0 (the
+// default) leaves the choice to the nameserver.
+func Replication(n int) CreateOption {
+	return func(o *createOptions) { o.replication = n }
+}
+
+// Mode sets the permission bits of the new file (default 0644).
+func Mode(m os.FileMode) CreateOption {
+	return func(o *createOptions) { o.mode = m }
+}

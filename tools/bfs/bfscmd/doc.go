@@ -1,0 +1,12 @@
+// Package bfscmd is the command tree of the bfs binary: the daemons and the
+// file commands in the spirit of Baidu's bfs_client (ls, stat, mkdir,
+// touchz, rm, rmr, mv, du, chmod). The main package only calls Main, so the
+// whole tool runs in-process in tests.
+//
+// Exit codes: 0 on success, 1 when the file system refused or failed an
+// operation, 2 for a usage error (unknown command or flag, wrong number of
+// arguments, a malformed mode). Errors go to stderr as "bfs: <error>".
+//
+// Main keeps no state between calls and may run concurrently, except that
+// daemon commands set glog's (process-wide) flags.
+package bfscmd

@@ -1,0 +1,16 @@
+package bfscmd_test
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		// glog starts its flush daemon at package init.
+		goleak.IgnoreTopFunction("github.com/golang/glog.(*fileSink).flushDaemon"),
+		// os/signal's receive loop runs for good once anything calls Notify.
+		goleak.IgnoreTopFunction("os/signal.signal_recv"),
+	)
+}
