@@ -1,0 +1,32 @@
+// Package dirlock is the directory-lock state machine: which directories
+// are locked, by whom, at which epoch, and whether a mutation of a path is
+// allowed.
+//
+// # States
+//
+//	UNLOCKED -> LOCKED(holder, session, epoch) -> CLEANING(epoch) -> UNLOCKED
+//
+// A lock on D covers D and its whole subtree. A mutation whose target lies
+// in a locked subtree must come from the holder's session; anyone else gets
+// a *LockedError (ErrLocked). While a directory is CLEANING everybody gets
+// ErrCleaning. Reads are never checked. One session may nest locks (Tera
+// locks tablet/ and then tablet/<lg>/); a lock above or below another
+// session's lock is refused.
+//
+// # Purity
+//
+// A Table does no I/O, starts no goroutines and reads no clock: times are
+// passed in. It decides; its owner (the nameserver) persists the decision
+// and then records it with Set or Remove. The owner is also what makes a
+// check and the mutation it guards atomic with respect to lock transitions
+// (the nameserver holds path locks across both); the Table's own mutex only
+// keeps its maps consistent.
+//
+// # Invariants
+//
+//   - I1: at most one session holds locks in any chain of ancestors: for
+//     every pair of locked directories where one is an ancestor of the other,
+//     both belong to the same session.
+//   - Epochs are handed out by the owner from a persisted counter that only
+//     grows; the Table never invents one.
+package dirlock

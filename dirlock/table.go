@@ -1,0 +1,304 @@
+package dirlock
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/bfs-go/bfs/internal/fspath"
+)
+
+// Epoch numbers the grants of locks; it only grows.
+type Epoch uint64
+
+// SessionID names the session holding a lock.
+type SessionID string
+
+// Status is the state of a directory's lock.
+type Status int
+
+// The lock states.
+const (
+	Unlocked Status = iota
+	Locked
+	Cleaning
+)
+
+func (s Status) String() string {
+	switch s {
+	case Unlocked:
+		return "UNLOCKED"
+	case Locked:
+		return "LOCKED"
+	case Cleaning:
+		return "CLEANING"
+	}
+	return fmt.Sprintf("Status(%d)", int(s))
+}
+
+// Lock is one locked (or cleaning) directory.
+type Lock struct {
+	Path    string
+	Status  Status
+	Holder  string
+	Session SessionID
+	Epoch   Epoch
+	// Since is when the lock entered its status (wall clock, display only).
+	Since time.Time
+	// EntryID is the directory's entry id in the namespace.
+	EntryID uint64
+}
+
+// Errors. A *LockedError matches ErrLocked or ErrCleaning by its status.
+var (
+	ErrLocked     = errors.New("directory locked by another session")
+	ErrCleaning   = errors.New("directory is being cleaned")
+	ErrUnlocked   = errors.New("directory is not locked")
+	ErrStaleEpoch = errors.New("lock epoch is stale")
+)
+
+// LockedError says which lock refused a request.
+type LockedError struct {
+	Lock Lock
+}
+
+func (e *LockedError) Error() string {
+	if e.Lock.Status == Cleaning {
+		return fmt.Sprintf("%s is being cleaned (epoch %d)", e.Lock.Path, e.Lock.Epoch)
+	}
+	return fmt.Sprintf("%s is locked by %s (epoch %d)", e.Lock.Path, e.Lock.Holder, e.Lock.Epoch)
+}
+
+// Is matches ErrLocked or ErrCleaning, by the lock's status.
+func (e *LockedError) Is(target error) bool {
+	return (target == ErrLocked && e.Lock.Status == Locked) || (target == ErrCleaning && e.Lock.Status == Cleaning)
+}
+
+// Table holds every lock that is not UNLOCKED. It is safe for concurrent
+// use; see the package documentation for what makes checks atomic.
+type Table struct {
+	mu struct {
+		sync.Mutex
+		byPath map[string]*Lock
+		// paths is byPath's keys, sorted, for subtree queries.
+		paths []string
+	}
+}
+
+// NewTable returns an empty table.
+func NewTable() *Table {
+	t := &Table{}
+	t.mu.byPath = make(map[string]*Lock)
+	return t
+}
+
+// Check decides whether session may mutate target: no directory at or
+// above target may be locked by another session or be cleaning.
+func (t *Table) Check(target string, session SessionID) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.checkAboveLocked(target, session)
+}
+
+// CheckSubtree is Check for a mutation that also affects everything below
+// target (a recursive delete, the move of a directory): no directory in
+// target's subtree may be locked by another session or be cleaning either.
+func (t *Table) CheckSubtree(target string, session SessionID) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if err := t.checkAboveLocked(target, session); err != nil {
+		return err
+	}
+	return t.checkBelowLocked(target, session)
+}
+
+func (t *Table) checkAboveLocked(target string, session SessionID) error {
+	if len(t.mu.byPath) == 0 {
+		return nil
+	}
+	for p := target; ; p = fspath.Dir(p) {
+		if l := t.mu.byPath[p]; l != nil && (l.Status == Cleaning || l.Session != session) {
+			return &LockedError{Lock: *l}
+		}
+		if p == fspath.Root {
+			return nil
+		}
+	}
+}
+
+// checkBelowLocked refuses if a lock strictly below target belongs to
+// another session or is cleaning.
+func (t *Table) checkBelowLocked(target string, session SessionID) error {
+	for _, p := range t.belowLocked(target) {
+		if l := t.mu.byPath[p]; l.Status == Cleaning || l.Session != session {
+			return &LockedError{Lock: *l}
+		}
+	}
+	return nil
+}
+
+// belowLocked returns the locked paths strictly below target, sorted.
+func (t *Table) belowLocked(target string) []string {
+	prefix := target + "/"
+	if target == fspath.Root {
+		prefix = "/"
+	}
+	i := sort.SearchStrings(t.mu.paths, prefix)
+	var out []string
+	for ; i < len(t.mu.paths) && strings.HasPrefix(t.mu.paths[i], prefix); i++ {
+		if t.mu.paths[i] != target {
+			out = append(out, t.mu.paths[i])
+		}
+	}
+	return out
+}
+
+// CanLock decides a LockDir of path by session. It returns the existing
+// lock if session already holds path (a retried request: grant it again
+// with the same epoch), nil if a new lock may be granted, or the error
+// that refuses it.
+func (t *Table) CanLock(path string, session SessionID) (*Lock, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if l := t.mu.byPath[path]; l != nil {
+		if l.Status == Locked && l.Session == session {
+			held := *l
+			return &held, nil
+		}
+		return nil, &LockedError{Lock: *l}
+	}
+	if err := t.checkAboveLocked(path, session); err != nil {
+		return nil, err
+	}
+	return nil, t.checkBelowLocked(path, session)
+}
+
+// CanUnlock decides an UnlockDir of path. force lets anyone unlock; a
+// non-zero epoch must match the lock's. It returns the lock to release, or
+// ErrUnlocked / a *LockedError for a CLEANING lock (the current state, not
+// a failure) / ErrStaleEpoch / a *LockedError (ErrLocked) for a session
+// that does not hold it.
+func (t *Table) CanUnlock(path string, session SessionID, force bool, epoch Epoch) (Lock, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	l := t.mu.byPath[path]
+	switch {
+	case l == nil:
+		return Lock{Path: path}, ErrUnlocked
+	case l.Status == Cleaning:
+		return *l, &LockedError{Lock: *l}
+	case epoch != 0 && epoch != l.Epoch:
+		return *l, fmt.Errorf("%w: %s is at epoch %d, not %d", ErrStaleEpoch, path, l.Epoch, epoch)
+	case !force && l.Session != session:
+		return *l, &LockedError{Lock: *l}
+	}
+	return *l, nil
+}
+
+// Subtree returns path's lock and every lock below it, path's first.
+func (t *Table) Subtree(path string) []Lock {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []Lock
+	if l := t.mu.byPath[path]; l != nil {
+		out = append(out, *l)
+	}
+	for _, p := range t.belowLocked(path) {
+		out = append(out, *t.mu.byPath[p])
+	}
+	return out
+}
+
+// Set records a lock in its new state (LOCKED or CLEANING).
+func (t *Table) Set(l Lock) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, ok := t.mu.byPath[l.Path]; !ok {
+		i, _ := slices.BinarySearch(t.mu.paths, l.Path)
+		t.mu.paths = slices.Insert(t.mu.paths, i, l.Path)
+	}
+	t.mu.byPath[l.Path] = &l
+}
+
+// Remove records that path is UNLOCKED.
+func (t *Table) Remove(path string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.removeLocked(path)
+}
+
+func (t *Table) removeLocked(path string) {
+	if _, ok := t.mu.byPath[path]; !ok {
+		return
+	}
+	delete(t.mu.byPath, path)
+	if i, ok := slices.BinarySearch(t.mu.paths, path); ok {
+		t.mu.paths = slices.Delete(t.mu.paths, i, i+1)
+	}
+}
+
+// Rename moves the locks at and below src to dst (the directory was
+// renamed by the holder).
+func (t *Table) Rename(src, dst string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var moved []*Lock
+	if l := t.mu.byPath[src]; l != nil {
+		moved = append(moved, l)
+	}
+	for _, p := range t.belowLocked(src) {
+		moved = append(moved, t.mu.byPath[p])
+	}
+	for _, l := range moved {
+		t.removeLocked(l.Path)
+	}
+	for _, l := range moved {
+		nl := *l
+		nl.Path = dst + strings.TrimPrefix(l.Path, src)
+		i, _ := slices.BinarySearch(t.mu.paths, nl.Path)
+		t.mu.paths = slices.Insert(t.mu.paths, i, nl.Path)
+		t.mu.byPath[nl.Path] = &nl
+	}
+}
+
+// Get returns the lock of path, if it is not UNLOCKED.
+func (t *Table) Get(path string) (Lock, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if l := t.mu.byPath[path]; l != nil {
+		return *l, true
+	}
+	return Lock{}, false
+}
+
+// List returns the locks at or under prefix, sorted by path; with
+// filter, only those in status.
+func (t *Table) List(prefix string, filter bool, status Status) []Lock {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []Lock
+	for _, p := range t.mu.paths {
+		l := t.mu.byPath[p]
+		if fspath.Within(p, prefix) && (!filter || l.Status == status) {
+			out = append(out, *l)
+		}
+	}
+	return out
+}
+
+// Held returns the locks session holds (LOCKED), sorted by path.
+func (t *Table) Held(session SessionID) []Lock {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []Lock
+	for _, p := range t.mu.paths {
+		if l := t.mu.byPath[p]; l.Session == session && l.Status == Locked {
+			out = append(out, *l)
+		}
+	}
+	return out
+}
