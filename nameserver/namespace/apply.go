@@ -7,6 +7,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/bfs-go/bfs/dirlock"
 	"github.com/bfs-go/bfs/internal/fspath"
 	"github.com/bfs-go/bfs/proto/bfspb"
 )
@@ -28,6 +29,15 @@ type Result struct {
 	// Freed lists the blocks of files the command removed (deleted or
 	// overwritten); their replicas can be dropped.
 	Freed []*bfspb.BlockMeta
+	// Lock is the state a lock command left the directory in.
+	Lock *dirlock.Lock
+	// Cleaning is what an UnlockDir must drain (nil if nothing: the
+	// directory is UNLOCKED already) or what FinishCleaning drained.
+	Cleaning *bfspb.CleaningRecord
+
+	// Lock table changes, made after the batch commits.
+	setLocks    []dirlock.Lock
+	removeLocks []string
 }
 
 // Apply executes cmd as one Pebble batch committed with pebble.Sync. When it
@@ -44,7 +54,7 @@ func (s *Store) Apply(cmd *bfspb.Command) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		release := s.locks.acquire(reads, writes)
+		release := s.paths.acquire(reads, writes)
 		res, err := s.applyLocked(cmd, reads, writes)
 		release()
 		if !errors.Is(err, errRetry) {
@@ -64,9 +74,12 @@ func (s *Store) applyLocked(cmd *bfspb.Command, reads, writes []string) (*Result
 	if m := cmd.GetMkdir(); m != nil && m.Parents && !stillFits(s.db, m.Path, writes) {
 		return nil, errRetry
 	}
-	res, err := apply(s.db, b, cmd)
-	if err != nil {
+	if err := guard(s.locks, cmd); err != nil {
 		return nil, err
+	}
+	res, err := apply(s.db, b, s.locks, cmd)
+	if err != nil {
+		return res, err
 	}
 	if err := b.Commit(pebble.Sync); err != nil {
 		return nil, fmt.Errorf("namespace: commit: %w", err)
@@ -74,7 +87,38 @@ func (s *Store) applyLocked(cmd *bfspb.Command, reads, writes []string) (*Result
 	for _, id := range commandIDs(cmd) {
 		s.observeID(id)
 	}
+	s.updateLocks(cmd, res)
 	return res, nil
+}
+
+// updateLocks brings the lock table in line with a committed command,
+// still under its path locks.
+func (s *Store) updateLocks(cmd *bfspb.Command, res *Result) {
+	switch op := cmd.Op.(type) {
+	case *bfspb.Command_DeleteDir:
+		for _, l := range s.locks.Subtree(op.DeleteDir.Path) {
+			s.locks.Remove(l.Path)
+		}
+	case *bfspb.Command_Rename:
+		s.locks.Rename(op.Rename.Src, op.Rename.Dst)
+	case *bfspb.Command_LockDir:
+		s.observeEpoch(op.LockDir.Epoch)
+	}
+	for _, l := range res.setLocks {
+		s.locks.Set(l)
+	}
+	for _, p := range res.removeLocks {
+		s.locks.Remove(p)
+	}
+}
+
+func (s *Store) observeEpoch(e uint64) {
+	for {
+		cur := s.lastEpoch.Load()
+		if cur >= e || s.lastEpoch.CompareAndSwap(cur, e) {
+			return
+		}
+	}
 }
 
 // validate refuses commands with paths that are not normalized, so nothing
@@ -108,6 +152,12 @@ func commandPaths(cmd *bfspb.Command) []string {
 		return []string{op.SyncBlock.Path}
 	case *bfspb.Command_CloseFile:
 		return []string{op.CloseFile.Path}
+	case *bfspb.Command_LockDir:
+		return []string{op.LockDir.Path}
+	case *bfspb.Command_UnlockDir:
+		return []string{op.UnlockDir.Path}
+	case *bfspb.Command_FinishCleaning:
+		return []string{op.FinishCleaning.Path}
 	}
 	return nil
 }
@@ -196,7 +246,7 @@ func ancestors(p string) []string {
 }
 
 // apply is the deterministic step: state + command -> batch contents.
-func apply(r pebble.Reader, b *pebble.Batch, cmd *bfspb.Command) (*Result, error) {
+func apply(r pebble.Reader, b *pebble.Batch, locks *dirlock.Table, cmd *bfspb.Command) (*Result, error) {
 	switch op := cmd.Op.(type) {
 	case *bfspb.Command_Mkdir:
 		return applyMkdir(r, b, op.Mkdir, cmd.TimeNs)
@@ -220,6 +270,12 @@ func apply(r pebble.Reader, b *pebble.Batch, cmd *bfspb.Command) (*Result, error
 		return applySyncBlock(r, b, op.SyncBlock)
 	case *bfspb.Command_CloseFile:
 		return applyCloseFile(r, b, op.CloseFile, cmd.TimeNs)
+	case *bfspb.Command_LockDir:
+		return applyLockDir(r, b, locks, op.LockDir, cmd.TimeNs)
+	case *bfspb.Command_UnlockDir:
+		return applyUnlockDir(r, b, locks, op.UnlockDir, cmd.TimeNs)
+	case *bfspb.Command_FinishCleaning:
+		return applyFinishCleaning(r, b, locks, op.FinishCleaning, cmd.TimeNs)
 	}
 	return nil, fmt.Errorf("%w: unknown command %T", ErrInvalid, cmd.Op)
 }
@@ -491,6 +547,9 @@ func deleteEntry(b *pebble.Batch, info *bfspb.FileInfo) error {
 	}
 	if info.WriterSession != "" {
 		keys = append(keys, openKey(info.WriterSession, info.EntryId))
+	}
+	if info.LockStatus != bfspb.LockStatus_LOCK_STATUS_UNLOCKED {
+		keys = append(keys, lockKey(info.EntryId)) // the holder deleting its own locked directory
 	}
 	for _, k := range keys {
 		if err := b.Delete(k, nil); err != nil {

@@ -142,14 +142,18 @@ func (s *Store) PathOf(id uint64) (string, *bfspb.FileInfo, error) {
 	if s.closed.Load() {
 		return "", nil, ErrClosed
 	}
+	return pathOf(s.db, id)
+}
+
+func pathOf(r pebble.Reader, id uint64) (string, *bfspb.FileInfo, error) {
 	if id == RootID {
-		info, err := getInfo(s.db, entryKey(rootParentID, ""))
+		info, err := getInfo(r, entryKey(rootParentID, ""))
 		return "/", info, err
 	}
 	var names []string
 	var leaf *bfspb.FileInfo
 	for cur := id; cur != RootID; {
-		v, closer, err := s.db.Get(idKey(cur))
+		v, closer, err := r.Get(idKey(cur))
 		if err != nil {
 			if err == pebble.ErrNotFound {
 				return "", nil, ErrNotFound
@@ -159,7 +163,7 @@ func (s *Store) PathOf(id uint64) (string, *bfspb.FileInfo, error) {
 		parent, name := decodeUint64(v[:8]), string(v[8:])
 		closer.Close()
 		if leaf == nil {
-			if leaf, err = getInfo(s.db, entryKey(parent, name)); err != nil {
+			if leaf, err = getInfo(r, entryKey(parent, name)); err != nil {
 				return "", nil, err
 			}
 		}

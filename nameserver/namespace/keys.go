@@ -13,6 +13,9 @@ const (
 	prefixID      byte = 'i' // 'i' + entry id -> parent id + name (where the entry is)
 	prefixBlock   byte = 'b' // 'b' + block id -> entry id of the file it belongs to
 	prefixOpen    byte = 'w' // 'w' + len + session id + entry id -> "" (files open for write)
+	prefixLock    byte = 'L' // 'L' + dir entry id -> "" (directories LOCKED or CLEANING)
+	prefixClean   byte = 'c' // 'c' + dir entry id -> CleaningRecord
+	prefixHistory byte = 'h' // 'h' + dir entry id + epoch -> LockHistoryEntry
 )
 
 // RootID is the entry id of "/". The root's own FileInfo is stored under
@@ -28,6 +31,8 @@ const firstID uint64 = 2
 var (
 	// keyNextID holds the highest entry id ever handed out (max-merged).
 	keyNextID = []byte{prefixSystem, 'i', 'd'}
+	// keyEpoch holds the highest lock epoch ever granted (max-merged).
+	keyEpoch = []byte{prefixSystem, 'e', 'p', 'o', 'c', 'h'}
 )
 
 // entryKey returns the key of the entry name in directory parent.
@@ -100,4 +105,27 @@ func openBounds(session string) (lower, upper []byte) {
 func openKeyEntry(k []byte) (string, uint64) {
 	n := int(k[1])
 	return string(k[2 : 2+n]), binary.BigEndian.Uint64(k[2+n:])
+}
+
+func lockKey(dir uint64) []byte {
+	return binary.BigEndian.AppendUint64([]byte{prefixLock}, dir)
+}
+
+func cleanKey(dir uint64) []byte {
+	return binary.BigEndian.AppendUint64([]byte{prefixClean}, dir)
+}
+
+func historyKey(dir, epoch uint64) []byte {
+	return binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64([]byte{prefixHistory}, dir), epoch)
+}
+
+// historyBounds is the range of dir's history entries, oldest first.
+func historyBounds(dir uint64) (lower, upper []byte) {
+	lower = binary.BigEndian.AppendUint64([]byte{prefixHistory}, dir)
+	return lower, binary.BigEndian.AppendUint64([]byte{prefixHistory}, dir+1)
+}
+
+// prefixBounds is the range of every key starting with prefix byte p.
+func prefixBounds(p byte) (lower, upper []byte) {
+	return []byte{p}, []byte{p + 1}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/bfs-go/bfs/dirlock"
 	"github.com/bfs-go/bfs/proto/bfspb"
 )
 
@@ -20,8 +21,8 @@ const FormatMajorVersion = pebble.FormatTableFormatV6
 type Options struct {
 	// Dir is the Pebble directory; created if missing.
 	Dir string
-	// Logger receives Pebble's log lines; nil discards Info and sends
-	// errors to Pebble's default logger.
+	// Logger receives Pebble's log lines; nil drops informational lines
+	// and sends errors to Pebble's default logger.
 	Logger pebble.Logger
 	// EventListener receives Pebble's events (flushes, compactions, stalls)
 	// for metrics; may be nil.
@@ -32,11 +33,16 @@ type Options struct {
 
 // Store is the namespace. See the package documentation.
 type Store struct {
-	db    *pebble.DB
-	locks *pathLocks
-	// lastID is the highest entry id handed out.
-	lastID atomic.Uint64
-	closed atomic.Bool
+	db *pebble.DB
+	// paths serializes mutations of overlapping paths.
+	paths *pathLocks
+	// locks mirrors the stored directory locks; see Locks.
+	locks *dirlock.Table
+	// lastID is the highest entry id handed out; lastEpoch the highest
+	// lock epoch.
+	lastID    atomic.Uint64
+	lastEpoch atomic.Uint64
+	closed    atomic.Bool
 }
 
 // Open opens (or creates) the namespace in opts.Dir.
@@ -50,6 +56,9 @@ func Open(opts Options) (*Store, error) {
 	}
 	cache := pebble.NewCache(cacheBytes)
 	defer cache.Unref()
+	if opts.Logger == nil {
+		opts.Logger = quietLogger{}
+	}
 	po := &pebble.Options{
 		Cache:              cache,
 		FormatMajorVersion: FormatMajorVersion,
@@ -61,7 +70,7 @@ func Open(opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("namespace: open %s: %w", opts.Dir, err)
 	}
-	s := &Store{db: db, locks: newPathLocks()}
+	s := &Store{db: db, paths: newPathLocks(), locks: dirlock.NewTable()}
 	if err := s.init(); err != nil {
 		db.Close()
 		return nil, err
@@ -76,7 +85,15 @@ func (s *Store) init() error {
 		return err
 	}
 	s.lastID.Store(max(last, firstID-1))
+	epoch, err := s.getUint64(keyEpoch)
+	if err != nil {
+		return err
+	}
+	s.lastEpoch.Store(epoch)
 	_, err = s.get(entryKey(rootParentID, ""))
+	if err == nil {
+		return s.loadLocks()
+	}
 	if !errors.Is(err, ErrNotFound) {
 		return err
 	}
@@ -183,4 +200,15 @@ func (m *maxValue) MergeNewer(value []byte) error { m.v = max(m.v, decodeUint64(
 func (m *maxValue) MergeOlder(value []byte) error { m.v = max(m.v, decodeUint64(value)); return nil }
 func (m *maxValue) Finish(bool) ([]byte, io.Closer, error) {
 	return encodeUint64(m.v), nil, nil
+}
+
+// quietLogger is Pebble's default logger without the informational lines.
+type quietLogger struct{}
+
+func (quietLogger) Infof(string, ...any) {}
+func (quietLogger) Errorf(format string, args ...any) {
+	pebble.DefaultLogger.Errorf(format, args...)
+}
+func (quietLogger) Fatalf(format string, args ...any) {
+	pebble.DefaultLogger.Fatalf(format, args...)
 }

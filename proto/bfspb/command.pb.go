@@ -42,6 +42,9 @@ type Command struct {
 	//	*Command_AddBlock
 	//	*Command_SyncBlock
 	//	*Command_CloseFile
+	//	*Command_LockDir
+	//	*Command_UnlockDir
+	//	*Command_FinishCleaning
 	Op            isCommand_Op `protobuf_oneof:"op"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -190,6 +193,33 @@ func (x *Command) GetCloseFile() *CloseFileCmd {
 	return nil
 }
 
+func (x *Command) GetLockDir() *LockDirCmd {
+	if x != nil {
+		if x, ok := x.Op.(*Command_LockDir); ok {
+			return x.LockDir
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetUnlockDir() *UnlockDirCmd {
+	if x != nil {
+		if x, ok := x.Op.(*Command_UnlockDir); ok {
+			return x.UnlockDir
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetFinishCleaning() *FinishCleaningCmd {
+	if x != nil {
+		if x, ok := x.Op.(*Command_FinishCleaning); ok {
+			return x.FinishCleaning
+		}
+	}
+	return nil
+}
+
 type isCommand_Op interface {
 	isCommand_Op()
 }
@@ -238,6 +268,18 @@ type Command_CloseFile struct {
 	CloseFile *CloseFileCmd `protobuf:"bytes,12,opt,name=close_file,json=closeFile,proto3,oneof"`
 }
 
+type Command_LockDir struct {
+	LockDir *LockDirCmd `protobuf:"bytes,13,opt,name=lock_dir,json=lockDir,proto3,oneof"`
+}
+
+type Command_UnlockDir struct {
+	UnlockDir *UnlockDirCmd `protobuf:"bytes,14,opt,name=unlock_dir,json=unlockDir,proto3,oneof"`
+}
+
+type Command_FinishCleaning struct {
+	FinishCleaning *FinishCleaningCmd `protobuf:"bytes,15,opt,name=finish_cleaning,json=finishCleaning,proto3,oneof"`
+}
+
 func (*Command_Mkdir) isCommand_Op() {}
 
 func (*Command_Create) isCommand_Op() {}
@@ -259,6 +301,12 @@ func (*Command_AddBlock) isCommand_Op() {}
 func (*Command_SyncBlock) isCommand_Op() {}
 
 func (*Command_CloseFile) isCommand_Op() {}
+
+func (*Command_LockDir) isCommand_Op() {}
+
+func (*Command_UnlockDir) isCommand_Op() {}
+
+func (*Command_FinishCleaning) isCommand_Op() {}
 
 type MkdirCmd struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
@@ -1033,11 +1081,322 @@ func (x *CloseFileCmd) GetDropped() []string {
 	return nil
 }
 
+// LockDirCmd locks a directory for a session (or, with operator, for no
+// session: released only by a forced unlock).
+type LockDirCmd struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Path      string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	SessionId string                 `protobuf:"bytes,2,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	Holder    string                 `protobuf:"bytes,3,opt,name=holder,proto3" json:"holder,omitempty"`
+	// The epoch a new grant gets (a retried grant keeps its old one).
+	Epoch         uint64 `protobuf:"varint,4,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Operator      bool   `protobuf:"varint,5,opt,name=operator,proto3" json:"operator,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LockDirCmd) Reset() {
+	*x = LockDirCmd{}
+	mi := &file_command_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LockDirCmd) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LockDirCmd) ProtoMessage() {}
+
+func (x *LockDirCmd) ProtoReflect() protoreflect.Message {
+	mi := &file_command_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LockDirCmd.ProtoReflect.Descriptor instead.
+func (*LockDirCmd) Descriptor() ([]byte, []int) {
+	return file_command_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *LockDirCmd) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *LockDirCmd) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *LockDirCmd) GetHolder() string {
+	if x != nil {
+		return x.Holder
+	}
+	return ""
+}
+
+func (x *LockDirCmd) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *LockDirCmd) GetOperator() bool {
+	if x != nil {
+		return x.Operator
+	}
+	return false
+}
+
+// UnlockDirCmd starts cleaning a locked directory and every lock below it.
+// The files open for write in the subtree are recorded in the same batch;
+// with none, the directory is UNLOCKED at once.
+type UnlockDirCmd struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Path      string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	SessionId string                 `protobuf:"bytes,2,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	Force     bool                   `protobuf:"varint,3,opt,name=force,proto3" json:"force,omitempty"`
+	// When non-zero, the lock must have this epoch.
+	Epoch uint64 `protobuf:"varint,4,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	// "holder", "force" or "expiry".
+	Reason        string `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UnlockDirCmd) Reset() {
+	*x = UnlockDirCmd{}
+	mi := &file_command_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UnlockDirCmd) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UnlockDirCmd) ProtoMessage() {}
+
+func (x *UnlockDirCmd) ProtoReflect() protoreflect.Message {
+	mi := &file_command_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UnlockDirCmd.ProtoReflect.Descriptor instead.
+func (*UnlockDirCmd) Descriptor() ([]byte, []int) {
+	return file_command_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *UnlockDirCmd) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *UnlockDirCmd) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *UnlockDirCmd) GetForce() bool {
+	if x != nil {
+		return x.Force
+	}
+	return false
+}
+
+func (x *UnlockDirCmd) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *UnlockDirCmd) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+// FinishCleaningCmd marks a cleaned directory (and the locks below it that
+// were cleaned with it) UNLOCKED and records the history.
+type FinishCleaningCmd struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Path           string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	EntryId        uint64                 `protobuf:"varint,2,opt,name=entry_id,json=entryId,proto3" json:"entry_id,omitempty"`
+	Epoch          uint64                 `protobuf:"varint,3,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	BytesTruncated int64                  `protobuf:"varint,4,opt,name=bytes_truncated,json=bytesTruncated,proto3" json:"bytes_truncated,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *FinishCleaningCmd) Reset() {
+	*x = FinishCleaningCmd{}
+	mi := &file_command_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FinishCleaningCmd) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FinishCleaningCmd) ProtoMessage() {}
+
+func (x *FinishCleaningCmd) ProtoReflect() protoreflect.Message {
+	mi := &file_command_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FinishCleaningCmd.ProtoReflect.Descriptor instead.
+func (*FinishCleaningCmd) Descriptor() ([]byte, []int) {
+	return file_command_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *FinishCleaningCmd) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *FinishCleaningCmd) GetEntryId() uint64 {
+	if x != nil {
+		return x.EntryId
+	}
+	return 0
+}
+
+func (x *FinishCleaningCmd) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *FinishCleaningCmd) GetBytesTruncated() int64 {
+	if x != nil {
+		return x.BytesTruncated
+	}
+	return 0
+}
+
+// CleaningRecord is stored while a directory is CLEANING: what to drain,
+// so cleaning resumes after a restart.
+type CleaningRecord struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Epoch  uint64                 `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Reason string                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	// Entry ids of the files open for write in the subtree.
+	Files []uint64 `protobuf:"varint,3,rep,packed,name=files,proto3" json:"files,omitempty"`
+	// Entry ids of the locked directories cleaned together (the unlocked one
+	// first).
+	Dirs          []uint64 `protobuf:"varint,4,rep,packed,name=dirs,proto3" json:"dirs,omitempty"`
+	StartedNs     int64    `protobuf:"varint,5,opt,name=started_ns,json=startedNs,proto3" json:"started_ns,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CleaningRecord) Reset() {
+	*x = CleaningRecord{}
+	mi := &file_command_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CleaningRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CleaningRecord) ProtoMessage() {}
+
+func (x *CleaningRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_command_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CleaningRecord.ProtoReflect.Descriptor instead.
+func (*CleaningRecord) Descriptor() ([]byte, []int) {
+	return file_command_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *CleaningRecord) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *CleaningRecord) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *CleaningRecord) GetFiles() []uint64 {
+	if x != nil {
+		return x.Files
+	}
+	return nil
+}
+
+func (x *CleaningRecord) GetDirs() []uint64 {
+	if x != nil {
+		return x.Dirs
+	}
+	return nil
+}
+
+func (x *CleaningRecord) GetStartedNs() int64 {
+	if x != nil {
+		return x.StartedNs
+	}
+	return 0
+}
+
 var File_command_proto protoreflect.FileDescriptor
 
 const file_command_proto_rawDesc = "" +
 	"\n" +
-	"\rcommand.proto\x12\x03bfs\x1a\bfs.proto\"\xc5\x04\n" +
+	"\rcommand.proto\x12\x03bfs\x1a\bfs.proto\"\xea\x05\n" +
 	"\aCommand\x12\x17\n" +
 	"\atime_ns\x18\x01 \x01(\x03R\x06timeNs\x12%\n" +
 	"\x05mkdir\x18\x02 \x01(\v2\r.bfs.MkdirCmdH\x00R\x05mkdir\x12(\n" +
@@ -1055,7 +1414,11 @@ const file_command_proto_rawDesc = "" +
 	"\n" +
 	"sync_block\x18\v \x01(\v2\x11.bfs.SyncBlockCmdH\x00R\tsyncBlock\x122\n" +
 	"\n" +
-	"close_file\x18\f \x01(\v2\x11.bfs.CloseFileCmdH\x00R\tcloseFileB\x04\n" +
+	"close_file\x18\f \x01(\v2\x11.bfs.CloseFileCmdH\x00R\tcloseFile\x12,\n" +
+	"\block_dir\x18\r \x01(\v2\x0f.bfs.LockDirCmdH\x00R\alockDir\x122\n" +
+	"\n" +
+	"unlock_dir\x18\x0e \x01(\v2\x11.bfs.UnlockDirCmdH\x00R\tunlockDir\x12A\n" +
+	"\x0ffinish_cleaning\x18\x0f \x01(\v2\x16.bfs.FinishCleaningCmdH\x00R\x0efinishCleaningB\x04\n" +
 	"\x02op\"}\n" +
 	"\bMkdirCmd\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x12\n" +
@@ -1120,7 +1483,34 @@ const file_command_proto_rawDesc = "" +
 	"\bentry_id\x18\x02 \x01(\x04R\aentryId\x12\x1d\n" +
 	"\n" +
 	"block_size\x18\x03 \x01(\x03R\tblockSize\x12\x18\n" +
-	"\adropped\x18\x04 \x03(\tR\adroppedB#Z!github.com/bfs-go/bfs/proto/bfspbb\x06proto3"
+	"\adropped\x18\x04 \x03(\tR\adropped\"\x89\x01\n" +
+	"\n" +
+	"LockDirCmd\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x02 \x01(\tR\tsessionId\x12\x16\n" +
+	"\x06holder\x18\x03 \x01(\tR\x06holder\x12\x14\n" +
+	"\x05epoch\x18\x04 \x01(\x04R\x05epoch\x12\x1a\n" +
+	"\boperator\x18\x05 \x01(\bR\boperator\"\x85\x01\n" +
+	"\fUnlockDirCmd\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x02 \x01(\tR\tsessionId\x12\x14\n" +
+	"\x05force\x18\x03 \x01(\bR\x05force\x12\x14\n" +
+	"\x05epoch\x18\x04 \x01(\x04R\x05epoch\x12\x16\n" +
+	"\x06reason\x18\x05 \x01(\tR\x06reason\"\x81\x01\n" +
+	"\x11FinishCleaningCmd\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x19\n" +
+	"\bentry_id\x18\x02 \x01(\x04R\aentryId\x12\x14\n" +
+	"\x05epoch\x18\x03 \x01(\x04R\x05epoch\x12'\n" +
+	"\x0fbytes_truncated\x18\x04 \x01(\x03R\x0ebytesTruncated\"\x87\x01\n" +
+	"\x0eCleaningRecord\x12\x14\n" +
+	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x14\n" +
+	"\x05files\x18\x03 \x03(\x04R\x05files\x12\x12\n" +
+	"\x04dirs\x18\x04 \x03(\x04R\x04dirs\x12\x1d\n" +
+	"\n" +
+	"started_ns\x18\x05 \x01(\x03R\tstartedNsB#Z!github.com/bfs-go/bfs/proto/bfspbb\x06proto3"
 
 var (
 	file_command_proto_rawDescOnce sync.Once
@@ -1134,22 +1524,26 @@ func file_command_proto_rawDescGZIP() []byte {
 	return file_command_proto_rawDescData
 }
 
-var file_command_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_command_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_command_proto_goTypes = []any{
-	(*Command)(nil),         // 0: bfs.Command
-	(*MkdirCmd)(nil),        // 1: bfs.MkdirCmd
-	(*CreateCmd)(nil),       // 2: bfs.CreateCmd
-	(*DeleteFileCmd)(nil),   // 3: bfs.DeleteFileCmd
-	(*DeleteDirCmd)(nil),    // 4: bfs.DeleteDirCmd
-	(*RenameCmd)(nil),       // 5: bfs.RenameCmd
-	(*ChmodCmd)(nil),        // 6: bfs.ChmodCmd
-	(*SessionRecord)(nil),   // 7: bfs.SessionRecord
-	(*OpenSessionCmd)(nil),  // 8: bfs.OpenSessionCmd
-	(*CloseSessionCmd)(nil), // 9: bfs.CloseSessionCmd
-	(*AddBlockCmd)(nil),     // 10: bfs.AddBlockCmd
-	(*SyncBlockCmd)(nil),    // 11: bfs.SyncBlockCmd
-	(*CloseFileCmd)(nil),    // 12: bfs.CloseFileCmd
-	(*BlockMeta)(nil),       // 13: bfs.BlockMeta
+	(*Command)(nil),           // 0: bfs.Command
+	(*MkdirCmd)(nil),          // 1: bfs.MkdirCmd
+	(*CreateCmd)(nil),         // 2: bfs.CreateCmd
+	(*DeleteFileCmd)(nil),     // 3: bfs.DeleteFileCmd
+	(*DeleteDirCmd)(nil),      // 4: bfs.DeleteDirCmd
+	(*RenameCmd)(nil),         // 5: bfs.RenameCmd
+	(*ChmodCmd)(nil),          // 6: bfs.ChmodCmd
+	(*SessionRecord)(nil),     // 7: bfs.SessionRecord
+	(*OpenSessionCmd)(nil),    // 8: bfs.OpenSessionCmd
+	(*CloseSessionCmd)(nil),   // 9: bfs.CloseSessionCmd
+	(*AddBlockCmd)(nil),       // 10: bfs.AddBlockCmd
+	(*SyncBlockCmd)(nil),      // 11: bfs.SyncBlockCmd
+	(*CloseFileCmd)(nil),      // 12: bfs.CloseFileCmd
+	(*LockDirCmd)(nil),        // 13: bfs.LockDirCmd
+	(*UnlockDirCmd)(nil),      // 14: bfs.UnlockDirCmd
+	(*FinishCleaningCmd)(nil), // 15: bfs.FinishCleaningCmd
+	(*CleaningRecord)(nil),    // 16: bfs.CleaningRecord
+	(*BlockMeta)(nil),         // 17: bfs.BlockMeta
 }
 var file_command_proto_depIdxs = []int32{
 	1,  // 0: bfs.Command.mkdir:type_name -> bfs.MkdirCmd
@@ -1163,13 +1557,16 @@ var file_command_proto_depIdxs = []int32{
 	10, // 8: bfs.Command.add_block:type_name -> bfs.AddBlockCmd
 	11, // 9: bfs.Command.sync_block:type_name -> bfs.SyncBlockCmd
 	12, // 10: bfs.Command.close_file:type_name -> bfs.CloseFileCmd
-	7,  // 11: bfs.OpenSessionCmd.session:type_name -> bfs.SessionRecord
-	13, // 12: bfs.AddBlockCmd.block:type_name -> bfs.BlockMeta
-	13, // [13:13] is the sub-list for method output_type
-	13, // [13:13] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	13, // 11: bfs.Command.lock_dir:type_name -> bfs.LockDirCmd
+	14, // 12: bfs.Command.unlock_dir:type_name -> bfs.UnlockDirCmd
+	15, // 13: bfs.Command.finish_cleaning:type_name -> bfs.FinishCleaningCmd
+	7,  // 14: bfs.OpenSessionCmd.session:type_name -> bfs.SessionRecord
+	17, // 15: bfs.AddBlockCmd.block:type_name -> bfs.BlockMeta
+	16, // [16:16] is the sub-list for method output_type
+	16, // [16:16] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_command_proto_init() }
@@ -1190,6 +1587,9 @@ func file_command_proto_init() {
 		(*Command_AddBlock)(nil),
 		(*Command_SyncBlock)(nil),
 		(*Command_CloseFile)(nil),
+		(*Command_LockDir)(nil),
+		(*Command_UnlockDir)(nil),
+		(*Command_FinishCleaning)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1197,7 +1597,7 @@ func file_command_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_command_proto_rawDesc), len(file_command_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   13,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
