@@ -129,3 +129,8 @@ func (s *Server) dropBlocks(blocks []*bfspb.BlockMeta) {
 		})
 	}
 }
+
+// LiveChunkservers returns how many chunkservers are registered and alive.
+func (s *Server) LiveChunkservers() int {
+	return len(s.blocks.Servers())
+}

@@ -56,6 +56,9 @@ type closing struct {
 	reports   map[string]int64
 	sealing   bool
 	finishing bool
+	// truncated is how many bytes longer replicas were cut; set before
+	// done is closed.
+	truncated int64
 	done      chan struct{}
 }
 
@@ -112,21 +115,37 @@ func (c *closer) noteOpenBlocks(entry uint64, info *bfspb.FileInfo) {
 	}
 }
 
-var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+// closedFile stands for a file that is closed or gone already.
+var closedFile = func() *closing {
+	f := &closing{done: make(chan struct{})}
+	close(f.done)
+	return f
+}()
+
+// CloseFile seals and closes file entry (dirlock.FileCloser).
+func (c *closer) CloseFile(ctx context.Context, entry uint64) (int64, error) {
+	f := c.track(entry, true)
+	select {
+	case <-f.done:
+		return f.truncated, nil
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+}
 
 // track starts closing file entry, or joins a close in progress; with seal
-// the closer seals the replicas itself. The returned channel is closed when
-// the file is closed (or gone).
-func (c *closer) track(entry uint64, seal bool) <-chan struct{} {
+// the closer seals the replicas itself. The returned closing's done
+// channel is closed when the file is closed (or gone).
+func (c *closer) track(entry uint64, seal bool) *closing {
 	if f := c.join(entry, seal); f != nil {
-		return f.done
+		return f
 	}
 	_, info, err := c.s.ns.PathOf(entry)
 	if err != nil || info.WriterSession == "" {
 		if err != nil && !errors.Is(err, namespace.ErrNotFound) {
 			glog.Errorf("closing file %d: %v", entry, err)
 		}
-		return closedChan
+		return closedFile
 	}
 	f := &closing{entry: entry, reports: make(map[string]int64), done: make(chan struct{})}
 	if n := len(info.Blocks); n > 0 {
@@ -141,7 +160,10 @@ func (c *closer) track(entry uint64, seal bool) <-chan struct{} {
 	c.mu.Lock()
 	if old := c.mu.files[entry]; old != nil {
 		c.mu.Unlock()
-		return c.join(entry, seal).done
+		if f := c.join(entry, seal); f != nil {
+			return f
+		}
+		return closedFile // it finished in between
 	}
 	c.mu.files[entry] = f
 	if f.block != 0 {
@@ -155,7 +177,7 @@ func (c *closer) track(entry uint64, seal bool) <-chan struct{} {
 	if ready {
 		c.goRun(func() { c.finalize(f) })
 	}
-	return f.done
+	return f
 }
 
 // join returns the close in progress for entry, if any, asking it to seal.
@@ -260,6 +282,7 @@ func (c *closer) finalize(f *closing) {
 	}
 	for addr, n := range f.reports {
 		if n > size && !slices.Contains(dropped, addr) {
+			f.truncated += n - size
 			c.goRun(func() { c.truncate(addr, f.block, size) })
 		}
 	}

@@ -18,7 +18,7 @@ var errNoServers = blockmap.ErrNotEnoughServers
 func (s *Server) AddBlock(_ context.Context, req *bfspb.AddBlockRequest) (*bfspb.AddBlockResponse, error) {
 	blk, err := s.addBlock(req)
 	code, msg := statusOf(err)
-	return &bfspb.AddBlockResponse{Status: code, Message: msg, Block: blk}, nil
+	return &bfspb.AddBlockResponse{Status: code, Message: msg, Block: blk, Conflict: conflictOf(err)}, nil
 }
 
 func (s *Server) addBlock(req *bfspb.AddBlockRequest) (*bfspb.LocatedBlock, error) {
@@ -75,7 +75,7 @@ func (s *Server) SyncBlock(_ context.Context, req *bfspb.SyncBlockRequest) (*bfs
 		}}})
 	})
 	code, msg := statusOf(err)
-	return &bfspb.SyncBlockResponse{Status: code, Message: msg}, nil
+	return &bfspb.SyncBlockResponse{Status: code, Message: msg, Conflict: conflictOf(err)}, nil
 }
 
 // FinishFile is the writer saying it is done: its last packet sealed the
@@ -84,7 +84,7 @@ func (s *Server) SyncBlock(_ context.Context, req *bfspb.SyncBlockRequest) (*bfs
 func (s *Server) FinishFile(ctx context.Context, req *bfspb.FinishFileRequest) (*bfspb.FinishFileResponse, error) {
 	info, err := s.finishFile(ctx, req)
 	code, msg := statusOf(err)
-	return &bfspb.FinishFileResponse{Status: code, Message: msg, Info: info}, nil
+	return &bfspb.FinishFileResponse{Status: code, Message: msg, Info: info, Conflict: conflictOf(err)}, nil
 }
 
 func (s *Server) finishFile(ctx context.Context, req *bfspb.FinishFileRequest) (*bfspb.FileInfo, error) {
@@ -112,12 +112,12 @@ func (s *Server) finishFile(ctx context.Context, req *bfspb.FinishFileRequest) (
 	} else if err := s.checkSession(req.SessionId); err != nil {
 		return nil, err
 	}
-	done := s.closer.track(info.EntryId, false)
+	f := s.closer.track(info.EntryId, false)
 	if !req.Wait {
 		return info, nil
 	}
 	select {
-	case <-done:
+	case <-f.done:
 	case <-ctx.Done():
 		return nil, fmt.Errorf("finish %s: %w", p, ctx.Err())
 	}

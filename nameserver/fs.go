@@ -53,7 +53,7 @@ func infoOf(res *namespace.Result) *bfspb.FileInfo {
 func (s *Server) Mkdir(_ context.Context, req *bfspb.MkdirRequest) (*bfspb.MkdirResponse, error) {
 	res, err := s.mkdir(req)
 	code, msg := statusOf(err)
-	return &bfspb.MkdirResponse{Status: code, Message: msg, Info: infoOf(res)}, nil
+	return &bfspb.MkdirResponse{Status: code, Message: msg, Conflict: conflictOf(err), Info: infoOf(res)}, nil
 }
 
 func (s *Server) mkdir(req *bfspb.MkdirRequest) (*namespace.Result, error) {
@@ -74,7 +74,7 @@ func (s *Server) mkdir(req *bfspb.MkdirRequest) (*namespace.Result, error) {
 func (s *Server) Create(_ context.Context, req *bfspb.CreateRequest) (*bfspb.CreateResponse, error) {
 	res, err := s.create(req)
 	code, msg := statusOf(err)
-	return &bfspb.CreateResponse{Status: code, Message: msg, Info: infoOf(res)}, nil
+	return &bfspb.CreateResponse{Status: code, Message: msg, Conflict: conflictOf(err), Info: infoOf(res)}, nil
 }
 
 func (s *Server) create(req *bfspb.CreateRequest) (*namespace.Result, error) {
@@ -82,10 +82,17 @@ func (s *Server) create(req *bfspb.CreateRequest) (*namespace.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.mutate(req.SessionId, &bfspb.Command{Op: &bfspb.Command_Create{Create: &bfspb.CreateCmd{
+	res, err := s.mutate(req.SessionId, &bfspb.Command{Op: &bfspb.Command_Create{Create: &bfspb.CreateCmd{
 		Path: p, Mode: req.Mode, Replication: req.Replication, Overwrite: req.Overwrite,
 		Id: s.ns.AllocIDs(1)[0], SessionId: req.SessionId, OpenForWrite: req.OpenForWrite,
 	}}})
+	// The session may have ended between the check and the commit; its
+	// end did not see this file, so close it here.
+	if err == nil && req.OpenForWrite && !s.sessions.Valid(session.ID(req.SessionId)) {
+		s.closer.goRun(func() { s.closer.track(res.Info.EntryId, true) })
+		return res, errSessionInvalid
+	}
+	return res, err
 }
 
 // Stat returns one entry.
@@ -109,7 +116,7 @@ func (s *Server) DeleteFile(_ context.Context, req *bfspb.DeleteFileRequest) (*b
 			Path: p, SessionId: req.SessionId}}})
 	})
 	code, msg := statusOf(err)
-	return &bfspb.DeleteFileResponse{Status: code, Message: msg}, nil
+	return &bfspb.DeleteFileResponse{Status: code, Message: msg, Conflict: conflictOf(err)}, nil
 }
 
 // DeleteDir deletes a directory: an empty one, or with recursive its whole
@@ -120,14 +127,14 @@ func (s *Server) DeleteDir(_ context.Context, req *bfspb.DeleteDirRequest) (*bfs
 			Path: p, Recursive: req.Recursive, SessionId: req.SessionId}}})
 	})
 	code, msg := statusOf(err)
-	return &bfspb.DeleteDirResponse{Status: code, Message: msg}, nil
+	return &bfspb.DeleteDirResponse{Status: code, Message: msg, Conflict: conflictOf(err)}, nil
 }
 
 // Rename moves a file or directory atomically.
 func (s *Server) Rename(_ context.Context, req *bfspb.RenameRequest) (*bfspb.RenameResponse, error) {
 	err := s.rename(req)
 	code, msg := statusOf(err)
-	return &bfspb.RenameResponse{Status: code, Message: msg}, nil
+	return &bfspb.RenameResponse{Status: code, Message: msg, Conflict: conflictOf(err)}, nil
 }
 
 func (s *Server) rename(req *bfspb.RenameRequest) error {
@@ -151,7 +158,7 @@ func (s *Server) Chmod(_ context.Context, req *bfspb.ChmodRequest) (*bfspb.Chmod
 			Path: p, Mode: req.Mode, SessionId: req.SessionId}}})
 	})
 	code, msg := statusOf(err)
-	return &bfspb.ChmodResponse{Status: code, Message: msg}, nil
+	return &bfspb.ChmodResponse{Status: code, Message: msg, Conflict: conflictOf(err)}, nil
 }
 
 // DiskUsage adds up a subtree.

@@ -27,15 +27,17 @@ import (
 type Server struct {
 	bfspb.UnimplementedNameServerServer
 
-	cfg      Config
-	ns       *namespace.Store
-	sessions *session.Manager
-	metrics  *metrics
-	blocks   *blockmap.Map
-	closer   *closer
-	peers    *peers
-	grpc     *grpc.Server
-	health   *health.Server
+	cfg       Config
+	ns        *namespace.Store
+	sessions  *session.Manager
+	metrics   *metrics
+	blocks    *blockmap.Map
+	closer    *closer
+	peers     *peers
+	watch     *watchers
+	cleanings cleanings
+	grpc      *grpc.Server
+	health    *health.Server
 
 	stopc        chan struct{}
 	livenessDone chan struct{}
@@ -55,6 +57,7 @@ func New(cfg Config) (*Server, error) {
 		livenessDone: make(chan struct{}),
 		blocks:       blockmap.New(cfg.Clock.Now()),
 		peers:        newPeers(),
+		watch:        newWatchers(),
 	}
 	s.closer = newCloser(s)
 	s.metrics = newMetrics(func() float64 { return float64(len(s.sessions.List())) })
@@ -71,7 +74,7 @@ func New(cfg Config) (*Server, error) {
 		ns.Close()
 		return nil, err
 	}
-	if err := s.closer.load(func(id string) bool { return s.sessions.Valid(session.ID(id)) }); err != nil {
+	if err := s.recover(); err != nil {
 		s.closer.stop()
 		s.sessions.Close()
 		ns.Close()
@@ -177,4 +180,14 @@ func (s *Server) Close() error {
 		s.closeErr = s.ns.Close()
 	})
 	return s.closeErr
+}
+
+// recover resumes, after a restart, what a crash left half done: files of
+// ended sessions are closed, cleanings continue, locks of ended sessions
+// are released.
+func (s *Server) recover() error {
+	if err := s.closer.load(func(id string) bool { return s.sessions.Valid(session.ID(id)) }); err != nil {
+		return err
+	}
+	return s.resumeLocks()
 }

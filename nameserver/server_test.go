@@ -83,9 +83,9 @@ func TestNamespaceOverGRPC(t *testing.T) {
 	require.EqualValues(t, 1, du.Files)
 	require.EqualValues(t, 3, du.Dirs)
 
-	// Lock calls exist on the wire before their implementation.
-	_, err = ns.LockDir(ctx, &bfspb.LockDirRequest{Path: "/a"})
-	require.Error(t, err)
+	lk, err := ns.LockDir(ctx, &bfspb.LockDirRequest{Path: "/a"})
+	require.NoError(t, err)
+	require.Equal(t, bfspb.StatusCode_SESSION_EXPIRED, lk.Status, "locking needs a session")
 }
 
 func TestSessionsOverGRPC(t *testing.T) {

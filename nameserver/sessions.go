@@ -6,6 +6,7 @@ import (
 
 	"github.com/golang/glog"
 
+	"github.com/bfs-go/bfs/dirlock"
 	"github.com/bfs-go/bfs/nameserver/session"
 	"github.com/bfs-go/bfs/proto/bfspb"
 )
@@ -40,14 +41,20 @@ func sessionFromRecord(r *bfspb.SessionRecord) session.Session {
 	}
 }
 
-// onSessionEnd runs when a session expires or is closed: every file it
-// had open for write is sealed and closed (lease recovery). It only starts
+// onSessionEnd runs when a session expires or is closed: every directory
+// lock it held is cleaned as if unlocked, and every file it had open for
+// write is sealed and closed (lease recovery). It only starts
 // the work: a session's record is deleted when this returns, and files of
 // sessions without a record are recovered at startup, so a crash in
 // between loses nothing.
 func (s *Server) onSessionEnd(sess session.Session, why session.EndReason) {
 	glog.Infof("session %s (%s) ended: %v", sess.ID, sess.Holder, why)
+	reason := reasonExpiry
+	if why == session.Closed {
+		reason = reasonHolder
+	}
 	s.closer.goRun(func() {
+		s.releaseSessionLocks(sess.ID, reason)
 		open, err := s.ns.OpenFiles(string(sess.ID))
 		if err != nil {
 			glog.Errorf("recovering files of session %s: %v", sess.ID, err)
@@ -87,12 +94,19 @@ func (s *Server) CloseSession(ctx context.Context, req *bfspb.CloseSessionReques
 func (s *Server) ListSessions(context.Context, *bfspb.ListSessionsRequest) (*bfspb.ListSessionsResponse, error) {
 	resp := &bfspb.ListSessionsResponse{}
 	for _, in := range s.sessions.List() {
-		resp.Sessions = append(resp.Sessions, &bfspb.SessionInfo{
+		info := &bfspb.SessionInfo{
 			SessionId:   string(in.ID),
 			Holder:      in.Holder,
 			TtlMs:       in.TTL.Milliseconds(),
 			RemainingMs: in.Remaining.Milliseconds(),
-		})
+		}
+		for _, l := range s.ns.Locks().Held(dirlock.SessionID(in.ID)) {
+			info.Locks = append(info.Locks, l.Path)
+		}
+		if open, err := s.ns.OpenFiles(string(in.ID)); err == nil {
+			info.OpenFiles = int64(len(open))
+		}
+		resp.Sessions = append(resp.Sessions, info)
 	}
 	return resp, nil
 }

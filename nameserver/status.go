@@ -6,6 +6,7 @@ import (
 
 	"github.com/golang/glog"
 
+	"github.com/bfs-go/bfs/dirlock"
 	"github.com/bfs-go/bfs/nameserver/namespace"
 	"github.com/bfs-go/bfs/nameserver/session"
 	"github.com/bfs-go/bfs/proto/bfspb"
@@ -36,6 +37,10 @@ var statusTable = []struct {
 	{session.ErrExpired, bfspb.StatusCode_SESSION_EXPIRED},
 	{session.ErrClosed, bfspb.StatusCode_UNAVAILABLE},
 	{errSessionInvalid, bfspb.StatusCode_SESSION_EXPIRED},
+	{dirlock.ErrLocked, bfspb.StatusCode_LOCKED},
+	{dirlock.ErrCleaning, bfspb.StatusCode_CLEANING},
+	{dirlock.ErrUnlocked, bfspb.StatusCode_UNLOCKED},
+	{dirlock.ErrStaleEpoch, bfspb.StatusCode_STALE_EPOCH},
 	{context.Canceled, bfspb.StatusCode_UNAVAILABLE},
 	{context.DeadlineExceeded, bfspb.StatusCode_UNAVAILABLE},
 }

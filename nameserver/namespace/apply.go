@@ -35,9 +35,11 @@ type Result struct {
 	// directory is UNLOCKED already) or what FinishCleaning drained.
 	Cleaning *bfspb.CleaningRecord
 
-	// Lock table changes, made after the batch commits.
-	setLocks    []dirlock.Lock
-	removeLocks []string
+	// SetLocks and RemovedLocks are the lock table changes the command
+	// made (after the batch committed): locks now LOCKED or CLEANING, and
+	// paths now UNLOCKED.
+	SetLocks     []dirlock.Lock
+	RemovedLocks []string
 }
 
 // Apply executes cmd as one Pebble batch committed with pebble.Sync. When it
@@ -97,17 +99,17 @@ func (s *Store) updateLocks(cmd *bfspb.Command, res *Result) {
 	switch op := cmd.Op.(type) {
 	case *bfspb.Command_DeleteDir:
 		for _, l := range s.locks.Subtree(op.DeleteDir.Path) {
-			s.locks.Remove(l.Path)
+			res.RemovedLocks = append(res.RemovedLocks, l.Path)
 		}
 	case *bfspb.Command_Rename:
 		s.locks.Rename(op.Rename.Src, op.Rename.Dst)
 	case *bfspb.Command_LockDir:
 		s.observeEpoch(op.LockDir.Epoch)
 	}
-	for _, l := range res.setLocks {
+	for _, l := range res.SetLocks {
 		s.locks.Set(l)
 	}
-	for _, p := range res.removeLocks {
+	for _, p := range res.RemovedLocks {
 		s.locks.Remove(p)
 	}
 }

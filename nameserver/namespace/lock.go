@@ -147,7 +147,7 @@ func applyLockDir(r pebble.Reader, b *pebble.Batch, locks *dirlock.Table, c *bfs
 		return nil, err
 	}
 	l := lockOf(c.Path, info)
-	return &Result{Info: info, Lock: &l, setLocks: []dirlock.Lock{l}}, nil
+	return &Result{Info: info, Lock: &l, SetLocks: []dirlock.Lock{l}}, nil
 }
 
 func applyUnlockDir(r pebble.Reader, b *pebble.Batch, locks *dirlock.Table, c *bfspb.UnlockDirCmd, now int64) (*Result, error) {
@@ -172,7 +172,7 @@ func applyUnlockDir(r pebble.Reader, b *pebble.Batch, locks *dirlock.Table, c *b
 			return nil, err
 		}
 		cl := lockOf(sub.Path, info)
-		res.setLocks = append(res.setLocks, cl)
+		res.SetLocks = append(res.SetLocks, cl)
 		if sub.Path == c.Path {
 			res.Info, res.Lock = info, &cl
 		}
@@ -286,7 +286,7 @@ func finishCleaning(r pebble.Reader, b *pebble.Batch, locks *dirlock.Table, path
 		if err := b.Delete(lockKey(id), nil); err != nil {
 			return nil, err
 		}
-		res.removeLocks = append(res.removeLocks, p)
+		res.RemovedLocks = append(res.RemovedLocks, p)
 		if p == path {
 			res.Info = info
 			res.Lock = &dirlock.Lock{Path: p, Status: dirlock.Unlocked, Epoch: dirlock.Epoch(info.Epoch), EntryID: id}

@@ -1,0 +1,432 @@
+package nameserver
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/golang/glog"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/bfs-go/bfs/dirlock"
+	"github.com/bfs-go/bfs/nameserver/namespace"
+	"github.com/bfs-go/bfs/nameserver/session"
+	"github.com/bfs-go/bfs/proto/bfspb"
+)
+
+// Reasons recorded for unlocks.
+const (
+	reasonHolder = "holder"
+	reasonForce  = "force"
+	reasonExpiry = "expiry"
+)
+
+// cleanings are the directories being cleaned, by directory entry id.
+type cleanings struct {
+	mu struct {
+		sync.Mutex
+		byDir map[uint64]*bfspb.CleaningRecord
+	}
+}
+
+func (c *cleanings) put(dir uint64, rec *bfspb.CleaningRecord) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.mu.byDir == nil {
+		c.mu.byDir = make(map[uint64]*bfspb.CleaningRecord)
+	}
+	c.mu.byDir[dir] = rec
+}
+
+func (c *cleanings) remove(dir uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.mu.byDir, dir)
+}
+
+func (c *cleanings) get(dir uint64) *bfspb.CleaningRecord {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.mu.byDir[dir]
+}
+
+func isOperatorSession(id dirlock.SessionID) bool {
+	return strings.HasPrefix(string(id), "operator-")
+}
+
+// LockDir locks a directory for the caller's session; with wait it blocks
+// until the lock can be granted or the call's deadline passes.
+func (s *Server) LockDir(ctx context.Context, req *bfspb.LockDirRequest) (*bfspb.LockDirResponse, error) {
+	for {
+		changed := s.watch.changes()
+		res, err := s.lockDir(req)
+		code, msg := statusOf(err)
+		resp := &bfspb.LockDirResponse{Status: code, Message: msg, Lock: s.dirLockOf(res, err)}
+		waitable := errors.Is(err, dirlock.ErrLocked) || errors.Is(err, dirlock.ErrCleaning)
+		if !req.Wait || !waitable {
+			return resp, nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return resp, nil
+		}
+	}
+}
+
+func (s *Server) lockDir(req *bfspb.LockDirRequest) (*namespace.Result, error) {
+	p, err := cleanPath(req.Path)
+	if err != nil {
+		return nil, err
+	}
+	holder := req.Holder
+	if !req.Operator {
+		sess, ok := s.sessions.Get(session.ID(req.SessionId))
+		if !ok {
+			return nil, errSessionInvalid
+		}
+		holder = sess.Holder
+	} else if req.SessionId != "" {
+		return nil, namespaceInvalid("an operator lock is bound to no session")
+	}
+	res, err := s.ns.Apply(&bfspb.Command{
+		TimeNs: s.cfg.Clock.Now().UnixNano(),
+		Op: &bfspb.Command_LockDir{LockDir: &bfspb.LockDirCmd{
+			Path: p, SessionId: req.SessionId, Holder: holder, Epoch: s.ns.AllocEpoch(), Operator: req.Operator,
+		}},
+	})
+	if err != nil {
+		return res, err
+	}
+	s.publish(res, "lock")
+	// The session may have ended between the check above and the grant;
+	// its end found no such lock, so release it here.
+	if !req.Operator && !s.sessions.Valid(session.ID(req.SessionId)) {
+		s.closer.goRun(func() { s.unlock(p, "", true, 0, reasonExpiry) })
+		return res, errSessionInvalid
+	}
+	return res, nil
+}
+
+func namespaceInvalid(msg string) error {
+	return errors.Join(namespace.ErrInvalid, errors.New(msg))
+}
+
+// UnlockDir releases a lock: it becomes CLEANING until every file open
+// for write in its subtree is sealed and closed, then UNLOCKED. With wait
+// it answers only once UNLOCKED (or at the call's deadline).
+func (s *Server) UnlockDir(ctx context.Context, req *bfspb.UnlockDirRequest) (*bfspb.UnlockDirResponse, error) {
+	p, err := cleanPath(req.Path)
+	if err == nil && !req.Force {
+		err = s.checkSession(req.SessionId)
+	}
+	if err != nil {
+		code, msg := statusOf(err)
+		return &bfspb.UnlockDirResponse{Status: code, Message: msg}, nil
+	}
+	reason := reasonHolder
+	if req.Force {
+		reason = reasonForce
+	}
+	res, err := s.unlock(p, req.SessionId, req.Force, req.Epoch, reason)
+	resp := s.unlockResponse(res, err)
+	if !req.Wait || resp.Status != bfspb.StatusCode_CLEANING {
+		return resp, nil
+	}
+	// Wait for this cleaning (this epoch) to end. Never unlock again: a
+	// new lock may have been granted by then.
+	epoch := dirlock.Epoch(resp.Lock.GetEpoch())
+	for {
+		changed := s.watch.changes()
+		l, ok := s.ns.Locks().Get(p)
+		if !ok || l.Status != dirlock.Cleaning || l.Epoch != epoch {
+			return &bfspb.UnlockDirResponse{Status: bfspb.StatusCode_UNLOCKED,
+				Lock: &bfspb.DirLock{Path: p, Status: bfspb.LockStatus_LOCK_STATUS_UNLOCKED, Epoch: uint64(epoch)}}, nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return &bfspb.UnlockDirResponse{Status: bfspb.StatusCode_CLEANING, Lock: s.dirLock(l),
+				Message: "still cleaning at the call's deadline"}, nil
+		case <-s.stopc:
+			return &bfspb.UnlockDirResponse{Status: bfspb.StatusCode_UNAVAILABLE, Lock: s.dirLock(l),
+				Message: "nameserver stopping"}, nil
+		}
+	}
+}
+
+// unlockResponse turns the outcome of an unlock into its answer: an
+// UNLOCKED or CLEANING directory is the state, not a failure.
+func (s *Server) unlockResponse(res *namespace.Result, err error) *bfspb.UnlockDirResponse {
+	lock := s.dirLockOf(res, err)
+	switch {
+	case err == nil && res.Lock != nil && res.Lock.Status == dirlock.Unlocked:
+		return &bfspb.UnlockDirResponse{Status: bfspb.StatusCode_UNLOCKED, Lock: lock}
+	case err == nil:
+		return &bfspb.UnlockDirResponse{Status: bfspb.StatusCode_CLEANING, Lock: lock}
+	case errors.Is(err, dirlock.ErrUnlocked), errors.Is(err, dirlock.ErrCleaning):
+		glog.V(1).Infof("unlock answered with the current state: %v", err)
+	}
+	code, msg := statusOf(err)
+	return &bfspb.UnlockDirResponse{Status: code, Message: msg, Lock: lock}
+}
+
+// unlock applies an UnlockDir and starts the cleaning it needs.
+func (s *Server) unlock(path, sessionID string, force bool, epoch uint64, reason string) (*namespace.Result, error) {
+	res, err := s.ns.Apply(&bfspb.Command{
+		TimeNs: s.cfg.Clock.Now().UnixNano(),
+		Op: &bfspb.Command_UnlockDir{UnlockDir: &bfspb.UnlockDirCmd{
+			Path: path, SessionId: sessionID, Force: force, Epoch: epoch, Reason: reason,
+		}},
+	})
+	if err != nil {
+		return res, err
+	}
+	glog.Infof("unlock %s (%s): %v", path, reason, res.Lock.Status)
+	s.publish(res, reason)
+	if res.Lock.Status == dirlock.Cleaning {
+		s.clean(path, res.Info.EntryId, res.Cleaning)
+	}
+	return res, nil
+}
+
+// clean is the cleaning coordinator of one directory: it drains the
+// files recorded with the move to CLEANING (CloseFilesCtx), then persists
+// UNLOCKED. If the server stops first, it resumes after the restart.
+func (s *Server) clean(path string, dir uint64, rec *bfspb.CleaningRecord) {
+	s.cleanings.put(dir, rec)
+	s.closer.goRun(func() {
+		truncated, err := dirlock.CloseFilesCtx(s.closer.ctx, s.closer, rec.Files)
+		if err != nil {
+			return // stopping
+		}
+		for backoff := 10 * time.Millisecond; ; backoff = min(2*backoff, time.Second) {
+			res, err := s.ns.Apply(&bfspb.Command{
+				TimeNs: s.cfg.Clock.Now().UnixNano(),
+				Op: &bfspb.Command_FinishCleaning{FinishCleaning: &bfspb.FinishCleaningCmd{
+					Path: path, EntryId: dir, Epoch: rec.Epoch, BytesTruncated: truncated,
+				}},
+			})
+			if err == nil {
+				s.cleanings.remove(dir)
+				glog.Infof("%s cleaned: %d files sealed, %d bytes truncated", path, len(rec.Files), truncated)
+				s.publish(res, "cleaned")
+				return
+			}
+			if errors.Is(err, namespace.ErrNotFound) || errors.Is(err, dirlock.ErrStaleEpoch) {
+				glog.Errorf("finishing the cleaning of %s: %v", path, err)
+				s.cleanings.remove(dir)
+				return
+			}
+			glog.Warningf("finishing the cleaning of %s: %v; retrying", path, err)
+			if !s.closer.sleep(backoff) {
+				return
+			}
+		}
+	})
+}
+
+// publish tells watchers about the lock transitions res made.
+func (s *Server) publish(res *namespace.Result, reason string) {
+	var events []*bfspb.DirLockEvent
+	for _, l := range res.SetLocks {
+		prev := bfspb.LockStatus_LOCK_STATUS_UNLOCKED
+		if l.Status == dirlock.Cleaning {
+			prev = bfspb.LockStatus_LOCK_STATUS_LOCKED
+		}
+		events = append(events, &bfspb.DirLockEvent{Lock: s.dirLock(l), Previous: prev, Reason: reason})
+	}
+	for _, p := range res.RemovedLocks {
+		events = append(events, &bfspb.DirLockEvent{
+			Lock:     &bfspb.DirLock{Path: p, Status: bfspb.LockStatus_LOCK_STATUS_UNLOCKED, SinceNs: s.cfg.Clock.Now().UnixNano()},
+			Previous: bfspb.LockStatus_LOCK_STATUS_CLEANING, Reason: reason,
+		})
+	}
+	s.watch.publish(events...)
+}
+
+// dirLock describes a lock for the wire, with the files still pending
+// while it is cleaning.
+func (s *Server) dirLock(l dirlock.Lock) *bfspb.DirLock {
+	d := &bfspb.DirLock{
+		Path: l.Path, Status: lockStatusOf(l.Status), Holder: l.Holder, SessionId: string(l.Session),
+		Epoch: uint64(l.Epoch), SinceNs: l.Since.UnixNano(),
+	}
+	if l.Status != dirlock.Cleaning {
+		return d
+	}
+	rec := s.cleanings.get(l.EntryID)
+	if rec == nil {
+		return d
+	}
+	pending := s.closer.pending()
+	for _, f := range rec.Files {
+		if reps, ok := pending[f]; ok {
+			p, info, err := s.ns.PathOf(f)
+			if err != nil {
+				continue
+			}
+			pf := &bfspb.PendingFile{Path: p, PendingReplicas: reps}
+			if n := len(info.Blocks); n > 0 {
+				pf.BlockId = info.Blocks[n-1].Id
+			}
+			d.Pending = append(d.Pending, pf)
+		}
+	}
+	return d
+}
+
+func (s *Server) dirLockOf(res *namespace.Result, err error) *bfspb.DirLock {
+	var le *dirlock.LockedError
+	switch {
+	case errors.As(err, &le):
+		return s.dirLock(le.Lock)
+	case res != nil && res.Lock != nil:
+		return s.dirLock(*res.Lock)
+	}
+	return nil
+}
+
+func lockStatusOf(st dirlock.Status) bfspb.LockStatus {
+	switch st {
+	case dirlock.Locked:
+		return bfspb.LockStatus_LOCK_STATUS_LOCKED
+	case dirlock.Cleaning:
+		return bfspb.LockStatus_LOCK_STATUS_CLEANING
+	}
+	return bfspb.LockStatus_LOCK_STATUS_UNLOCKED
+}
+
+// conflictOf says which lock refused a mutation, for the answer.
+func conflictOf(err error) *bfspb.LockConflict {
+	var le *dirlock.LockedError
+	if !errors.As(err, &le) {
+		return nil
+	}
+	return &bfspb.LockConflict{Path: le.Lock.Path, Holder: le.Lock.Holder, Epoch: uint64(le.Lock.Epoch), LockStatus: lockStatusOf(le.Lock.Status)}
+}
+
+// GetDirLock returns the lock state of one directory.
+func (s *Server) GetDirLock(_ context.Context, req *bfspb.GetDirLockRequest) (*bfspb.GetDirLockResponse, error) {
+	p, err := cleanPath(req.Path)
+	if err == nil {
+		if l, ok := s.ns.Locks().Get(p); ok {
+			return &bfspb.GetDirLockResponse{Lock: s.dirLock(l)}, nil
+		}
+		var info *bfspb.FileInfo
+		if info, err = s.ns.Stat(p); err == nil && info.Type != bfspb.FileType_FILE_TYPE_DIR {
+			err = namespace.ErrNotDirectory
+		}
+	}
+	code, msg := statusOf(err)
+	resp := &bfspb.GetDirLockResponse{Status: code, Message: msg}
+	if err == nil {
+		resp.Lock = &bfspb.DirLock{Path: p, Status: bfspb.LockStatus_LOCK_STATUS_UNLOCKED}
+	}
+	return resp, nil
+}
+
+// ListDirLocks lists the locked and cleaning directories under a prefix.
+func (s *Server) ListDirLocks(_ context.Context, req *bfspb.ListDirLocksRequest) (*bfspb.ListDirLocksResponse, error) {
+	prefix := req.Prefix
+	if prefix == "" {
+		prefix = "/"
+	}
+	p, err := cleanPath(prefix)
+	if err != nil {
+		code, msg := statusOf(err)
+		return &bfspb.ListDirLocksResponse{Status: code, Message: msg}, nil
+	}
+	want := dirlock.Locked
+	if req.Status == bfspb.LockStatus_LOCK_STATUS_CLEANING {
+		want = dirlock.Cleaning
+	}
+	resp := &bfspb.ListDirLocksResponse{}
+	if req.FilterStatus && req.Status == bfspb.LockStatus_LOCK_STATUS_UNLOCKED {
+		return resp, nil // the table holds no unlocked directories
+	}
+	for _, l := range s.ns.Locks().List(p, req.FilterStatus, want) {
+		resp.Locks = append(resp.Locks, s.dirLock(l))
+	}
+	return resp, nil
+}
+
+// WatchDirLocks streams lock transitions under a prefix until the caller
+// goes away. A watcher that falls too far behind is cut off with
+// UNAVAILABLE: it must list again and watch anew.
+func (s *Server) WatchDirLocks(req *bfspb.WatchDirLocksRequest, stream bfspb.NameServer_WatchDirLocksServer) error {
+	prefix := req.Prefix
+	if prefix == "" {
+		prefix = "/"
+	}
+	p, err := cleanPath(prefix)
+	if err != nil {
+		return status.Error(codes.InvalidArgument, err.Error())
+	}
+	sub := s.watch.subscribe(p)
+	defer s.watch.unsubscribe(sub)
+	for {
+		select {
+		case ev := <-sub.events:
+			if err := stream.Send(ev); err != nil {
+				return err
+			}
+		case <-sub.lagged:
+			return errLagged
+		case <-stream.Context().Done():
+			return nil
+		case <-s.stopc:
+			return errStopping
+		}
+	}
+}
+
+var (
+	errLagged   = status.Error(codes.Unavailable, "watch fell behind: list the locks again and watch anew")
+	errStopping = status.Error(codes.Unavailable, "nameserver stopping")
+)
+
+// GetLockHistory returns the past locks of a directory.
+func (s *Server) GetLockHistory(_ context.Context, req *bfspb.GetLockHistoryRequest) (*bfspb.GetLockHistoryResponse, error) {
+	entries, err := s.ns.History(req.Path)
+	code, msg := statusOf(err)
+	return &bfspb.GetLockHistoryResponse{Status: code, Message: msg, Entries: entries}, nil
+}
+
+// releaseSessionLocks cleans every lock a session held, parents first
+// (their nested locks go with them).
+func (s *Server) releaseSessionLocks(id session.ID, reason string) {
+	held := s.ns.Locks().Held(dirlock.SessionID(id))
+	sort.Slice(held, func(i, j int) bool { return held[i].Path < held[j].Path })
+	for _, l := range held {
+		if _, err := s.unlock(l.Path, string(id), true, uint64(l.Epoch), reason); err != nil &&
+			!errors.Is(err, dirlock.ErrCleaning) && !errors.Is(err, dirlock.ErrUnlocked) {
+			glog.Errorf("releasing %s of ended session %s: %v", l.Path, id, err)
+		}
+	}
+}
+
+// resumeLocks, at startup, resumes the cleanings a crash interrupted and
+// releases the locks of sessions that did not survive it.
+func (s *Server) resumeLocks() error {
+	cls, err := s.ns.Cleanings()
+	if err != nil {
+		return err
+	}
+	for _, c := range cls {
+		glog.Infof("resuming the cleaning of %s (epoch %d, %d files)", c.Path, c.Record.Epoch, len(c.Record.Files))
+		s.clean(c.Path, c.Dir.EntryId, c.Record)
+	}
+	for _, l := range s.ns.Locks().List("/", true, dirlock.Locked) {
+		if isOperatorSession(l.Session) || s.sessions.Valid(session.ID(l.Session)) {
+			continue
+		}
+		glog.Infof("releasing %s: its session %s did not survive the restart", l.Path, l.Session)
+		s.closer.goRun(func() { s.releaseSessionLocks(session.ID(l.Session), reasonExpiry) })
+	}
+	return nil
+}
