@@ -21,19 +21,25 @@ type Client struct {
 	holder string
 	ttl    time.Duration
 	clock  clock.Clock
+	// peers are the connections to chunkservers.
+	peers peers
 
 	// opening is a one-slot semaphore serializing session opens, so that
 	// callers finding no session open one between them, not one each. A
 	// channel rather than a mutex so that waiting honors the caller's ctx.
 	opening chan struct{}
-	// keepalives counts running keep-alive goroutines; Close waits for them.
-	keepalives sync.WaitGroup
+	// keepalives counts running keep-alive goroutines, lockWatches the
+	// goroutines watching held locks; Close waits for both.
+	keepalives  sync.WaitGroup
+	lockWatches sync.WaitGroup
 
 	mu struct {
 		sync.Mutex
 		closed bool
 		// session is the latest session opened; it may be lost already.
 		session *Session
+		// writes are the block writes in progress; Close aborts them.
+		writes map[*fanout]struct{}
 	}
 }
 
@@ -70,6 +76,7 @@ func Dial(ctx context.Context, addr string, opts ...Option) (*Client, error) {
 		clock:   clock.Real{},
 		opening: make(chan struct{}, 1),
 	}
+	c.peers.dialOptions = o.dialOptions
 	return c, nil
 }
 
@@ -88,16 +95,23 @@ func (c *Client) Close() error {
 	}
 	c.mu.closed = true
 	s := c.mu.session
+	writes := c.mu.writes
+	c.mu.writes = nil
 	c.mu.Unlock()
 
+	for f := range writes {
+		f.abort()
+	}
 	if s != nil {
 		s.stop()
 	}
 	c.keepalives.Wait()
+	c.lockWatches.Wait()
 	if s != nil && s.Err() == nil {
 		c.closeSession(s)
 		s.end(ErrClosed)
 	}
+	c.peers.close()
 	return c.conn.Close()
 }
 
@@ -147,4 +161,46 @@ func (c *Client) mutate(ctx context.Context, call func(sessionID string) (respon
 		}
 		return responseError(resp)
 	}
+}
+
+// mutateAs runs call, a mutation that must happen under session id (the
+// one a file was opened for write with): unlike mutate it never moves to
+// a new session. SESSION_EXPIRED marks the session lost.
+func (c *Client) mutateAs(ctx context.Context, id string, call func() (response, error)) error {
+	if err := c.checkOpen(); err != nil {
+		return err
+	}
+	resp, err := call()
+	if err != nil {
+		return transportError(ctx, err)
+	}
+	if resp.GetStatus() == bfspb.StatusCode_SESSION_EXPIRED {
+		c.mu.Lock()
+		s := c.mu.session
+		c.mu.Unlock()
+		if s != nil && s.id == id {
+			s.end(ErrSessionExpired)
+		}
+	}
+	return responseError(resp)
+}
+
+// track registers a block write so that Close can abort it.
+func (c *Client) track(f *fanout) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.mu.closed {
+		return ErrClosed
+	}
+	if c.mu.writes == nil {
+		c.mu.writes = make(map[*fanout]struct{})
+	}
+	c.mu.writes[f] = struct{}{}
+	return nil
+}
+
+func (c *Client) untrack(f *fanout) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.mu.writes, f)
 }

@@ -58,9 +58,16 @@ func (c *Client) Touch(ctx context.Context, path string, opts ...CreateOption) e
 }
 
 func (c *Client) touch(ctx context.Context, path string, opts []CreateOption) error {
+	_, _, err := c.create(ctx, path, opts, false)
+	return err
+}
+
+// create sends a Create and returns the new file and the session it was
+// created under (which, with open, has it open for write).
+func (c *Client) create(ctx context.Context, path string, opts []CreateOption, open bool) (*bfspb.FileInfo, string, error) {
 	p, err := cleanPath(path)
 	if err != nil {
-		return err
+		return nil, "", err
 	}
 	o := defaultCreateOptions()
 	for _, opt := range opts {
@@ -68,21 +75,26 @@ func (c *Client) touch(ctx context.Context, path string, opts []CreateOption) er
 	}
 	wire, err := modeToWire(o.mode)
 	if err != nil {
-		return err
+		return nil, "", err
 	}
 	if o.replication < 0 || o.replication > math.MaxUint32 {
-		return fmt.Errorf("%w: replication %d out of range", ErrInvalidArgument, o.replication)
+		return nil, "", fmt.Errorf("%w: replication %d out of range", ErrInvalidArgument, o.replication)
 	}
-	return c.mutate(ctx, func(sid string) (response, error) {
+	var info *bfspb.FileInfo
+	var session string
+	err = c.mutate(ctx, func(sid string) (response, error) {
 		resp, err := c.ns.Create(ctx, &bfspb.CreateRequest{
-			Path:        p,
-			Mode:        wire,
-			Replication: uint32(o.replication),
-			Overwrite:   o.overwrite,
-			SessionId:   sid,
+			Path:         p,
+			Mode:         wire,
+			Replication:  uint32(o.replication),
+			Overwrite:    o.overwrite,
+			SessionId:    sid,
+			OpenForWrite: open,
 		})
+		info, session = resp.GetInfo(), sid
 		return resp, err
 	})
+	return info, session, err
 }
 
 // Stat returns the FileInfo of path.

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/bfs-go/bfs/chunkserver"
 	"github.com/bfs-go/bfs/nameserver"
 )
 
@@ -23,6 +24,13 @@ type Config struct {
 	NameServerAddr string
 	// NameServer adjusts the nameserver's configuration before it starts.
 	NameServer func(*nameserver.Config)
+	// Chunkservers is how many chunkservers to start.
+	Chunkservers int
+	// ChunkserverAddrs, if set, are their listen addresses (one per
+	// chunkserver); by default each picks a free port on 127.0.0.1.
+	ChunkserverAddrs []string
+	// Chunkserver adjusts chunkserver i's configuration before it starts.
+	Chunkserver func(i int, cfg *chunkserver.Config)
 }
 
 // Sandbox is a running cluster.
@@ -33,9 +41,14 @@ type Sandbox struct {
 
 	ns     *nameserver.Server
 	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	mu     sync.Mutex
-	errs   []error
+	// chunkservers are indexed like Config.Chunkservers; a stopped one is
+	// nil until restarted.
+	chunkservers []*runningChunkserver
+	// csAddrs are the addresses chunkservers last listened on.
+	csAddrs []string
+	wg      sync.WaitGroup
+	mu      sync.Mutex
+	errs    []error
 }
 
 // Start starts the cluster. Close stops it.
@@ -46,9 +59,22 @@ func Start(cfg Config) (*Sandbox, error) {
 	if cfg.NameServerAddr == "" {
 		cfg.NameServerAddr = "127.0.0.1:0"
 	}
-	s := &Sandbox{cfg: cfg}
+	if len(cfg.ChunkserverAddrs) != 0 && len(cfg.ChunkserverAddrs) != cfg.Chunkservers {
+		return nil, fmt.Errorf("sandbox: %d chunkserver addresses for %d chunkservers", len(cfg.ChunkserverAddrs), cfg.Chunkservers)
+	}
+	s := &Sandbox{cfg: cfg, chunkservers: make([]*runningChunkserver, cfg.Chunkservers),
+		csAddrs: make([]string, cfg.Chunkservers)}
 	if err := s.startNameServer(cfg.NameServerAddr); err != nil {
 		return nil, err
+	}
+	for i := range cfg.Chunkservers {
+		addr := "127.0.0.1:0"
+		if len(cfg.ChunkserverAddrs) > 0 {
+			addr = cfg.ChunkserverAddrs[i]
+		}
+		if err := s.startChunkserver(i, addr); err != nil {
+			return nil, errors.Join(err, s.Close())
+		}
 	}
 	return s, nil
 }
@@ -117,7 +143,11 @@ func (s *Sandbox) stopNameServer() error {
 
 // Close stops every daemon and returns the first error any of them had.
 func (s *Sandbox) Close() error {
-	err := s.stopNameServer()
+	var errs []error
+	for i := range s.chunkservers {
+		errs = append(errs, s.StopChunkserver(i))
+	}
+	err := errors.Join(append(errs, s.stopNameServer())...)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return errors.Join(append(s.errs, err)...)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bfs-go/bfs/chunkserver"
 	"github.com/bfs-go/bfs/internal/sandbox"
 	"github.com/bfs-go/bfs/nameserver"
 )
@@ -30,6 +31,20 @@ func WithNameServerConfig(fn func(*nameserver.Config)) Option {
 			}
 			fn(cfg)
 		}
+	}
+}
+
+// WithChunkservers starts n chunkservers (none by default). They heartbeat
+// every 100ms and the nameserver declares them dead after 1s of silence,
+// so tests of failures run quickly.
+func WithChunkservers(n int) Option {
+	return func(c *sandbox.Config) {
+		c.Chunkservers = n
+		c.Chunkserver = func(_ int, cfg *chunkserver.Config) { cfg.HeartbeatInterval = 100 * time.Millisecond }
+		WithNameServerConfig(func(cfg *nameserver.Config) {
+			cfg.HeartbeatInterval = 100 * time.Millisecond
+			cfg.DeadTimeout = time.Second
+		})(c)
 	}
 }
 
@@ -59,5 +74,21 @@ func (c *Cluster) RestartNameServer() {
 	c.t.Helper()
 	if err := c.Sandbox.RestartNameServer(); err != nil {
 		c.t.Fatalf("testcluster: restart nameserver: %v", err)
+	}
+}
+
+// StopChunkserver stops chunkserver i; its data stays.
+func (c *Cluster) StopChunkserver(i int) {
+	c.t.Helper()
+	if err := c.Sandbox.StopChunkserver(i); err != nil {
+		c.t.Fatalf("testcluster: stop chunkserver %d: %v", i, err)
+	}
+}
+
+// RestartChunkserver starts chunkserver i again on its data and address.
+func (c *Cluster) RestartChunkserver(i int) {
+	c.t.Helper()
+	if err := c.Sandbox.RestartChunkserver(i); err != nil {
+		c.t.Fatalf("testcluster: restart chunkserver %d: %v", i, err)
 	}
 }

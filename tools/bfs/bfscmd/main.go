@@ -101,6 +101,8 @@ $BFS_NAMESERVER, or ` + DefaultNameServer + `.`,
 	root.PersistentFlags().StringVar(&e.nameserver, "nameserver", ns, "nameserver address (host:port); default from $BFS_NAMESERVER")
 	root.AddCommand(
 		e.nameserverCommand(),
+		e.chunkserverCommand(),
+		e.sandboxCommand(),
 		e.lsCommand(),
 		e.statCommand(),
 		e.mkdirCommand(),
@@ -110,6 +112,10 @@ $BFS_NAMESERVER, or ` + DefaultNameServer + `.`,
 		e.mvCommand(),
 		e.duCommand(),
 		e.chmodCommand(),
+		e.putCommand(),
+		e.getCommand(),
+		e.catCommand(),
+		e.locationCommand(),
 	)
 	return root
 }

@@ -1,0 +1,13 @@
+//go:build !(linux || darwin || freebsd)
+
+package blockstore
+
+import "os"
+
+// lockDir is a no-op where the store has no advisory file lock.
+func lockDir(dir string) (*os.File, error) { return nil, nil }
+
+func fdatasync(f *os.File) error { return f.Sync() }
+
+// syncDir is a no-op where directories cannot be synced.
+func syncDir(dir string) error { return nil }

@@ -1,0 +1,201 @@
+package blockstore
+
+import (
+	"errors"
+	"fmt"
+	"os"
+)
+
+// Write applies packet p to its block's replica and returns the replica's
+// size afterwards (also alongside ErrSealed, ErrGap and ErrOffset).
+//
+// Packets are applied in sequence order from seq 1. A packet already
+// applied is a retry: it is acknowledged again (after syncing, if it asks
+// for a sync not yet done) and changes nothing. A packet whose seq is past
+// the next expected one is refused with ErrGap, one that does not start at
+// the replica's size with ErrOffset, one whose data does not match its
+// checksum with ErrChecksum, and any new packet for a sealed replica with
+// ErrSealed.
+func (s *Store) Write(p Packet) (int64, error) {
+	if err := checkPacket(p); err != nil {
+		return 0, err
+	}
+	b, err := s.acquire(p.BlockID, p.Seq == 1, rwNone)
+	if errors.Is(err, ErrNotFound) {
+		return 0, fmt.Errorf("%w: block %d: no replica, so packet %d cannot follow", ErrGap, p.BlockID, p.Seq)
+	}
+	if err != nil {
+		return 0, err
+	}
+	defer s.release(b, rwNone)
+	return s.writeLocked(b, p)
+}
+
+func checkPacket(p Packet) error {
+	switch {
+	case p.Seq < 1:
+		return fmt.Errorf("%w: block %d: sequence number %d", ErrInvalid, p.BlockID, p.Seq)
+	case p.Offset < 0:
+		return fmt.Errorf("%w: block %d: offset %d", ErrInvalid, p.BlockID, p.Offset)
+	case Checksum(p.Data) != p.CRC32C:
+		return fmt.Errorf("%w: block %d packet %d", ErrChecksum, p.BlockID, p.Seq)
+	}
+	return nil
+}
+
+func (s *Store) writeLocked(b *block, p Packet) (int64, error) {
+	m := &b.mu.m
+	switch {
+	case b.mu.exists && p.Seq <= m.seq:
+		return s.retryLocked(b, p)
+	case m.sealed:
+		return m.size, fmt.Errorf("%w: block %d at %d bytes, packet %d refused", ErrSealed, b.id, m.size, p.Seq)
+	case b.mu.err != nil:
+		return m.size, b.mu.err
+	case p.Seq != m.seq+1:
+		return m.size, fmt.Errorf("%w: block %d: packet %d, expected %d", ErrGap, b.id, p.Seq, m.seq+1)
+	case p.Offset != m.size:
+		return m.size, fmt.Errorf("%w: block %d: packet %d at offset %d, replica holds %d bytes", ErrOffset, b.id, p.Seq, p.Offset, m.size)
+	}
+	if err := s.appendLocked(b, p); err != nil {
+		return m.size, err
+	}
+	switch {
+	case p.Last:
+		return s.sealLocked(b)
+	case p.Sync:
+		return m.size, s.syncLocked(b)
+	}
+	return m.size, nil
+}
+
+// appendLocked writes p's data at the end of the replica.
+func (s *Store) appendLocked(b *block, p Packet) error {
+	if !b.mu.exists {
+		if err := s.createLocked(b); err != nil {
+			return err
+		}
+	}
+	if err := s.activateLocked(b); err != nil {
+		return err
+	}
+	// A failed write changes nothing we track: the packet is not applied
+	// and a retry overwrites whatever part of it reached the file.
+	if _, err := b.mu.f.WriteAt(p.Data, p.Offset); err != nil {
+		return fmt.Errorf("blockstore: write block %d: %w", b.id, err)
+	}
+	m := &b.mu.m
+	b.mu.crcs = appendCRCs(b.mu.crcs, m.size, p.Data, p.CRC32C)
+	m.size += int64(len(p.Data))
+	m.seq = p.Seq
+	m.version = max(m.version, p.Version)
+	s.byteCount.Add(int64(len(p.Data)))
+	return nil
+}
+
+// retryLocked answers a packet applied before: its bytes are there; make
+// them durable if it asks for that and it has not happened yet.
+func (s *Store) retryLocked(b *block, p Packet) (int64, error) {
+	m := &b.mu.m
+	if m.sealed || !(p.Sync || p.Last) || b.mu.durable >= min(p.Offset+int64(len(p.Data)), m.size) {
+		return m.size, nil
+	}
+	if b.mu.err != nil {
+		return m.size, b.mu.err
+	}
+	return m.size, s.syncLocked(b)
+}
+
+// Seal stops all writing to block id: every packet not applied when Seal
+// takes the replica is refused with ErrSealed, now and after a restart.
+// It syncs, records the replica as sealed and returns its final size and
+// version. Sealing a sealed replica returns the same answer; sealing a
+// block never seen records it sealed at size 0, so a late first packet is
+// refused too.
+func (s *Store) Seal(id BlockID) (size int64, version uint64, err error) {
+	b, err := s.acquire(id, true, rwNone)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer s.release(b, rwNone)
+	if !b.mu.exists {
+		if err := s.createLocked(b); err != nil {
+			return 0, 0, err
+		}
+	}
+	size, err = s.sealLocked(b)
+	return size, b.mu.m.version, err
+}
+
+// Truncate cuts the replica of block id to size bytes, which may not be
+// more than it holds. It is how the nameserver makes every replica agree
+// on a sealed block's length; the replica stays sealed (or unsealed).
+func (s *Store) Truncate(id BlockID, size int64) error {
+	if size < 0 {
+		return fmt.Errorf("%w: block %d: truncate to %d", ErrInvalid, id, size)
+	}
+	b, err := s.acquire(id, false, rwExclusive)
+	if err != nil {
+		return err
+	}
+	defer s.release(b, rwExclusive)
+	old := b.mu.m.size
+	switch {
+	case b.mu.err != nil:
+		return b.mu.err
+	case size > old:
+		return fmt.Errorf("%w: block %d: truncate to %d would grow it from %d", ErrInvalid, id, size, old)
+	case size == old:
+		return nil
+	}
+	if err := s.truncateLocked(b, size); err != nil {
+		return fmt.Errorf("blockstore: truncate block %d: %w", id, err)
+	}
+	s.byteCount.Add(size - old)
+	return nil
+}
+
+func (s *Store) truncateLocked(b *block, size int64) error {
+	crcs, err := s.truncatedCRCs(b, size)
+	if err != nil {
+		return err
+	}
+	m := b.mu.m
+	m.size = size
+	var data *os.File
+	if b.mu.durable < size {
+		data = b.mu.f // bytes the new size keeps were never synced
+	}
+	// Meta first: a crash before the data is cut leaves a data file longer
+	// than its meta, which Open cuts.
+	if err := s.persist(m, crcs, data); err != nil {
+		return err
+	}
+	if err := os.Truncate(s.base(b.id)+dataExt, size); err != nil {
+		return err
+	}
+	b.mu.m, b.mu.durable = m, size
+	if b.mu.crcs != nil {
+		b.mu.crcs = crcs
+	}
+	return nil
+}
+
+// truncatedCRCs returns the checksums of the replica cut to size. A cut
+// inside a chunk needs that chunk's checksum recomputed, from bytes
+// verified against the old one first: a damaged chunk must not get a
+// checksum that vouches for it.
+func (s *Store) truncatedCRCs(b *block, size int64) ([]uint32, error) {
+	n := chunkCount(size)
+	crcs, err := s.crcsLocked(b, 0, n)
+	if err != nil || size%ChunkSize == 0 {
+		return crcs, err
+	}
+	start := int64(n-1) * ChunkSize
+	buf, err := s.readVerified(b.id, start, min(start+ChunkSize, b.mu.m.size), crcs[n-1:])
+	if err != nil {
+		return nil, err
+	}
+	crcs[n-1] = Checksum(buf[:size-start])
+	return crcs, nil
+}

@@ -1,0 +1,64 @@
+package chunkserver
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/bfs-go/bfs/internal/clock"
+)
+
+// Config configures a chunkserver.
+type Config struct {
+	// DataDir holds the block replicas (see chunkserver/blockstore).
+	DataDir string
+	// ListenAddr is where the bfs chunkserver command listens; Serve itself
+	// takes a listener.
+	ListenAddr string
+	// AdvertiseAddr is the address given to the nameserver, which hands it
+	// to clients; "" means the listener's address.
+	AdvertiseAddr string
+	// NameServerAddr is the nameserver to register with; "" runs the
+	// chunkserver alone (no registration, heartbeats or reports).
+	NameServerAddr string
+	// MetricsAddr is the HTTP address for Prometheus metrics; "" serves none.
+	MetricsAddr string
+	// HeartbeatInterval and ReportInterval set how often the chunkserver
+	// heartbeats and sends a full block report. Intervals the nameserver
+	// returns at registration take precedence.
+	HeartbeatInterval time.Duration
+	ReportInterval    time.Duration
+	// Clock is the source of time; the real clock if nil.
+	Clock clock.Clock
+}
+
+// DefaultConfig returns the configuration of a chunkserver on this host
+// next to a nameserver with its default configuration.
+func DefaultConfig() Config {
+	return Config{
+		DataDir:           "bfs-data/chunkserver",
+		ListenAddr:        "127.0.0.1:8830",
+		NameServerAddr:    "127.0.0.1:8828",
+		MetricsAddr:       "127.0.0.1:8831",
+		HeartbeatInterval: time.Second,
+		ReportInterval:    time.Minute,
+	}
+}
+
+func (c *Config) validate() error {
+	if c.DataDir == "" {
+		return fmt.Errorf("chunkserver: empty data directory")
+	}
+	if c.HeartbeatInterval < 0 || c.ReportInterval < 0 {
+		return fmt.Errorf("chunkserver: negative interval (heartbeat %v, report %v)", c.HeartbeatInterval, c.ReportInterval)
+	}
+	if c.HeartbeatInterval == 0 {
+		c.HeartbeatInterval = time.Second
+	}
+	if c.ReportInterval == 0 {
+		c.ReportInterval = time.Minute
+	}
+	if c.Clock == nil {
+		c.Clock = clock.Real{}
+	}
+	return nil
+}

@@ -1,0 +1,194 @@
+package chunkserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"github.com/bfs-go/bfs/chunkserver/blockstore"
+	"github.com/bfs-go/bfs/proto/bfspb"
+)
+
+const (
+	// readChunkSize is the most data one ReadChunk carries.
+	readChunkSize = 1 << 20
+	// ackQueue is how many acknowledgements may wait for the sender, so
+	// applying packets does not wait for the network.
+	ackQueue = 64
+)
+
+// Write applies a stream of packets of one block, acknowledging each in
+// order. Packets are applied on this goroutine; acks are sent from
+// another, so the disk and the network work at the same time.
+func (s *Server) Write(stream grpc.BidiStreamingServer[bfspb.WritePacket, bfspb.WriteAck]) error {
+	s.writers.Add(1)
+	defer s.writers.Add(-1)
+	acks := make(chan *bfspb.WriteAck, ackQueue)
+	sent := make(chan error, 1)
+	go func() { sent <- sendAcks(stream, acks) }()
+	err := s.applyStream(stream, acks)
+	close(acks)
+	if serr := <-sent; err == nil {
+		err = serr
+	}
+	return err
+}
+
+// sendAcks sends acks until the channel closes; after a failed send it
+// keeps draining, so the applier never blocks on a dead stream.
+func sendAcks(stream grpc.BidiStreamingServer[bfspb.WritePacket, bfspb.WriteAck], acks <-chan *bfspb.WriteAck) error {
+	var err error
+	for a := range acks {
+		if err == nil {
+			err = stream.Send(a)
+		}
+	}
+	return err
+}
+
+func (s *Server) applyStream(stream grpc.BidiStreamingServer[bfspb.WritePacket, bfspb.WriteAck], acks chan<- *bfspb.WriteAck) error {
+	var block *int64 // the stream's block, set by its first packet
+	for {
+		p, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if block == nil {
+			block = &p.BlockId
+		}
+		acks <- s.applyPacket(p, *block)
+	}
+}
+
+func (s *Server) applyPacket(p *bfspb.WritePacket, block int64) *bfspb.WriteAck {
+	start := time.Now()
+	var (
+		size int64
+		err  error
+	)
+	if p.BlockId != block {
+		err = fmt.Errorf("%w: packet of block %d on the stream of block %d", errOtherBlock, p.BlockId, block)
+	} else {
+		size, err = s.store.Write(blockstore.Packet{
+			BlockID: blockstore.BlockID(p.BlockId), Offset: p.Offset, Seq: p.Seq, Data: p.Data,
+			CRC32C: p.Crc32C, Sync: p.Sync, Last: p.Last, Version: p.Version,
+		})
+	}
+	code, msg := statusOf(err)
+	s.metrics.packetLatency.WithLabelValues(packetKind(p)).Observe(time.Since(start).Seconds())
+	s.metrics.packets.WithLabelValues(code.String()).Inc()
+	if err == nil {
+		s.metrics.written.Add(float64(len(p.Data)))
+		if p.Last {
+			s.metrics.seals.Inc()
+			s.sealed(blockstore.BlockID(p.BlockId))
+		}
+	}
+	return &bfspb.WriteAck{BlockId: p.BlockId, Seq: p.Seq, Status: code, Size: size, Message: msg}
+}
+
+func packetKind(p *bfspb.WritePacket) string {
+	switch {
+	case p.Last:
+		return "last"
+	case p.Sync:
+		return "sync"
+	}
+	return "plain"
+}
+
+// sealed queues the BlockReceived report of a sealed replica.
+func (s *Server) sealed(id blockstore.BlockID) {
+	if s.reporter == nil {
+		return
+	}
+	if info, err := s.store.Info(id); err == nil && info.Sealed {
+		s.reporter.add(info)
+	}
+}
+
+// Read streams a range of a replica in chunks of at most 1 MiB; a length
+// of 0 reads to the end. Every chunk is verified on disk first; a damaged
+// one ends the stream with a CORRUPT chunk, never bad bytes.
+func (s *Server) Read(req *bfspb.ReadRequest, stream grpc.ServerStreamingServer[bfspb.ReadChunk]) error {
+	id := blockstore.BlockID(req.BlockId)
+	info, err := s.store.Info(id)
+	if err == nil && (req.Offset < 0 || req.Offset > info.Size || req.Length < 0) {
+		err = fmt.Errorf("%w: read of %d bytes at %d of block %d (%d bytes)", blockstore.ErrInvalid, req.Length, req.Offset, id, info.Size)
+	}
+	if err != nil {
+		return sendReadError(stream, req.Offset, err)
+	}
+	end := info.Size
+	if req.Length > 0 {
+		end = min(req.Offset+req.Length, end)
+	}
+	for off := req.Offset; off < end; {
+		// A fresh buffer each time: gRPC may still hold a sent message.
+		buf := make([]byte, min(readChunkSize, end-off))
+		n, err := s.store.ReadAt(id, buf, off)
+		if n > 0 {
+			if err := stream.Send(&bfspb.ReadChunk{Offset: off, Data: buf[:n]}); err != nil {
+				return err
+			}
+			s.metrics.read.Add(float64(n))
+			off += int64(n)
+		}
+		if errors.Is(err, io.EOF) {
+			return nil // truncated while we read
+		}
+		if err != nil {
+			return sendReadError(stream, off, err)
+		}
+	}
+	return nil
+}
+
+func sendReadError(stream grpc.ServerStreamingServer[bfspb.ReadChunk], off int64, err error) error {
+	code, msg := statusOf(err)
+	return stream.Send(&bfspb.ReadChunk{Status: code, Offset: off, Message: msg})
+}
+
+// Seal stops all writing to a block (also one never seen), syncs it and
+// queues its BlockReceived report.
+func (s *Server) Seal(_ context.Context, req *bfspb.SealRequest) (*bfspb.SealResponse, error) {
+	size, version, err := s.store.Seal(blockstore.BlockID(req.BlockId))
+	code, _ := statusOf(err)
+	if err == nil {
+		s.metrics.seals.Inc()
+		s.sealed(blockstore.BlockID(req.BlockId))
+	}
+	return &bfspb.SealResponse{Status: code, Size: size, Version: version}, nil
+}
+
+// Truncate cuts a replica to the length the nameserver agreed.
+func (s *Server) Truncate(_ context.Context, req *bfspb.TruncateRequest) (*bfspb.TruncateResponse, error) {
+	code, msg := statusOf(s.store.Truncate(blockstore.BlockID(req.BlockId), req.Size))
+	return &bfspb.TruncateResponse{Status: code, Message: msg}, nil
+}
+
+// DeleteBlocks removes replicas; ones already gone are not an error.
+func (s *Server) DeleteBlocks(_ context.Context, req *bfspb.DeleteBlocksRequest) (*bfspb.DeleteBlocksResponse, error) {
+	var errs []error
+	for _, id := range req.BlockIds {
+		if err := s.store.Delete(blockstore.BlockID(id)); err != nil && !errors.Is(err, blockstore.ErrNotFound) {
+			errs = append(errs, err)
+		}
+	}
+	code, msg := statusOf(errors.Join(errs...))
+	return &bfspb.DeleteBlocksResponse{Status: code, Message: msg}, nil
+}
+
+// GetBlockInfo describes a replica.
+func (s *Server) GetBlockInfo(_ context.Context, req *bfspb.GetBlockInfoRequest) (*bfspb.GetBlockInfoResponse, error) {
+	info, err := s.store.Info(blockstore.BlockID(req.BlockId))
+	code, _ := statusOf(err)
+	return &bfspb.GetBlockInfoResponse{Status: code, Size: info.Size, Version: info.Version, Sealed: info.Sealed}, nil
+}

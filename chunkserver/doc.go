@@ -1,0 +1,44 @@
+// Package chunkserver is the BFS chunkserver: the gRPC adapter in front
+// of a blockstore.Store (the replicas on local disk), and the
+// chunkserver's side of its relation with the nameserver.
+//
+// # Data path
+//
+// Write takes a stream of packets of one block and acknowledges every
+// packet in order (OK, SEALED, INVALID_ARGUMENT for a gap or a wrong
+// offset, CORRUPT for a bad checksum); packets are applied on the
+// handler's goroutine while a second goroutine, owned by the handler,
+// sends the acks. Read streams a verified range in 1 MiB chunks. Seal,
+// Truncate, DeleteBlocks and GetBlockInfo are one store call each. Status
+// codes travel in responses (status.go is the one table mapping store
+// errors to them); gRPC errors mean transport failures only.
+//
+// # Nameserver
+//
+// Serve registers with the nameserver (retrying with backoff until it
+// answers), sends a full block report, then heartbeats every
+// HeartbeatInterval and reports every ReportInterval, deleting the blocks
+// a report answer calls obsolete. A heartbeat answered with reregister
+// starts over with Register and a full report. Every replica sealed here,
+// by a Seal RPC or a last packet, is reported with BlockReceived at once;
+// reports that pile up while a call is in flight go in the next call, and
+// a failed call is retried with backoff until the nameserver answers.
+//
+// # Invariants
+//
+//   - I4 (no byte accepted for a sealed block) is the store's; the server
+//     never writes around it.
+//   - A sealed replica is reported to the nameserver (BlockReceived, or a
+//     block report after a restart or re-registration) as long as the
+//     server runs.
+//
+// # Concurrency and lifetime
+//
+// A Server is a library: New opens the store, Serve answers on a listener
+// until its context ends or Close is called, Close stops everything the
+// server started and closes the store. Serve owns two goroutines besides
+// gRPC's and the metrics server: the membership loop (register, heartbeat,
+// report) and the BlockReceived reporter; both stop before Serve returns.
+// Time is read through Config.Clock, so tests drive heartbeats, reports
+// and retries with a fake clock. There is no package-level state.
+package chunkserver

@@ -1,0 +1,196 @@
+package chunkserver
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/golang/glog"
+	"google.golang.org/grpc"
+
+	"github.com/bfs-go/bfs/chunkserver/blockstore"
+	"github.com/bfs-go/bfs/internal/clock"
+	"github.com/bfs-go/bfs/proto/bfspb"
+)
+
+// rpcTimeout bounds every call to the nameserver, so a hung nameserver
+// delays a retry, never stops it.
+const rpcTimeout = 10 * time.Second
+
+// registry is the part of the nameserver the membership loop calls.
+type registry interface {
+	Register(ctx context.Context, in *bfspb.RegisterRequest, opts ...grpc.CallOption) (*bfspb.RegisterResponse, error)
+	HeartBeat(ctx context.Context, in *bfspb.HeartBeatRequest, opts ...grpc.CallOption) (*bfspb.HeartBeatResponse, error)
+	BlockReport(ctx context.Context, in *bfspb.BlockReportRequest, opts ...grpc.CallOption) (*bfspb.BlockReportResponse, error)
+}
+
+// membership is the chunkserver's standing with the nameserver: it
+// registers, heartbeats and sends full block reports, and it knows the
+// chunkserver id the other nameserver calls carry.
+type membership struct {
+	ns      registry
+	store   *blockstore.Store
+	clock   clock.Clock
+	metrics *metrics
+	dataDir string
+	// writers counts the write streams open, for heartbeats.
+	writers func() int64
+
+	// Set by Serve before run starts, read-only afterwards.
+	addr        string
+	hb, reports time.Duration
+
+	// id is the chunkserver id of the current registration (0 before).
+	id atomic.Int64
+	// registered is closed at the first registration.
+	registered     chan struct{}
+	registeredOnce sync.Once
+}
+
+// run registers, then heartbeats and reports until ctx ends, registering
+// again whenever the nameserver asks.
+func (m *membership) run(ctx context.Context) {
+	for m.register(ctx) && m.serve(ctx) {
+	}
+}
+
+// register retries until the nameserver accepts the chunkserver; it
+// returns false if ctx ends first.
+func (m *membership) register(ctx context.Context) bool {
+	bo := newBackoff(50*time.Millisecond, 5*time.Second)
+	for {
+		if resp, err := m.tryRegister(ctx); err == nil {
+			m.adopt(resp)
+			return true
+		} else if ctx.Err() == nil {
+			glog.Warningf("register with the nameserver as %s: %v", m.addr, err)
+		}
+		if !sleep(ctx, m.clock, bo.next()) {
+			return false
+		}
+	}
+}
+
+func (m *membership) tryRegister(ctx context.Context) (*bfspb.RegisterResponse, error) {
+	ctx, cancel := context.WithTimeout(ctx, rpcTimeout)
+	defer cancel()
+	_, used := m.store.Usage()
+	resp, err := m.ns.Register(ctx, &bfspb.RegisterRequest{
+		Address: m.addr, CapacityBytes: capacity(m.dataDir), UsedBytes: used,
+	})
+	m.metrics.nsCall("Register", resp.GetStatus(), err)
+	if err == nil && resp.Status != bfspb.StatusCode_OK {
+		err = errors.New(resp.Status.String() + ": " + resp.Message)
+	}
+	return resp, err
+}
+
+func (m *membership) adopt(resp *bfspb.RegisterResponse) {
+	m.id.Store(resp.ChunkserverId)
+	if resp.HeartbeatIntervalMs > 0 {
+		m.hb = time.Duration(resp.HeartbeatIntervalMs) * time.Millisecond
+	}
+	if resp.ReportIntervalMs > 0 {
+		m.reports = time.Duration(resp.ReportIntervalMs) * time.Millisecond
+	}
+	m.registeredOnce.Do(func() { close(m.registered) })
+	glog.Infof("registered with the nameserver as chunkserver %d (%s), heartbeat every %v, block report every %v",
+		resp.ChunkserverId, m.addr, m.hb, m.reports)
+}
+
+// serve sends a full block report, then heartbeats and reports on their
+// intervals. It returns true when the nameserver asks the chunkserver to
+// register again, false when ctx ends. A failed report is retried at the
+// next heartbeat.
+func (m *membership) serve(ctx context.Context) bool {
+	hb, rep := m.clock.NewTimer(m.hb), m.clock.NewTimer(m.reports)
+	defer hb.Stop()
+	defer rep.Stop()
+	due := true
+	for {
+		if due {
+			due = !m.blockReport(ctx)
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-rep.C():
+			rep.Reset(m.reports)
+			due = true
+		case <-hb.C():
+			hb.Reset(m.hb)
+			if m.heartbeat(ctx) {
+				return true
+			}
+		}
+	}
+}
+
+// heartbeat reports whether the nameserver asked to register again.
+func (m *membership) heartbeat(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(ctx, rpcTimeout)
+	defer cancel()
+	blocks, used := m.store.Usage()
+	resp, err := m.ns.HeartBeat(ctx, &bfspb.HeartBeatRequest{
+		ChunkserverId: m.id.Load(), Address: m.addr,
+		UsedBytes: used, BlockCount: blocks, PendingWrites: m.writers(),
+	})
+	m.metrics.nsCall("HeartBeat", resp.GetStatus(), err)
+	switch {
+	case err != nil:
+		if ctx.Err() == nil {
+			glog.Warningf("heartbeat: %v", err)
+		}
+		return false
+	case resp.Reregister:
+		glog.Infof("the nameserver asks chunkserver %d to register again (%v %s)", m.id.Load(), resp.Status, resp.Message)
+		return true
+	case resp.Status != bfspb.StatusCode_OK:
+		glog.Warningf("heartbeat: %v %s", resp.Status, resp.Message)
+	}
+	return false
+}
+
+// blockReport sends every replica to the nameserver and deletes those it
+// calls obsolete. It reports whether the nameserver took the report.
+func (m *membership) blockReport(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(ctx, rpcTimeout)
+	defer cancel()
+	infos := m.store.List()
+	req := &bfspb.BlockReportRequest{ChunkserverId: m.id.Load(), Address: m.addr, Blocks: make([]*bfspb.ReportedBlock, len(infos))}
+	for i, info := range infos {
+		req.Blocks[i] = reported(info)
+	}
+	resp, err := m.ns.BlockReport(ctx, req)
+	m.metrics.nsCall("BlockReport", resp.GetStatus(), err)
+	if err == nil && resp.Status != bfspb.StatusCode_OK {
+		err = errors.New(resp.Status.String() + ": " + resp.Message)
+	}
+	if err != nil {
+		if ctx.Err() == nil {
+			glog.Warningf("block report of %d blocks: %v", len(infos), err)
+		}
+		return false
+	}
+	glog.V(1).Infof("block report of %d blocks taken, %d obsolete", len(infos), len(resp.Obsolete))
+	m.deleteObsolete(resp.Obsolete)
+	return true
+}
+
+func (m *membership) deleteObsolete(ids []int64) {
+	for _, id := range ids {
+		err := m.store.Delete(blockstore.BlockID(id))
+		switch {
+		case err == nil:
+			glog.Infof("deleted block %d: obsolete", id)
+		case !errors.Is(err, blockstore.ErrNotFound):
+			glog.Errorf("delete obsolete block %d: %v", id, err)
+		}
+	}
+}
+
+func reported(info blockstore.BlockInfo) *bfspb.ReportedBlock {
+	return &bfspb.ReportedBlock{BlockId: int64(info.ID), Size: info.Size, Version: info.Version, Sealed: info.Sealed}
+}

@@ -1,0 +1,223 @@
+package chunkserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/golang/glog"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/reflection"
+
+	"github.com/bfs-go/bfs/chunkserver/blockstore"
+	"github.com/bfs-go/bfs/proto/bfspb"
+)
+
+// ErrClosed is returned by Serve after Close, or when it is called twice.
+var ErrClosed = errors.New("chunkserver: closed or already serving")
+
+// Server is a chunkserver. See the package documentation.
+type Server struct {
+	bfspb.UnimplementedChunkServerServer
+
+	cfg     Config
+	store   *blockstore.Store
+	metrics *metrics
+	grpc    *grpc.Server
+	health  *health.Server
+
+	// Nil when the chunkserver runs without a nameserver.
+	nsConn   *grpc.ClientConn
+	member   *membership
+	reporter *reporter
+
+	// writers counts the write streams open.
+	writers atomic.Int64
+
+	stopc   chan struct{}
+	serving sync.WaitGroup // Serve calls in progress
+	mu      struct {
+		sync.Mutex
+		closed, served bool
+	}
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// New opens the chunkserver's block store and recovers its replicas. It
+// neither listens nor contacts the nameserver: Serve does.
+func New(cfg Config) (*Server, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	store, err := blockstore.Open(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, store: store, stopc: make(chan struct{})}
+	s.metrics = newMetrics(gauges{
+		blocks:       func() float64 { n, _ := store.Usage(); return float64(n) },
+		bytes:        func() float64 { _, n := store.Usage(); return float64(n) },
+		writeStreams: func() float64 { return float64(s.writers.Load()) },
+	})
+	if err := s.dialNameServer(); err != nil {
+		store.Close()
+		return nil, err
+	}
+	s.grpc = grpc.NewServer(
+		grpc.ChainUnaryInterceptor(s.metrics.unaryInterceptor),
+		grpc.ChainStreamInterceptor(s.metrics.streamInterceptor),
+		grpc.WaitForHandlers(true),
+	)
+	bfspb.RegisterChunkServerServer(s.grpc, s)
+	s.health = health.NewServer()
+	healthpb.RegisterHealthServer(s.grpc, s.health)
+	s.health.SetServingStatus(bfspb.ChunkServer_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
+	reflection.Register(s.grpc)
+	blocks, bytes := store.Usage()
+	glog.Infof("chunkserver recovered %d blocks (%d bytes) from %s", blocks, bytes, cfg.DataDir)
+	return s, nil
+}
+
+// dialNameServer prepares (without connecting) the nameserver client.
+func (s *Server) dialNameServer() error {
+	if s.cfg.NameServerAddr == "" {
+		return nil
+	}
+	conn, err := grpc.NewClient(s.cfg.NameServerAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return fmt.Errorf("chunkserver: nameserver address: %w", err)
+	}
+	ns := bfspb.NewNameServerClient(conn)
+	s.nsConn = conn
+	s.member = &membership{
+		ns: ns, store: s.store, clock: s.cfg.Clock, metrics: s.metrics, dataDir: s.cfg.DataDir,
+		writers: s.writers.Load, hb: s.cfg.HeartbeatInterval, reports: s.cfg.ReportInterval,
+		registered: make(chan struct{}),
+	}
+	s.reporter = newReporter(ns, s.member, s.cfg.Clock, s.metrics)
+	return nil
+}
+
+// Serve answers RPCs on lis (and metrics on cfg.MetricsAddr), registers
+// with the nameserver and keeps it informed, until ctx is done or Close is
+// called. A Server serves once. Serve closes lis.
+func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
+	if err := s.startServing(); err != nil {
+		lis.Close()
+		return err
+	}
+	defer s.serving.Done()
+	ctx, cancel := context.WithCancel(ctx)
+	var bg sync.WaitGroup
+	defer bg.Wait() // after cancel: defers run last-in first-out
+	defer cancel()
+	hs, mlis, err := s.metricsServer()
+	if err != nil {
+		lis.Close()
+		return err
+	}
+	errc := make(chan error, 2)
+	bg.Go(func() { errc <- s.grpc.Serve(lis) })
+	if hs != nil {
+		bg.Go(func() { errc <- hs.Serve(mlis) })
+		glog.Infof("metrics on http://%s/metrics", mlis.Addr())
+	}
+	s.startNameServerLoops(ctx, &bg, lis.Addr().String())
+	glog.Infof("chunkserver serving on %s", lis.Addr())
+	select {
+	case <-ctx.Done():
+	case <-s.stopc:
+	case err = <-errc:
+	}
+	s.stopServing()
+	if hs != nil {
+		hs.Close()
+	}
+	if errors.Is(err, grpc.ErrServerStopped) || errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}
+
+func (s *Server) startServing() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mu.closed || s.mu.served {
+		return ErrClosed
+	}
+	s.mu.served = true
+	s.serving.Add(1)
+	return nil
+}
+
+func (s *Server) metricsServer() (*http.Server, net.Listener, error) {
+	if s.cfg.MetricsAddr == "" {
+		return nil, nil, nil
+	}
+	mlis, err := net.Listen("tcp", s.cfg.MetricsAddr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("chunkserver: metrics listener: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{}))
+	return &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}, mlis, nil
+}
+
+// startNameServerLoops starts registration, heartbeats and reports.
+func (s *Server) startNameServerLoops(ctx context.Context, bg *sync.WaitGroup, listenAddr string) {
+	if s.member == nil {
+		glog.Warningf("no nameserver configured: serving blocks without registering")
+		return
+	}
+	s.member.addr = s.cfg.AdvertiseAddr
+	if s.member.addr == "" {
+		s.member.addr = listenAddr
+	}
+	bg.Go(func() { s.member.run(ctx) })
+	bg.Go(func() { s.reporter.run(ctx) })
+}
+
+// stopServing lets RPCs in flight finish for a moment, then cuts them.
+func (s *Server) stopServing() {
+	s.health.Shutdown()
+	done := make(chan struct{})
+	go func() { s.grpc.GracefulStop(); close(done) }()
+	t := time.NewTimer(2 * time.Second)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		s.grpc.Stop()
+		<-done
+	}
+}
+
+// Close stops serving and every goroutine the server started, then closes
+// the block store. It is safe to call more than once.
+func (s *Server) Close() error {
+	s.closeOnce.Do(func() {
+		s.mu.Lock()
+		s.mu.closed = true
+		s.mu.Unlock()
+		close(s.stopc)
+		s.grpc.Stop()
+		s.serving.Wait()
+		var errs []error
+		if s.nsConn != nil {
+			errs = append(errs, s.nsConn.Close())
+		}
+		errs = append(errs, s.store.Close())
+		s.closeErr = errors.Join(errs...)
+	})
+	return s.closeErr
+}

@@ -1,0 +1,80 @@
+package chunkserver
+
+import (
+	"context"
+	"net"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bfs-go/bfs/proto/bfspb"
+)
+
+func TestConfig(t *testing.T) {
+	cfg := DefaultConfig()
+	require.NoError(t, cfg.validate())
+	require.Equal(t, "127.0.0.1:8830", cfg.ListenAddr)
+	require.NotNil(t, cfg.Clock)
+	_, err := New(Config{})
+	require.Error(t, err)
+	_, err = New(Config{DataDir: t.TempDir(), HeartbeatInterval: -1})
+	require.Error(t, err)
+}
+
+func TestLifecycle(t *testing.T) {
+	dir := t.TempDir()
+	// Closed without serving.
+	srv, err := New(Config{DataDir: dir, NameServerAddr: "127.0.0.1:1"})
+	require.NoError(t, err)
+	require.NoError(t, srv.Close())
+	require.NoError(t, srv.Close())
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	require.ErrorIs(t, srv.Serve(context.Background(), lis), ErrClosed)
+	lis.Close()
+
+	// Serve returns when its context ends, though the nameserver is
+	// unreachable (registration keeps retrying until then).
+	srv, err = New(Config{DataDir: dir, NameServerAddr: "127.0.0.1:1"})
+	require.NoError(t, err)
+	lis, err = net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx, lis) }()
+	cancel()
+	require.NoError(t, <-served)
+	require.NoError(t, srv.Close())
+}
+
+func TestMetrics(t *testing.T) {
+	cs := standalone(t)
+	writeBlock(t, cs.client, 1, []byte("0123456789"), 4, true)
+	readAll(t, cs.client, 1, 0, 0)
+	_, err := cs.client.Seal(context.Background(), &bfspb.SealRequest{BlockId: 2})
+	require.NoError(t, err)
+	m := cs.metrics
+	require.EqualValues(t, 10, value(t, m.written))
+	require.EqualValues(t, 10, value(t, m.read))
+	require.EqualValues(t, 2, value(t, m.seals))
+	require.EqualValues(t, 3, value(t, m.packets.WithLabelValues("OK")))
+	require.EqualValues(t, 1, value(t, m.rpcs.WithLabelValues("Seal", "OK")))
+	families, err := m.registry.Gather()
+	require.NoError(t, err)
+	got := make(map[string]int)
+	for _, f := range families {
+		got[f.GetName()] = len(f.GetMetric())
+	}
+	require.Equal(t, 1, got["bfs_chunkserver_blocks"])
+	require.Equal(t, 2, got["bfs_chunkserver_rpc_duration_seconds"]) // Seal and Read
+}
+
+// value reads a counter.
+func value(t *testing.T, c prometheus.Metric) float64 {
+	t.Helper()
+	var m dto.Metric
+	require.NoError(t, c.Write(&m))
+	return m.GetCounter().GetValue()
+}

@@ -1,0 +1,225 @@
+package sdk_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/bfs-go/bfs/proto/bfspb"
+	"github.com/bfs-go/bfs/sdk"
+)
+
+func TestLockUnlockAndGating(t *testing.T) {
+	cl := startCluster(t, 0)
+	ctx := context.Background()
+	a := dial(t, cl.NameServerAddr, sdk.WithHolder("10.0.0.1:2000:1"))
+	b := dial(t, cl.NameServerAddr, sdk.WithHolder("10.0.0.2:2000:1"))
+	require.NoError(t, a.MkdirAll(ctx, "/tera/t1/lg0", 0))
+
+	la, err := a.LockDir(ctx, "/tera/t1")
+	require.NoError(t, err)
+	require.NotZero(t, la.Epoch())
+	require.Equal(t, "10.0.0.1:2000:1", la.Holder())
+	again, err := a.LockDir(ctx, "/tera/t1")
+	require.NoError(t, err)
+	require.Equal(t, la.Epoch(), again.Epoch(), "a retried lock keeps its epoch")
+	nested, err := a.LockDir(ctx, "/tera/t1/lg0")
+	require.NoError(t, err)
+	require.Greater(t, nested.Epoch(), la.Epoch())
+
+	_, err = b.LockDir(ctx, "/tera/t1")
+	var le *sdk.LockedError
+	require.ErrorAs(t, err, &le)
+	require.ErrorIs(t, err, sdk.ErrLocked)
+	require.Equal(t, "10.0.0.1:2000:1", le.Holder)
+	require.Equal(t, la.Epoch(), le.Epoch)
+
+	// Mutations from B are refused with the holder; A's go through.
+	require.NoError(t, a.Touch(ctx, "/tera/t1/lg0/a"))
+	err = b.Touch(ctx, "/tera/t1/lg0/b")
+	require.ErrorIs(t, err, sdk.ErrLocked)
+	require.ErrorAs(t, err, &le)
+	require.Equal(t, "/tera/t1/lg0", le.Path)
+	require.ErrorIs(t, b.Remove(ctx, "/tera/t1/lg0/a"), sdk.ErrLocked)
+	require.ErrorIs(t, b.RemoveDir(ctx, "/tera", true), sdk.ErrLocked)
+	require.ErrorIs(t, b.Rename(ctx, "/tera/t1/lg0/a", "/x"), sdk.ErrLocked)
+	require.ErrorIs(t, b.Chmod(ctx, "/tera/t1", 0o700), sdk.ErrLocked)
+	_, err = b.Stat(ctx, "/tera/t1/lg0/a")
+	require.NoError(t, err, "reads are never blocked")
+
+	st, err := b.GetDirLock(ctx, "/tera/t1")
+	require.NoError(t, err)
+	require.Equal(t, sdk.Locked, st.Status)
+	locks, err := b.ListDirLocks(ctx, "/tera", nil)
+	require.NoError(t, err)
+	require.Len(t, locks, 2)
+
+	require.NoError(t, la.Unlock(ctx))
+	select {
+	case <-la.Done():
+	default:
+		t.Fatal("Done open after Unlock")
+	}
+	lb, err := b.LockDir(ctx, "/tera/t1")
+	require.NoError(t, err)
+	require.Greater(t, lb.Epoch(), nested.Epoch(), "epochs only grow")
+	hist, err := b.LockHistory(ctx, "/tera/t1")
+	require.NoError(t, err)
+	require.Len(t, hist, 1)
+	require.Equal(t, "holder", hist[0].Reason)
+}
+
+func startCluster(t *testing.T, chunkservers int) *tcCluster {
+	t.Helper()
+	if chunkservers == 0 {
+		cl, _ := newCluster(t)
+		return &tcCluster{NameServerAddr: cl.NameServerAddr}
+	}
+	cl, _ := dataCluster(t)
+	return &tcCluster{NameServerAddr: cl.NameServerAddr}
+}
+
+type tcCluster struct{ NameServerAddr string }
+
+func TestWaitForLock(t *testing.T) {
+	cl := startCluster(t, 0)
+	ctx := context.Background()
+	a := dial(t, cl.NameServerAddr)
+	b := dial(t, cl.NameServerAddr)
+	require.NoError(t, a.Mkdir(ctx, "/d", 0))
+	la, err := a.LockDir(ctx, "/d")
+	require.NoError(t, err)
+
+	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	_, err = b.LockDir(short, "/d", sdk.WaitForLock())
+	cancel()
+	require.ErrorIs(t, err, context.DeadlineExceeded, "the wait ends at the deadline")
+
+	got := make(chan error, 1)
+	go func() {
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		lb, err := b.LockDir(wctx, "/d", sdk.WaitForLock())
+		if err == nil && lb.Epoch() <= la.Epoch() {
+			err = errors.New("epoch did not grow")
+		}
+		got <- err
+	}()
+	require.NoError(t, la.Unlock(ctx))
+	require.NoError(t, <-got)
+}
+
+// TestForcedUnlockFencesTheHolder is the failover in miniature: A holds
+// /t1 and writes; the master force-unlocks; the unlock returns only once
+// A's file is sealed and closed; A's handle reports the loss, A's writes
+// and mutations are refused, and B finds every byte A synced.
+func TestForcedUnlockFencesTheHolder(t *testing.T) {
+	cl := startCluster(t, 3)
+	ctx := context.Background()
+	a := dial(t, cl.NameServerAddr, sdk.WithHolder("tablet-a"))
+	b := dial(t, cl.NameServerAddr, sdk.WithHolder("tablet-b"))
+	master := dial(t, cl.NameServerAddr)
+	require.NoError(t, a.MkdirAll(ctx, "/t1", 0))
+	la, err := a.LockDir(ctx, "/t1")
+	require.NoError(t, err)
+	w, err := a.Create(ctx, "/t1/log")
+	require.NoError(t, err)
+	data := randomBytes(1<<20, 5)
+	_, err = w.Write(data)
+	require.NoError(t, err)
+	require.NoError(t, w.Sync(ctx))
+
+	watch, err := master.WatchDirLocks(ctx, "/t1")
+	require.NoError(t, err)
+	defer watch.Close()
+
+	d, err := master.UnlockDir(ctx, "/t1", sdk.Force(), sdk.WaitUnlocked(), sdk.AtEpoch(la.Epoch()))
+	require.NoError(t, err)
+	require.Equal(t, sdk.Unlocked, d.Status)
+	select {
+	case <-la.Done():
+		require.ErrorIs(t, la.Err(), sdk.ErrLockLost)
+	case <-time.After(10 * time.Second):
+		t.Fatal("A's lock handle never reported the loss")
+	}
+	var seen []sdk.LockStatus
+	for len(seen) < 2 {
+		ev, err := watch.Next()
+		require.NoError(t, err)
+		seen = append(seen, ev.Lock.Status)
+	}
+	require.Equal(t, []sdk.LockStatus{sdk.Cleaning, sdk.Unlocked}, seen)
+
+	// A is fenced: writes die on the sealed replicas, mutations on the lock.
+	_, err = w.Write(randomBytes(packet, 1))
+	if err == nil {
+		err = w.Sync(ctx)
+	}
+	require.Error(t, err)
+	require.True(t, errors.Is(err, sdk.ErrSealed) || errors.Is(err, sdk.ErrNotOpen), "%v", err)
+
+	lb, err := b.LockDir(ctx, "/t1")
+	require.NoError(t, err)
+	require.Greater(t, lb.Epoch(), la.Epoch())
+	require.ErrorIs(t, a.Touch(ctx, "/t1/late"), sdk.ErrLocked)
+	got := get(t, b, "/t1/log")
+	require.Equal(t, data, got[:len(data)], "every synced byte is there")
+	hist, err := b.LockHistory(ctx, "/t1")
+	require.NoError(t, err)
+	require.Len(t, hist, 1)
+	require.Equal(t, "force", hist[0].Reason)
+	require.EqualValues(t, 1, hist[0].FilesSealed)
+	// An unlock naming the old epoch never releases the new lock.
+	_, err = master.UnlockDir(ctx, "/t1", sdk.Force(), sdk.AtEpoch(la.Epoch()))
+	require.ErrorIs(t, err, sdk.ErrStaleEpoch)
+}
+
+const packet = 64 << 10
+
+// TestExpiredHolderReleasesItsLock locks through raw RPCs under a session
+// nobody keeps alive, as if the tablet server died: after the TTL the lock
+// is cleaned without anyone's help and a waiting B gets it.
+func TestExpiredHolderReleasesItsLock(t *testing.T) {
+	cl := startCluster(t, 0)
+	ctx := context.Background()
+	raw := rawClient(t, cl.NameServerAddr)
+	b := dial(t, cl.NameServerAddr)
+	require.NoError(t, b.Mkdir(ctx, "/t2", 0))
+	open, err := raw.OpenSession(ctx, &bfspb.OpenSessionRequest{Holder: "dead-server", TtlMs: 500})
+	require.NoError(t, err)
+	lk, err := raw.LockDir(ctx, &bfspb.LockDirRequest{Path: "/t2", SessionId: open.SessionId})
+	require.NoError(t, err)
+	require.Equal(t, bfspb.StatusCode_OK, lk.Status)
+
+	start := time.Now()
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	lb, err := b.LockDir(wctx, "/t2", sdk.WaitForLock())
+	require.NoError(t, err)
+	require.Greater(t, lb.Epoch(), lk.Lock.Epoch)
+	t.Logf("lock passed to B %v after the dead holder's last keep-alive (TTL 500ms)", time.Since(start))
+	hist, err := b.LockHistory(ctx, "/t2")
+	require.NoError(t, err)
+	require.Equal(t, "expiry", hist[0].Reason)
+}
+
+func TestOperatorLock(t *testing.T) {
+	cl := startCluster(t, 0)
+	ctx := context.Background()
+	op := dial(t, cl.NameServerAddr)
+	c := dial(t, cl.NameServerAddr)
+	require.NoError(t, c.Mkdir(ctx, "/maint", 0))
+	d, err := op.LockDirOperator(ctx, "/maint", "ops:alice")
+	require.NoError(t, err)
+	require.Equal(t, "ops:alice", d.Holder)
+	require.NoError(t, op.Close(), "the operator lock outlives its client")
+	require.ErrorIs(t, c.Touch(ctx, "/maint/x"), sdk.ErrLocked)
+	_, err = c.UnlockDir(ctx, "/maint")
+	require.ErrorIs(t, err, sdk.ErrLocked, "only a forced unlock releases it")
+	_, err = c.UnlockDir(ctx, "/maint", sdk.Force())
+	require.NoError(t, err)
+	require.NoError(t, c.Touch(ctx, "/maint/x"))
+}

@@ -1,0 +1,61 @@
+package bfscmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/golang/glog"
+	"github.com/spf13/cobra"
+
+	"github.com/bfs-go/bfs/chunkserver"
+)
+
+func (e *env) chunkserverCommand() *cobra.Command {
+	cfg := chunkserver.DefaultConfig()
+	cmd := &cobra.Command{
+		Use:   "chunkserver",
+		Short: "Run a chunkserver until SIGINT or SIGTERM",
+		Args:  cobra.NoArgs,
+		RunE: e.run(func(cmd *cobra.Command, _ []string) error {
+			defaultLogToStderr(cmd.Flags())
+			defer glog.Flush()
+			cfg.NameServerAddr = e.nameserver
+			return e.serveChunkserver(cmd.Context(), cfg)
+		}),
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.DataDir, "data", cfg.DataDir, "data directory (block files)")
+	f.StringVar(&cfg.ListenAddr, "listen", cfg.ListenAddr, "gRPC listen address")
+	f.StringVar(&cfg.AdvertiseAddr, "advertise", cfg.AdvertiseAddr, "address given to the nameserver and clients (default: the listen address)")
+	f.StringVar(&cfg.MetricsAddr, "metrics", cfg.MetricsAddr, `Prometheus metrics HTTP address ("" for none)`)
+	f.DurationVar(&cfg.HeartbeatInterval, "heartbeat", cfg.HeartbeatInterval, "heartbeat interval")
+	addGlogFlags(f)
+	return cmd
+}
+
+func (e *env) serveChunkserver(ctx context.Context, cfg chunkserver.Config) error {
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	lis, err := net.Listen("tcp", cfg.ListenAddr)
+	if err != nil {
+		return err
+	}
+	if cfg.AdvertiseAddr == "" {
+		cfg.AdvertiseAddr = lis.Addr().String()
+	}
+	srv, err := chunkserver.New(cfg)
+	if err != nil {
+		return errors.Join(err, lis.Close())
+	}
+	fmt.Fprintf(e.stdout, "chunkserver listening on %s (data %s, nameserver %s)\n", lis.Addr(), cfg.DataDir, cfg.NameServerAddr)
+	err = srv.Serve(ctx, lis)
+	if cerr := srv.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
