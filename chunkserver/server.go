@@ -55,6 +55,12 @@ type Server struct {
 
 // New opens the chunkserver's block store and recovers its replicas. It
 // neither listens nor contacts the nameserver: Serve does.
+// Flow-control window and socket buffer sizes of the data streams.
+const (
+	streamWindow = 16 << 20
+	ioBuffer     = 1 << 20
+)
+
 func New(cfg Config) (*Server, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -77,6 +83,12 @@ func New(cfg Config) (*Server, error) {
 		grpc.ChainUnaryInterceptor(s.metrics.unaryInterceptor),
 		grpc.ChainStreamInterceptor(s.metrics.streamInterceptor),
 		grpc.WaitForHandlers(true),
+		// Block data moves in large streams: wide flow-control windows
+		// and buffers keep a stream from stalling on window updates.
+		grpc.InitialWindowSize(streamWindow),
+		grpc.InitialConnWindowSize(streamWindow),
+		grpc.WriteBufferSize(ioBuffer),
+		grpc.ReadBufferSize(ioBuffer),
 	)
 	bfspb.RegisterChunkServerServer(s.grpc, s)
 	s.health = health.NewServer()

@@ -23,6 +23,10 @@ import (
 	"github.com/bfs-go/bfs/proto/bfspb"
 )
 
+// maxMessageBytes bounds one request: 256 MiB holds a block report of
+// about ten million blocks.
+const maxMessageBytes = 256 << 20
+
 // Server is a nameserver. See the package documentation.
 type Server struct {
 	bfspb.UnimplementedNameServerServer
@@ -83,6 +87,8 @@ func New(cfg Config) (*Server, error) {
 	go s.watchChunkservers()
 	s.grpc = grpc.NewServer(
 		grpc.ChainUnaryInterceptor(s.metrics.unaryInterceptor),
+		// A full block report of a big chunkserver is one message.
+		grpc.MaxRecvMsgSize(maxMessageBytes),
 		grpc.WaitForHandlers(true),
 	)
 	bfspb.RegisterNameServerServer(s.grpc, s)

@@ -76,7 +76,7 @@ func Dial(ctx context.Context, addr string, opts ...Option) (*Client, error) {
 		clock:   clock.Real{},
 		opening: make(chan struct{}, 1),
 	}
-	c.peers.dialOptions = o.dialOptions
+	c.peers.dialOptions = append(append([]grpc.DialOption(nil), o.dialOptions...), dataDialOptions...)
 	return c, nil
 }
 

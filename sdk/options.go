@@ -32,6 +32,17 @@ func defaultOptions() options {
 	}
 }
 
+// dataDialOptions are added to connections to chunkservers: block data
+// moves in large streams, which wide flow-control windows and buffers keep
+// from stalling on window updates.
+var dataDialOptions = []grpc.DialOption{
+	grpc.WithInitialWindowSize(16 << 20),
+	grpc.WithInitialConnWindowSize(16 << 20),
+	grpc.WithWriteBufferSize(1 << 20),
+	grpc.WithReadBufferSize(1 << 20),
+	grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(8 << 20)),
+}
+
 func (o *options) validate() error {
 	if o.ttl < time.Millisecond {
 		return fmt.Errorf("%w: session TTL %v is under a millisecond", ErrInvalidArgument, o.ttl)

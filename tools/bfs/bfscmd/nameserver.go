@@ -33,6 +33,10 @@ func (e *env) nameserverCommand() *cobra.Command {
 	f.StringVar(&cfg.DataDir, "data", cfg.DataDir, "data directory")
 	f.StringVar(&cfg.ListenAddr, "listen", cfg.ListenAddr, "gRPC listen address")
 	f.StringVar(&cfg.MetricsAddr, "metrics", cfg.MetricsAddr, `Prometheus metrics HTTP address ("" for none)`)
+	f.DurationVar(&cfg.DeadTimeout, "dead-timeout", cfg.DeadTimeout, "a chunkserver silent this long is declared dead")
+	f.DurationVar(&cfg.HeartbeatInterval, "heartbeat", cfg.HeartbeatInterval, "heartbeat interval chunkservers are told to use")
+	f.DurationVar(&cfg.MinSessionTTL, "min-session-ttl", cfg.MinSessionTTL, "shortest session TTL a client may ask for")
+	f.DurationVar(&cfg.MaxSessionTTL, "max-session-ttl", cfg.MaxSessionTTL, "longest session TTL a client may ask for")
 	addGlogFlags(f)
 	return cmd
 }
