@@ -160,12 +160,12 @@ func sendReadError(stream grpc.ServerStreamingServer[bfspb.ReadChunk], off int64
 // queues its BlockReceived report.
 func (s *Server) Seal(_ context.Context, req *bfspb.SealRequest) (*bfspb.SealResponse, error) {
 	size, version, err := s.store.Seal(blockstore.BlockID(req.BlockId))
-	code, _ := statusOf(err)
+	code, msg := statusOf(err)
 	if err == nil {
 		s.metrics.seals.Inc()
 		s.sealed(blockstore.BlockID(req.BlockId))
 	}
-	return &bfspb.SealResponse{Status: code, Size: size, Version: version}, nil
+	return &bfspb.SealResponse{Status: code, Message: msg, Size: size, Version: version}, nil
 }
 
 // Truncate cuts a replica to the length the nameserver agreed.
@@ -189,6 +189,6 @@ func (s *Server) DeleteBlocks(_ context.Context, req *bfspb.DeleteBlocksRequest)
 // GetBlockInfo describes a replica.
 func (s *Server) GetBlockInfo(_ context.Context, req *bfspb.GetBlockInfoRequest) (*bfspb.GetBlockInfoResponse, error) {
 	info, err := s.store.Info(blockstore.BlockID(req.BlockId))
-	code, _ := statusOf(err)
-	return &bfspb.GetBlockInfoResponse{Status: code, Size: info.Size, Version: info.Version, Sealed: info.Sealed}, nil
+	code, msg := statusOf(err)
+	return &bfspb.GetBlockInfoResponse{Status: code, Message: msg, Size: info.Size, Version: info.Version, Sealed: info.Sealed}, nil
 }

@@ -379,6 +379,7 @@ type SealResponse struct {
 	Status        StatusCode             `protobuf:"varint,1,opt,name=status,proto3,enum=bfs.StatusCode" json:"status,omitempty"`
 	Size          int64                  `protobuf:"varint,2,opt,name=size,proto3" json:"size,omitempty"`
 	Version       uint64                 `protobuf:"varint,3,opt,name=version,proto3" json:"version,omitempty"`
+	Message       string                 `protobuf:"bytes,15,opt,name=message,proto3" json:"message,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -432,6 +433,13 @@ func (x *SealResponse) GetVersion() uint64 {
 		return x.Version
 	}
 	return 0
+}
+
+func (x *SealResponse) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
 }
 
 type TruncateRequest struct {
@@ -684,6 +692,7 @@ type GetBlockInfoResponse struct {
 	Size          int64                  `protobuf:"varint,2,opt,name=size,proto3" json:"size,omitempty"`
 	Version       uint64                 `protobuf:"varint,3,opt,name=version,proto3" json:"version,omitempty"`
 	Sealed        bool                   `protobuf:"varint,4,opt,name=sealed,proto3" json:"sealed,omitempty"`
+	Message       string                 `protobuf:"bytes,15,opt,name=message,proto3" json:"message,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -746,6 +755,13 @@ func (x *GetBlockInfoResponse) GetSealed() bool {
 	return false
 }
 
+func (x *GetBlockInfoResponse) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
 var File_chunkserver_proto protoreflect.FileDescriptor
 
 const file_chunkserver_proto_rawDesc = "" +
@@ -776,11 +792,12 @@ const file_chunkserver_proto_rawDesc = "" +
 	"\x04data\x18\x03 \x01(\fR\x04data\x12\x18\n" +
 	"\amessage\x18\x04 \x01(\tR\amessage\"(\n" +
 	"\vSealRequest\x12\x19\n" +
-	"\bblock_id\x18\x01 \x01(\x03R\ablockId\"e\n" +
+	"\bblock_id\x18\x01 \x01(\x03R\ablockId\"\x7f\n" +
 	"\fSealResponse\x12'\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x03R\x04size\x12\x18\n" +
-	"\aversion\x18\x03 \x01(\x04R\aversion\"@\n" +
+	"\aversion\x18\x03 \x01(\x04R\aversion\x12\x18\n" +
+	"\amessage\x18\x0f \x01(\tR\amessage\"@\n" +
 	"\x0fTruncateRequest\x12\x19\n" +
 	"\bblock_id\x18\x01 \x01(\x03R\ablockId\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x03R\x04size\"U\n" +
@@ -793,12 +810,13 @@ const file_chunkserver_proto_rawDesc = "" +
 	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
 	"\amessage\x18\x0f \x01(\tR\amessage\"0\n" +
 	"\x13GetBlockInfoRequest\x12\x19\n" +
-	"\bblock_id\x18\x01 \x01(\x03R\ablockId\"\x85\x01\n" +
+	"\bblock_id\x18\x01 \x01(\x03R\ablockId\"\x9f\x01\n" +
 	"\x14GetBlockInfoResponse\x12'\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x03R\x04size\x12\x18\n" +
 	"\aversion\x18\x03 \x01(\x04R\aversion\x12\x16\n" +
-	"\x06sealed\x18\x04 \x01(\bR\x06sealed2\xd7\x02\n" +
+	"\x06sealed\x18\x04 \x01(\bR\x06sealed\x12\x18\n" +
+	"\amessage\x18\x0f \x01(\tR\amessage2\xd7\x02\n" +
 	"\vChunkServer\x12,\n" +
 	"\x05Write\x12\x10.bfs.WritePacket\x1a\r.bfs.WriteAck(\x010\x01\x12*\n" +
 	"\x04Read\x12\x10.bfs.ReadRequest\x1a\x0e.bfs.ReadChunk0\x01\x12+\n" +
