@@ -1,13 +1,10 @@
 package chunkserver
 
 import (
-	"context"
-	"strings"
-	"time"
+	"github.com/bfs-go/bfs/internal/daemon"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"google.golang.org/grpc"
 
 	"github.com/bfs-go/bfs/proto/bfspb"
 )
@@ -16,8 +13,7 @@ import (
 // (no global registry: several servers can share a process).
 type metrics struct {
 	registry      *prometheus.Registry
-	rpcs          *prometheus.CounterVec
-	rpcLatency    *prometheus.HistogramVec
+	rpcs          *daemon.RPCMetrics
 	packets       *prometheus.CounterVec
 	packetLatency *prometheus.HistogramVec
 	written, read prometheus.Counter
@@ -32,17 +28,12 @@ type gauges struct {
 }
 
 func newMetrics(g gauges) *metrics {
+	reg := prometheus.NewRegistry()
 	m := &metrics{
-		registry: prometheus.NewRegistry(),
-		rpcs: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "bfs_chunkserver_rpcs_total",
-			Help: "Unary RPCs answered, by method and status code.",
-		}, []string{"method", "status"}),
-		rpcLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "bfs_chunkserver_rpc_duration_seconds",
-			Help:    "Time to answer an RPC (for Read, the whole stream), by method.",
-			Buckets: prometheus.ExponentialBuckets(50e-6, 2, 18),
-		}, []string{"method"}),
+		registry: reg,
+		// A Write stream lives as long as its writer: packets are timed
+		// one by one instead.
+		rpcs: daemon.NewRPCMetrics(reg, "bfs_chunkserver", "Write"),
 		packets: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "bfs_chunkserver_packets_total",
 			Help: "Write packets acknowledged, by status code.",
@@ -73,7 +64,7 @@ func newMetrics(g gauges) *metrics {
 			Help: "Calls to the nameserver, by method and outcome (a status code or transport_error).",
 		}, []string{"method", "result"}),
 	}
-	m.registry.MustRegister(m.rpcs, m.rpcLatency, m.packets, m.packetLatency,
+	m.registry.MustRegister(m.packets, m.packetLatency,
 		m.written, m.read, m.seals, m.received, m.nsCalls,
 		gauge("bfs_chunkserver_blocks", "Replicas stored.", g.blocks),
 		gauge("bfs_chunkserver_used_bytes", "Bytes of the replicas stored.", g.bytes),
@@ -93,33 +84,4 @@ func (m *metrics) nsCall(method string, code bfspb.StatusCode, err error) {
 		result = "transport_error"
 	}
 	m.nsCalls.WithLabelValues(method, result).Inc()
-}
-
-// statusCarrier is every response message.
-type statusCarrier interface{ GetStatus() bfspb.StatusCode }
-
-func methodName(full string) string { return full[strings.LastIndexByte(full, '/')+1:] }
-
-func (m *metrics) unaryInterceptor(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-	start := time.Now()
-	resp, err := handler(ctx, req)
-	method := methodName(info.FullMethod)
-	m.rpcLatency.WithLabelValues(method).Observe(time.Since(start).Seconds())
-	code := "transport_error"
-	if r, ok := resp.(statusCarrier); ok && err == nil {
-		code = r.GetStatus().String()
-	}
-	m.rpcs.WithLabelValues(method, code).Inc()
-	return resp, err
-}
-
-// streamInterceptor times Read streams; a Write stream lives as long as
-// its writer, so packets are timed one by one instead.
-func (m *metrics) streamInterceptor(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-	start := time.Now()
-	err := handler(srv, ss)
-	if method := methodName(info.FullMethod); method != "Write" {
-		m.rpcLatency.WithLabelValues(method).Observe(time.Since(start).Seconds())
-	}
-	return err
 }

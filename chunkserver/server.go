@@ -5,13 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/golang/glog"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/health"
@@ -19,6 +16,7 @@ import (
 	"google.golang.org/grpc/reflection"
 
 	"github.com/bfs-go/bfs/chunkserver/blockstore"
+	"github.com/bfs-go/bfs/internal/daemon"
 	"github.com/bfs-go/bfs/proto/bfspb"
 )
 
@@ -80,8 +78,8 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.grpc = grpc.NewServer(
-		grpc.ChainUnaryInterceptor(s.metrics.unaryInterceptor),
-		grpc.ChainStreamInterceptor(s.metrics.streamInterceptor),
+		grpc.ChainUnaryInterceptor(s.metrics.rpcs.Unary),
+		grpc.ChainStreamInterceptor(s.metrics.rpcs.Stream),
 		grpc.WaitForHandlers(true),
 		// Block data moves in large streams: wide flow-control windows
 		// and buffers keep a stream from stalling on window updates.
@@ -133,32 +131,12 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
 	var bg sync.WaitGroup
 	defer bg.Wait() // after cancel: defers run last-in first-out
 	defer cancel()
-	hs, mlis, err := s.metricsServer()
-	if err != nil {
-		lis.Close()
-		return err
-	}
-	errc := make(chan error, 2)
-	bg.Go(func() { errc <- s.grpc.Serve(lis) })
-	if hs != nil {
-		bg.Go(func() { errc <- hs.Serve(mlis) })
-		glog.Infof("metrics on http://%s/metrics", mlis.Addr())
-	}
 	s.startNameServerLoops(ctx, &bg, lis.Addr().String())
 	glog.Infof("chunkserver serving on %s", lis.Addr())
-	select {
-	case <-ctx.Done():
-	case <-s.stopc:
-	case err = <-errc:
+	if err := daemon.Serve(ctx, s.stopc, s.grpc, s.health, lis, s.cfg.MetricsAddr, s.metrics.registry); err != nil {
+		return fmt.Errorf("chunkserver: %w", err)
 	}
-	s.stopServing()
-	if hs != nil {
-		hs.Close()
-	}
-	if errors.Is(err, grpc.ErrServerStopped) || errors.Is(err, http.ErrServerClosed) {
-		err = nil
-	}
-	return err
+	return nil
 }
 
 func (s *Server) startServing() error {
@@ -170,19 +148,6 @@ func (s *Server) startServing() error {
 	s.mu.served = true
 	s.serving.Add(1)
 	return nil
-}
-
-func (s *Server) metricsServer() (*http.Server, net.Listener, error) {
-	if s.cfg.MetricsAddr == "" {
-		return nil, nil, nil
-	}
-	mlis, err := net.Listen("tcp", s.cfg.MetricsAddr)
-	if err != nil {
-		return nil, nil, fmt.Errorf("chunkserver: metrics listener: %w", err)
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{}))
-	return &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}, mlis, nil
 }
 
 // startNameServerLoops starts registration, heartbeats and reports.
@@ -197,21 +162,6 @@ func (s *Server) startNameServerLoops(ctx context.Context, bg *sync.WaitGroup, l
 	}
 	bg.Go(func() { s.member.run(ctx) })
 	bg.Go(func() { s.reporter.run(ctx) })
-}
-
-// stopServing lets RPCs in flight finish for a moment, then cuts them.
-func (s *Server) stopServing() {
-	s.health.Shutdown()
-	done := make(chan struct{})
-	go func() { s.grpc.GracefulStop(); close(done) }()
-	t := time.NewTimer(2 * time.Second)
-	defer t.Stop()
-	select {
-	case <-done:
-	case <-t.C:
-		s.grpc.Stop()
-		<-done
-	}
 }
 
 // Close stops serving and every goroutine the server started, then closes

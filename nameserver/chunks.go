@@ -117,7 +117,7 @@ func (s *Server) dropBlocks(blocks []*bfspb.BlockMeta) {
 	}
 	for addr, ids := range byAddr {
 		s.closer.goRun(func() {
-			cl, err := s.peers.client(addr)
+			cl, err := s.chunkserver(addr)
 			if err != nil {
 				return
 			}
@@ -133,4 +133,13 @@ func (s *Server) dropBlocks(blocks []*bfspb.BlockMeta) {
 // LiveChunkservers returns how many chunkservers are registered and alive.
 func (s *Server) LiveChunkservers() int {
 	return len(s.blocks.Servers())
+}
+
+// chunkserver returns a client of the chunkserver at addr.
+func (s *Server) chunkserver(addr string) (bfspb.ChunkServerClient, error) {
+	conn, err := s.peers.Conn(addr)
+	if err != nil {
+		return nil, err
+	}
+	return bfspb.NewChunkServerClient(conn), nil
 }

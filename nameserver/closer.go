@@ -377,7 +377,7 @@ func (c *closer) sealOnce(addr string, block int64) bool {
 		return false
 	}
 	defer func() { <-c.sem }()
-	cl, err := c.s.peers.client(addr)
+	cl, err := c.s.chunkserver(addr)
 	if err != nil {
 		return false
 	}
@@ -396,7 +396,7 @@ func (c *closer) sealOnce(addr string, block int64) bool {
 // is all a reader is given).
 func (c *closer) truncate(addr string, block, size int64) {
 	for attempt, backoff := 0, 50*time.Millisecond; attempt < 5; attempt, backoff = attempt+1, 2*backoff {
-		cl, err := c.s.peers.client(addr)
+		cl, err := c.s.chunkserver(addr)
 		if err == nil {
 			ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
 			var resp *bfspb.TruncateResponse

@@ -1,42 +1,30 @@
 package nameserver
 
 import (
-	"context"
 	"fmt"
-	"strings"
-	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/golang/glog"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"google.golang.org/grpc"
 
-	"github.com/bfs-go/bfs/proto/bfspb"
+	"github.com/bfs-go/bfs/internal/daemon"
 )
 
 // metrics are the server's Prometheus collectors, in a registry of its own
 // (no global registry: several servers can share a process).
 type metrics struct {
-	registry   *prometheus.Registry
-	rpcs       *prometheus.CounterVec
-	rpcLatency *prometheus.HistogramVec
-	sessions   prometheus.GaugeFunc
-	pebble     *prometheus.CounterVec
+	registry *prometheus.Registry
+	rpcs     *daemon.RPCMetrics
+	sessions prometheus.GaugeFunc
+	pebble   *prometheus.CounterVec
 }
 
 func newMetrics(liveSessions func() float64) *metrics {
+	reg := prometheus.NewRegistry()
 	m := &metrics{
-		registry: prometheus.NewRegistry(),
-		rpcs: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "bfs_nameserver_rpcs_total",
-			Help: "RPCs answered, by method and status code.",
-		}, []string{"method", "status"}),
-		rpcLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "bfs_nameserver_rpc_duration_seconds",
-			Help:    "Time to answer an RPC, by method.",
-			Buckets: prometheus.ExponentialBuckets(50e-6, 2, 18),
-		}, []string{"method"}),
+		registry: reg,
+		rpcs:     daemon.NewRPCMetrics(reg, "bfs_nameserver", "WatchDirLocks"),
 		sessions: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "bfs_nameserver_sessions",
 			Help: "Live sessions.",
@@ -46,25 +34,9 @@ func newMetrics(liveSessions func() float64) *metrics {
 			Help: "Pebble storage events, by kind.",
 		}, []string{"event"}),
 	}
-	m.registry.MustRegister(m.rpcs, m.rpcLatency, m.sessions, m.pebble,
+	m.registry.MustRegister(m.sessions, m.pebble,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
-}
-
-// statusCarrier is every response message.
-type statusCarrier interface{ GetStatus() bfspb.StatusCode }
-
-func (m *metrics) unaryInterceptor(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-	start := time.Now()
-	resp, err := handler(ctx, req)
-	method := info.FullMethod[strings.LastIndexByte(info.FullMethod, '/')+1:]
-	m.rpcLatency.WithLabelValues(method).Observe(time.Since(start).Seconds())
-	code := "transport_error"
-	if r, ok := resp.(statusCarrier); ok && err == nil {
-		code = r.GetStatus().String()
-	}
-	m.rpcs.WithLabelValues(method, code).Inc()
-	return resp, err
 }
 
 // pebbleListener counts the Pebble events an operator watches for.

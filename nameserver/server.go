@@ -2,21 +2,20 @@ package nameserver
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"path/filepath"
 	"sync"
-	"time"
 
 	"github.com/golang/glog"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
 
+	"github.com/bfs-go/bfs/internal/connpool"
+	"github.com/bfs-go/bfs/internal/daemon"
 	"github.com/bfs-go/bfs/nameserver/blockmap"
 	"github.com/bfs-go/bfs/nameserver/namespace"
 	"github.com/bfs-go/bfs/nameserver/session"
@@ -37,7 +36,7 @@ type Server struct {
 	metrics   *metrics
 	blocks    *blockmap.Map
 	closer    *closer
-	peers     *peers
+	peers     *connpool.Pool
 	watch     *watchers
 	cleanings cleanings
 	grpc      *grpc.Server
@@ -60,7 +59,7 @@ func New(cfg Config) (*Server, error) {
 		stopc:        make(chan struct{}),
 		livenessDone: make(chan struct{}),
 		blocks:       blockmap.New(cfg.Clock.Now()),
-		peers:        newPeers(),
+		peers:        connpool.New(grpc.WithTransportCredentials(insecure.NewCredentials())),
 		watch:        newWatchers(),
 	}
 	s.closer = newCloser(s)
@@ -86,7 +85,8 @@ func New(cfg Config) (*Server, error) {
 	}
 	go s.watchChunkservers()
 	s.grpc = grpc.NewServer(
-		grpc.ChainUnaryInterceptor(s.metrics.unaryInterceptor),
+		grpc.ChainUnaryInterceptor(s.metrics.rpcs.Unary),
+		grpc.ChainStreamInterceptor(s.metrics.rpcs.Stream),
 		// A full block report of a big chunkserver is one message.
 		grpc.MaxRecvMsgSize(maxMessageBytes),
 		grpc.WaitForHandlers(true),
@@ -124,53 +124,12 @@ func (s *Server) startSessions() error {
 // Serve answers RPCs on lis (and metrics on cfg.MetricsAddr) until ctx is
 // done or Close is called.
 func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
-	var mlis net.Listener
-	if s.cfg.MetricsAddr != "" {
-		var err error
-		if mlis, err = net.Listen("tcp", s.cfg.MetricsAddr); err != nil {
-			return fmt.Errorf("nameserver: metrics listener: %w", err)
-		}
-	}
-	errc := make(chan error, 2)
-	go func() { errc <- s.grpc.Serve(lis) }()
-	var hs *http.Server
-	if mlis != nil {
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{}))
-		hs = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-		go func() { errc <- hs.Serve(mlis) }()
-		glog.Infof("metrics on http://%s/metrics", mlis.Addr())
-	}
 	glog.Infof("nameserver serving on %s", lis.Addr())
-	var err error
-	select {
-	case <-ctx.Done():
-	case <-s.stopc:
-	case err = <-errc:
+	err := daemon.Serve(ctx, s.stopc, s.grpc, s.health, lis, s.cfg.MetricsAddr, s.metrics.registry)
+	if err != nil {
+		return fmt.Errorf("nameserver: %w", err)
 	}
-	s.stopServing()
-	if hs != nil {
-		hs.Close()
-	}
-	if errors.Is(err, grpc.ErrServerStopped) || errors.Is(err, http.ErrServerClosed) {
-		err = nil
-	}
-	return err
-}
-
-// stopServing lets RPCs in flight finish for a moment, then cuts them.
-func (s *Server) stopServing() {
-	s.health.Shutdown()
-	done := make(chan struct{})
-	go func() { s.grpc.GracefulStop(); close(done) }()
-	t := time.NewTimer(2 * time.Second)
-	defer t.Stop()
-	select {
-	case <-done:
-	case <-t.C:
-		s.grpc.Stop()
-		<-done
-	}
+	return nil
 }
 
 // Close stops serving, stops the session goroutine and closes the store.
@@ -182,7 +141,7 @@ func (s *Server) Close() error {
 		<-s.livenessDone
 		s.sessions.Close()
 		s.closer.stop()
-		s.peers.close()
+		s.peers.Close()
 		s.closeErr = s.ns.Close()
 	})
 	return s.closeErr

@@ -2,6 +2,7 @@ package sdk
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/bfs-go/bfs/internal/clock"
+	"github.com/bfs-go/bfs/internal/connpool"
 	"github.com/bfs-go/bfs/proto/bfspb"
 )
 
@@ -22,7 +24,7 @@ type Client struct {
 	ttl    time.Duration
 	clock  clock.Clock
 	// peers are the connections to chunkservers.
-	peers peers
+	peers *connpool.Pool
 
 	// opening is a one-slot semaphore serializing session opens, so that
 	// callers finding no session open one between them, not one each. A
@@ -76,7 +78,7 @@ func Dial(ctx context.Context, addr string, opts ...Option) (*Client, error) {
 		clock:   clock.Real{},
 		opening: make(chan struct{}, 1),
 	}
-	c.peers.dialOptions = append(append([]grpc.DialOption(nil), o.dialOptions...), dataDialOptions...)
+	c.peers = connpool.New(append(append([]grpc.DialOption(nil), o.dialOptions...), dataDialOptions...)...)
 	return c, nil
 }
 
@@ -111,7 +113,7 @@ func (c *Client) Close() error {
 		c.closeSession(s)
 		s.end(ErrClosed)
 	}
-	c.peers.close()
+	c.peers.Close()
 	return c.conn.Close()
 }
 
@@ -203,4 +205,16 @@ func (c *Client) untrack(f *fanout) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.mu.writes, f)
+}
+
+// chunkserver returns a client of the chunkserver at addr.
+func (c *Client) chunkserver(addr string) (bfspb.ChunkServerClient, error) {
+	conn, err := c.peers.Conn(addr)
+	if errors.Is(err, connpool.ErrClosed) {
+		return nil, ErrClosed
+	}
+	if err != nil {
+		return nil, err
+	}
+	return bfspb.NewChunkServerClient(conn), nil
 }

@@ -44,7 +44,7 @@ type replicaStream struct {
 
 // newFanout opens a Write stream to every address. Addresses that cannot
 // be reached start out dropped; if none can, it fails.
-func newFanout(peers *peers, addrs []string, window int64) (*fanout, error) {
+func newFanout(c *Client, addrs []string, window int64) (*fanout, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	f := &fanout{window: window, ctx: ctx, cancel: cancel}
 	f.cond = sync.NewCond(&f.mu)
@@ -52,7 +52,7 @@ func newFanout(peers *peers, addrs []string, window int64) (*fanout, error) {
 	for _, addr := range addrs {
 		r := &replicaStream{addr: addr, sendc: make(chan *bfspb.WritePacket, window+1)}
 		f.mu.replicas = append(f.mu.replicas, r)
-		cl, err := peers.client(addr)
+		cl, err := c.chunkserver(addr)
 		if err == nil {
 			r.stream, err = cl.Write(ctx)
 		}

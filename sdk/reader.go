@@ -73,7 +73,7 @@ func (c *Client) open(ctx context.Context, path string) (*Reader, error) {
 func (r *Reader) visibleLength(ctx context.Context) int64 {
 	size := int64(-1)
 	for _, rep := range r.block.Replicas {
-		cl, err := r.c.peers.client(rep.Address)
+		cl, err := r.c.chunkserver(rep.Address)
 		if err != nil {
 			continue
 		}
@@ -150,7 +150,7 @@ func (r *Reader) fill() error {
 
 func (r *Reader) openStream() error {
 	rep := r.block.Replicas[r.preferred%len(r.block.Replicas)]
-	cl, err := r.c.peers.client(rep.Address)
+	cl, err := r.c.chunkserver(rep.Address)
 	if err != nil {
 		return err
 	}
@@ -198,7 +198,7 @@ func (r *Reader) ReadAt(p []byte, off int64) (int, error) {
 }
 
 func (r *Reader) readAtFrom(addr string, p []byte, off int64) (int, error) {
-	cl, err := r.c.peers.client(addr)
+	cl, err := r.c.chunkserver(addr)
 	if err != nil {
 		return 0, err
 	}

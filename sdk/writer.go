@@ -216,7 +216,7 @@ func (w *Writer) addBlock(ctx context.Context) error {
 	for i, r := range blk.Replicas {
 		addrs[i] = r.Address
 	}
-	fan, err := newFanout(&w.c.peers, addrs, writeWindow)
+	fan, err := newFanout(w.c, addrs, writeWindow)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,140 @@
+// Package daemon holds what the nameserver and chunkserver do alike as
+// gRPC daemons: serving with a graceful stop, a Prometheus endpoint, and
+// counting and timing their RPCs.
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/golang/glog"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+
+	"github.com/bfs-go/bfs/proto/bfspb"
+)
+
+// GracePeriod is how long RPCs in flight may finish when a daemon stops.
+const GracePeriod = 2 * time.Second
+
+// Serve answers g's RPCs on lis, and Prometheus metrics from reg at
+// http://metricsAddr/metrics unless metricsAddr is "", until ctx is done,
+// stop is closed or serving fails. It then marks h not serving, lets RPCs
+// in flight finish for GracePeriod, cuts the rest, and returns.
+func Serve(ctx context.Context, stop <-chan struct{}, g *grpc.Server, h *health.Server, lis net.Listener, metricsAddr string, reg *prometheus.Registry) error {
+	var mlis net.Listener
+	if metricsAddr != "" {
+		var err error
+		if mlis, err = net.Listen("tcp", metricsAddr); err != nil {
+			lis.Close()
+			return fmt.Errorf("metrics listener: %w", err)
+		}
+	}
+	errc := make(chan error, 2)
+	go func() { errc <- g.Serve(lis) }()
+	var hs *http.Server
+	if mlis != nil {
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		hs = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go func() { errc <- hs.Serve(mlis) }()
+		glog.Infof("metrics on http://%s/metrics", mlis.Addr())
+	}
+	var err error
+	select {
+	case <-ctx.Done():
+	case <-stop:
+	case err = <-errc:
+	}
+	h.Shutdown()
+	gracefulStop(g)
+	if hs != nil {
+		hs.Close()
+	}
+	if errors.Is(err, grpc.ErrServerStopped) || errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}
+
+func gracefulStop(g *grpc.Server) {
+	done := make(chan struct{})
+	go func() { g.GracefulStop(); close(done) }()
+	t := time.NewTimer(GracePeriod)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		g.Stop()
+		<-done
+	}
+}
+
+// RPCMetrics counts RPCs by method and status code and times them by
+// method.
+type RPCMetrics struct {
+	rpcs    *prometheus.CounterVec
+	latency *prometheus.HistogramVec
+	// untimed streams live as long as their client (a block write), so
+	// their duration means nothing.
+	untimed []string
+}
+
+// NewRPCMetrics registers prefix_rpcs_total and prefix_rpc_duration_seconds
+// in reg. Streams named in untimed are not timed.
+func NewRPCMetrics(reg prometheus.Registerer, prefix string, untimed ...string) *RPCMetrics {
+	m := &RPCMetrics{
+		rpcs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: prefix + "_rpcs_total",
+			Help: "Unary RPCs answered, by method and status code.",
+		}, []string{"method", "status"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    prefix + "_rpc_duration_seconds",
+			Help:    "Time to answer an RPC (a stream: its whole life), by method.",
+			Buckets: prometheus.ExponentialBuckets(50e-6, 2, 18),
+		}, []string{"method"}),
+		untimed: untimed,
+	}
+	reg.MustRegister(m.rpcs, m.latency)
+	return m
+}
+
+// statusCarrier is every response message of the protocol.
+type statusCarrier interface{ GetStatus() bfspb.StatusCode }
+
+func methodName(full string) string { return full[strings.LastIndexByte(full, '/')+1:] }
+
+// Unary is the server interceptor for unary RPCs.
+func (m *RPCMetrics) Unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	start := time.Now()
+	resp, err := handler(ctx, req)
+	method := methodName(info.FullMethod)
+	m.latency.WithLabelValues(method).Observe(time.Since(start).Seconds())
+	code := "transport_error"
+	if r, ok := resp.(statusCarrier); ok && err == nil {
+		code = r.GetStatus().String()
+	}
+	m.rpcs.WithLabelValues(method, code).Inc()
+	return resp, err
+}
+
+// Stream is the server interceptor for streaming RPCs.
+func (m *RPCMetrics) Stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	start := time.Now()
+	err := handler(srv, ss)
+	method := methodName(info.FullMethod)
+	for _, u := range m.untimed {
+		if u == method {
+			return err
+		}
+	}
+	m.latency.WithLabelValues(method).Observe(time.Since(start).Seconds())
+	return err
+}
