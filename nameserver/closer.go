@@ -213,6 +213,30 @@ func (c *closer) received(addr string, block int64, size int64) {
 	}
 }
 
+// dropReplicas removes replicas the writer gave up on from the write set
+// of a file being closed: they will never report the block sealed.
+func (c *closer) dropReplicas(entry uint64, dropped []string) {
+	if len(dropped) == 0 {
+		return
+	}
+	c.mu.Lock()
+	f := c.mu.files[entry]
+	if f == nil {
+		c.mu.Unlock()
+		return
+	}
+	f.writeSet = dropAddrs(f.writeSet, dropped)
+	ready := c.readyLocked(f)
+	c.mu.Unlock()
+	if ready {
+		c.goRun(func() { c.finalize(f) })
+	}
+}
+
+func dropAddrs(set, dropped []string) []string {
+	return slices.DeleteFunc(slices.Clone(set), func(a string) bool { return slices.Contains(dropped, a) })
+}
+
 // recheck finishes files whose last awaited replica was declared dead.
 func (c *closer) recheck() {
 	c.mu.Lock()

@@ -69,11 +69,14 @@ func locate(b *bfspb.BlockMeta, open bool, replicas []blockmap.Replica) *bfspb.L
 
 // SyncBlock records how much of a block every replica has on disk.
 func (s *Server) SyncBlock(_ context.Context, req *bfspb.SyncBlockRequest) (*bfspb.SyncBlockResponse, error) {
-	_, err := s.withPath(req.Path, func(p string) (*namespace.Result, error) {
+	res, err := s.withPath(req.Path, func(p string) (*namespace.Result, error) {
 		return s.mutate(req.SessionId, &bfspb.Command{Op: &bfspb.Command_SyncBlock{SyncBlock: &bfspb.SyncBlockCmd{
 			Path: p, SessionId: req.SessionId, BlockId: req.BlockId, Size: req.Size, Dropped: req.Dropped,
 		}}})
 	})
+	if err == nil {
+		s.closer.dropReplicas(res.Info.EntryId, req.Dropped)
+	}
 	code, msg := statusOf(err)
 	return &bfspb.SyncBlockResponse{Status: code, Message: msg, Conflict: conflictOf(err)}, nil
 }
@@ -112,6 +115,7 @@ func (s *Server) finishFile(ctx context.Context, req *bfspb.FinishFileRequest) (
 	} else if err := s.checkSession(req.SessionId); err != nil {
 		return nil, err
 	}
+	s.closer.dropReplicas(info.EntryId, req.Dropped)
 	f := s.closer.track(info.EntryId, false)
 	if !req.Wait {
 		return info, nil
