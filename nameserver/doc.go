@@ -1,7 +1,14 @@
 // Package nameserver is the BFS nameserver: the gRPC adapter in front of
-// the namespace (nameserver/namespace), the session table
-// (nameserver/session) and, in later layers, the block map and the
-// directory-lock table.
+// the namespace and its directory locks (nameserver/namespace, dirlock),
+// the session table (nameserver/session) and the block map
+// (nameserver/blockmap); the closer, which closes files open for write once
+// their replicas have reported them sealed and seals them itself when the
+// writer is gone; and the cleaning coordinator, which fences a directory's
+// old holder before the directory is free again.
+//
+// Goroutines: the session manager's expiry loop, the chunkserver liveness
+// loop, and the closer's work (seals, truncates, cleanings) all stop in
+// Close.
 //
 // A Server is a library: New opens the data directory, Serve answers on a
 // listener until its context ends or Close is called, Close stops every

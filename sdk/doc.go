@@ -1,6 +1,10 @@
 // Package sdk is the Go client of BFS-Go: namespace calls (Mkdir, Touch,
-// Stat, List, Remove, Rename, Chmod, DiskUsage, ...) and the session that
-// mutations run under.
+// Stat, List, Remove, Rename, Chmod, DiskUsage, ...), files (Create returns
+// a Writer that streams to every replica at once; Open returns a Reader),
+// directory locks (LockDir returns a Lock whose Done closes when the lock
+// is lost; UnlockDir, GetDirLock, ListDirLocks, WatchDirLocks,
+// LockHistory) and the session that mutations, open files and locks
+// belong to.
 //
 // # Connecting
 //
@@ -39,7 +43,8 @@
 //
 // # Concurrency
 //
-// A *Client and a *Session are safe for concurrent use by any number of
-// goroutines. Calls do not hold locks across RPCs; concurrent callers
+// A *Client, a *Session and a *Lock are safe for concurrent use by any
+// number of goroutines; a Writer or a Reader is for one goroutine at a
+// time (ReadAt may be called concurrently). Calls do not hold locks across RPCs; concurrent callers
 // needing a session share the one opened first.
 package sdk

@@ -1,6 +1,7 @@
-// Package bfscmd is the command tree of the bfs binary: the daemons and the
-// file commands in the spirit of Baidu's bfs_client (ls, stat, mkdir,
-// touchz, rm, rmr, mv, du, chmod). The main package only calls Main, so the
+// Package bfscmd is the command tree of the bfs binary: the daemons
+// (nameserver, chunkserver, sandbox) and the file commands in the spirit of
+// Baidu's bfs_client (ls, stat, mkdir, touchz, rm, rmr, mv, du, chmod, put,
+// get, cat, location). The main package only calls Main, so the
 // whole tool runs in-process in tests.
 //
 // Exit codes: 0 on success, 1 when the file system refused or failed an
