@@ -1,0 +1,31 @@
+// Package lockcmd is the command tree of lockctl, the operators' tool for
+// directory locks (SPEC §6, §8): lock, unlock, status, list, watch,
+// history and sessions. The main package only calls Main, so the whole
+// tool runs in-process in tests.
+//
+// Output is a table for people by default; with -o json every command
+// prints one JSON document on stdout, except watch, which prints one JSON
+// object per line. Errors and progress go to stderr.
+//
+// Exit codes (the Exit* constants) are decided with errors.Is on the SDK's
+// sentinels, never from message text:
+//
+//	0  ok
+//	1  any other error (nameserver unreachable, not a directory, ...)
+//	2  usage: unknown command or flag, bad flag value, bad path
+//	3  locked: another holder has the lock (sdk.ErrLocked), also after
+//	   --wait --timeout ran out
+//	4  cleaning: the directory is being cleaned (sdk.ErrCleaning), also
+//	   when unlock --wait ran out of time before UNLOCKED
+//	5  not found (sdk.ErrNotFound)
+//	6  lost: a lock held by `lockctl lock` was taken away or its session
+//	   lost (sdk.ErrLockLost), or an --epoch named an old lock
+//	   (sdk.ErrStaleEpoch)
+//
+// A lockctl process has at most one session, opened on first need and
+// closed on exit. So a non-forced unlock can only release a lock of that
+// fresh session, which never holds anything: unlocking someone else's
+// lock needs --force, and lockctl says so (exit 3).
+//
+// Main keeps no state between calls and may run concurrently.
+package lockcmd
