@@ -7,9 +7,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-
 	"github.com/bfs-go/bfs/proto/bfspb"
 )
 
@@ -21,7 +18,7 @@ func TestCreateStormSurvivesKill9(t *testing.T) {
 	dataDir := t.TempDir()
 	ns := startDaemon(t, "nameserver", "--data", dataDir, "--listen", "127.0.0.1:0", "--metrics", "")
 
-	conn := dialT(t, ns.addr)
+	conn := dialNameServer(t, ns.addr)
 	ctx := context.Background()
 	for c := range clients {
 		r, err := conn.Mkdir(ctx, &bfspb.MkdirRequest{Path: fmt.Sprintf("/storm/c%d", c), Parents: true})
@@ -43,7 +40,7 @@ func TestCreateStormSurvivesKill9(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			cl := dialT(t, ns.addr)
+			cl := dialNameServer(t, ns.addr)
 			for i := 0; ; i++ {
 				p := fmt.Sprintf("/storm/c%d/f%06d", c, i)
 				r, err := cl.Create(ctx, &bfspb.CreateRequest{Path: p})
@@ -69,7 +66,7 @@ func TestCreateStormSurvivesKill9(t *testing.T) {
 	t.Logf("acknowledged creates before kill -9: %d", len(acked))
 
 	ns = startDaemon(t, "nameserver", "--data", dataDir, "--listen", "127.0.0.1:0", "--metrics", "")
-	conn = dialT(t, ns.addr)
+	conn = dialNameServer(t, ns.addr)
 	lost := 0
 	for _, p := range acked {
 		r, err := conn.Stat(ctx, &bfspb.StatRequest{Path: p})
@@ -85,14 +82,4 @@ func TestCreateStormSurvivesKill9(t *testing.T) {
 	if lost != 0 {
 		t.Fatalf("%d of %d acknowledged creates lost", lost, len(acked))
 	}
-}
-
-func dialT(t *testing.T, addr string) bfspb.NameServerClient {
-	t.Helper()
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	return bfspb.NewNameServerClient(conn)
 }

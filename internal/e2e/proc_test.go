@@ -4,21 +4,26 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 )
 
-// bfsBin is the bfs binary built once for the package's tests.
-var bfsBin string
+// The binaries built once for the package's tests: bfs (the daemons) and
+// tabletserver (the tablet server of the failover tests).
+var bfsBin, tabletBin string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "bfs-e2e-bin")
@@ -27,59 +32,119 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	bfsBin = filepath.Join(dir, "bfs")
-	build := exec.Command("go", "build", "-race", "-o", bfsBin, "github.com/bfs-go/bfs/tools/bfs")
+	tabletBin = filepath.Join(dir, "tabletserver")
+	build := exec.Command("go", "build", "-race", "-o", dir+string(filepath.Separator),
+		"github.com/bfs-go/bfs/tools/bfs", "github.com/bfs-go/bfs/internal/e2e/tabletserver")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building bfs:", err)
+		fmt.Fprintln(os.Stderr, "building the binaries:", err)
 		os.RemoveAll(dir)
 		os.Exit(1)
 	}
 	code := m.Run()
+	if code == 0 {
+		// glog starts its flush daemon at package init; it is not ours.
+		if err := goleak.Find(goleak.IgnoreTopFunction("github.com/golang/glog.(*fileSink).flushDaemon")); err != nil {
+			fmt.Fprintln(os.Stderr, "goroutines left behind:", err)
+			code = 1
+		}
+	}
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
 
-// process is a daemon started from the built binary.
+// process is a program the test started. Its stderr goes to the test log
+// (and a data race a -race binary reports fails the test); its stdout
+// lines go to the onLine function it was started with.
 type process struct {
+	name string
 	cmd  *exec.Cmd
+	// addr is the address a daemon listens on ("" for other programs).
 	addr string
+	// done is closed once the process has exited and its output is read.
 	done chan struct{}
+}
+
+// startProcess runs bin with args and kills it at the end of the test.
+// onLine gets every line the process prints on stdout, in order, from one
+// goroutine; it may be nil.
+func startProcess(t *testing.T, name, bin string, args []string, onLine func(string)) *process {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s %v: %v", name, args, err)
+	}
+	p := &process{name: name, cmd: cmd, done: make(chan struct{})}
+	var readers sync.WaitGroup
+	readers.Add(2)
+	go func() {
+		defer readers.Done()
+		scanLines(stdout, func(line string) {
+			if onLine != nil {
+				onLine(line)
+			}
+		})
+	}()
+	go func() {
+		defer readers.Done()
+		scanLines(stderr, func(line string) {
+			t.Logf("%s: %s", name, line)
+			if strings.Contains(line, "WARNING: DATA RACE") {
+				t.Errorf("%s reports a data race (see its log)", name)
+			}
+		})
+	}()
+	go func() {
+		readers.Wait() // Wait closes the pipes: read them to the end first
+		cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(p.kill)
+	return p
+}
+
+// scanLines calls fn for every line r yields, however long, until EOF.
+func scanLines(r io.Reader, fn func(string)) {
+	br := bufio.NewReader(r)
+	for {
+		line, err := br.ReadString('\n')
+		if line != "" {
+			fn(strings.TrimSuffix(line, "\n"))
+		}
+		if err != nil {
+			return
+		}
+	}
 }
 
 var listeningRE = regexp.MustCompile(`listening on (\S+)`)
 
 // startDaemon runs `bfs args...`, waits until it prints the address it
-// listens on and answers health checks, and kills it at the end of the test.
+// listens on and answers health checks, and kills it at the end of the
+// test.
 func startDaemon(t *testing.T, args ...string) *process {
 	t.Helper()
-	cmd := exec.Command(bfsBin, args...)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = &testLogWriter{t: t, prefix: args[0]}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start %v: %v", args, err)
-	}
-	p := &process{cmd: cmd, done: make(chan struct{})}
 	addrc := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if m := listeningRE.FindStringSubmatch(sc.Text()); m != nil {
-				select {
-				case addrc <- m[1]:
-				default:
-				}
+	p := startProcess(t, args[0], bfsBin, args, func(line string) {
+		if m := listeningRE.FindStringSubmatch(line); m != nil {
+			select {
+			case addrc <- m[1]:
+			default:
 			}
 		}
-	}()
-	go func() { cmd.Wait(); close(p.done) }()
-	t.Cleanup(func() { p.kill() })
+	})
 	select {
 	case p.addr = <-addrc:
 	case <-p.done:
-		t.Fatalf("%v exited before listening", args)
+		t.Fatalf("%v exited before listening: %v", args, p.cmd.ProcessState)
 	case <-time.After(30 * time.Second):
 		t.Fatalf("%v did not print its address within 30s", args)
 	}
@@ -87,10 +152,61 @@ func startDaemon(t *testing.T, args ...string) *process {
 	return p
 }
 
-// kill sends SIGKILL and waits for the process to be gone.
+// kill sends SIGKILL (which also ends a stopped process) and waits until
+// the process is gone.
 func (p *process) kill() {
 	p.cmd.Process.Signal(syscall.SIGKILL)
 	<-p.done
+}
+
+// stop freezes the process with SIGSTOP and returns once every one of its
+// threads has stopped: from then on it does nothing at all.
+func (p *process) stop(t *testing.T) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatalf("SIGSTOP %s: %v", p.name, err)
+	}
+	waitFor(t, 10*time.Second, p.name+" to stop", func() bool { return p.stopped(t) })
+}
+
+// cont resumes a process frozen by stop.
+func (p *process) cont(t *testing.T) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatalf("SIGCONT %s: %v", p.name, err)
+	}
+}
+
+// stopped reports whether every thread of the process is in the stopped
+// state, from /proc/PID/task/*/stat.
+func (p *process) stopped(t *testing.T) bool {
+	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", p.cmd.Process.Pid))
+	if err != nil || len(tasks) == 0 {
+		t.Fatalf("threads of %s: %v", p.name, err)
+	}
+	for _, task := range tasks {
+		b, err := os.ReadFile(task)
+		if err != nil {
+			return false // a thread ended; look again
+		}
+		// "tid (comm) S ...": the state follows the last ')'.
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 || i+2 >= len(s) || (s[i+2] != 'T' && s[i+2] != 't') {
+			return false
+		}
+	}
+	return true
+}
+
+// wait waits up to d for the process to exit by itself.
+func (p *process) wait(t *testing.T, d time.Duration) {
+	t.Helper()
+	select {
+	case <-p.done:
+	case <-time.After(d):
+		t.Fatalf("%s did not exit within %v", p.name, d)
+	}
 }
 
 func waitHealthy(t *testing.T, addr string) {
@@ -114,13 +230,17 @@ func waitHealthy(t *testing.T, addr string) {
 	}
 }
 
-// testLogWriter forwards a daemon's stderr to the test log.
-type testLogWriter struct {
-	t      *testing.T
-	prefix string
-}
+// pollInterval is how often waitFor looks at its condition.
+const pollInterval = 20 * time.Millisecond
 
-func (w *testLogWriter) Write(b []byte) (int, error) {
-	w.t.Logf("%s: %s", w.prefix, b)
-	return len(b), nil
+// waitFor polls cond until it holds, failing the test after d.
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(pollInterval)
+	}
 }

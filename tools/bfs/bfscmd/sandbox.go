@@ -1,6 +1,7 @@
 package bfscmd
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -18,6 +19,8 @@ func (e *env) sandboxCommand() *cobra.Command {
 		listen       string
 		chunkservers int
 		basePort     int
+		demo         bool
+		demoOnly     bool
 	)
 	cmd := &cobra.Command{
 		Use:   "sandbox",
@@ -25,7 +28,12 @@ func (e *env) sandboxCommand() *cobra.Command {
 		Long: `sandbox starts a whole cluster in this process: a nameserver and
 (by default) three chunkservers on 127.0.0.1, with all data under one
 folder. It prints the addresses and a few commands to try, and stops
-cleanly on Ctrl-C. Running it again on the same folder keeps the data.`,
+cleanly on Ctrl-C. Running it again on the same folder keeps the data.
+
+With --demo it first runs a narrated failover against itself: tablet
+server A locks /demo/t1 and writes, the master force-unlocks it, the
+directory is cleaned (A's file sealed), B takes the lock over and reads
+A's bytes, and A is refused. --demo-only exits after the demo.`,
 		Args: cobra.NoArgs,
 		RunE: e.run(func(cmd *cobra.Command, _ []string) error {
 			if chunkservers < 1 || chunkservers > 64 {
@@ -49,6 +57,17 @@ cleanly on Ctrl-C. Running it again on the same folder keeps the data.`,
 				return err
 			}
 			e.printSandbox(sb, dir)
+			if demo || demoOnly {
+				err := e.runDemo(ctx, sb, chunkservers)
+				if err != nil && ctx.Err() == nil {
+					return errors.Join(fmt.Errorf("demo: %w", err), sb.Close())
+				}
+			}
+			if demoOnly || ctx.Err() != nil { // done, or Ctrl-C during the demo
+				fmt.Fprintln(e.stdout, "\nstopping the sandbox...")
+				return sb.Close()
+			}
+			e.printTips(sb, demo)
 			<-ctx.Done()
 			fmt.Fprintln(e.stdout, "\nstopping the sandbox...")
 			return sb.Close()
@@ -59,6 +78,8 @@ cleanly on Ctrl-C. Running it again on the same folder keeps the data.`,
 	f.StringVar(&listen, "listen", DefaultNameServer, "nameserver listen address")
 	f.IntVar(&chunkservers, "chunkservers", 3, "number of chunkservers")
 	f.IntVar(&basePort, "chunkserver-port", 8830, "first chunkserver port on 127.0.0.1 (0: any free ports)")
+	f.BoolVar(&demo, "demo", false, "run a narrated failover demo once the sandbox is up")
+	f.BoolVar(&demoOnly, "demo-only", false, "run the demo, then stop the sandbox and exit")
 	addGlogFlags(f)
 	return cmd
 }
@@ -69,6 +90,11 @@ func (e *env) printSandbox(sb *sandbox.Sandbox, dir string) {
 	for i, a := range sb.ChunkserverAddrs() {
 		fmt.Fprintf(e.stdout, "  chunkserver  %s  (%d)\n", a, i)
 	}
+}
+
+// printTips prints commands to try against the sandbox; after the demo,
+// some that look at what it left.
+func (e *env) printTips(sb *sandbox.Sandbox, demo bool) {
 	ns := ""
 	if sb.NameServerAddr != DefaultNameServer {
 		ns = " --nameserver " + sb.NameServerAddr
@@ -80,7 +106,11 @@ Try, from another terminal:
   go run ./tools/bfs%[1]s ls -l /demo
   go run ./tools/bfs%[1]s cat /demo/readme
   go run ./tools/bfs%[1]s location /demo/readme
-
-Ctrl-C stops the sandbox.
 `, ns)
+	if demo {
+		fmt.Fprintf(e.stdout, `  go run ./tools/bfs%[1]s ls -l %[2]s
+  go run ./tools/bfs%[1]s location %[3]s
+`, ns, demoDir, demoFile)
+	}
+	fmt.Fprintln(e.stdout, "\nCtrl-C stops the sandbox.")
 }

@@ -1,0 +1,176 @@
+package e2e
+
+import (
+	"os"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/bfs-go/bfs/internal/e2e/tablet"
+	"github.com/bfs-go/bfs/sdk"
+)
+
+// TestDeadHolderReleasesLock: tablet server A (a process) locks a
+// directory under a session with a 1s TTL, writes and syncs a file in it,
+// and is killed with SIGKILL. Nobody unlocks: the nameserver expires A's
+// session, cleans the directory (seals the file) and B, waiting in
+// LockDir, gets the lock within the TTL and a few seconds, and finds every
+// byte A synced.
+func TestDeadHolderReleasesLock(t *testing.T) {
+	c := startCluster(t, 3)
+	const ttl = time.Second
+	a := startTablet(t, c, "tablet-a", "--holder", "tablet-a", "--tablet", "/tera/t2", "--mode", "hold",
+		"--ttl", ttl.String(), "--initial", "200000")
+	evs := a.waitEvents(60*time.Second, "ready", func(evs []tablet.Event) bool { return len(kindOf(evs, tablet.KindReady)) > 0 })
+	epoch := lockEpochs(evs)["/tera/t2"]
+	synced := syncedBytes(evs)["/tera/t2/log"]
+	require.Positive(t, synced)
+
+	b := c.client(sdk.WithHolder("tablet-b"))
+	// B waits for the lock (from before A dies, as a rule).
+	type result struct {
+		l   *sdk.Lock
+		err error
+		at  time.Time
+	}
+	got := make(chan result, 1)
+	lockCtx := ctxT(t, 60*time.Second)
+	go func() {
+		l, err := b.LockDir(lockCtx, "/tera/t2", sdk.WaitForLock())
+		got <- result{l, err, time.Now()}
+	}()
+
+	a.kill()
+	killedAt := time.Now()
+	var res result
+	select {
+	case res = <-got:
+	case <-time.After(30 * time.Second):
+		t.Fatal("B did not get the lock within 30s of A's death")
+	}
+	require.NoError(t, res.err)
+	took := res.at.Sub(killedAt)
+	t.Logf("B got /tera/t2 at epoch %d (A had %d), %v after A was killed (session TTL %v)", res.l.Epoch(), epoch, took, ttl)
+	require.Less(t, took, ttl+5*time.Second, "B waited too long for a dead holder's lock")
+	require.Greater(t, res.l.Epoch(), epoch)
+
+	fi, err := b.Stat(ctxT(t, 10*time.Second), "/tera/t2/log")
+	require.NoError(t, err)
+	require.Empty(t, fi.WriterSession, "A's file is still open")
+	require.GreaterOrEqual(t, fi.Size, synced)
+	data := readFile(t, b, "/tera/t2/log")
+	requireBytes(t, tablet.Pattern("/tera/t2/log", 0, len(data)), data, "A's /tera/t2/log read by B")
+	hist, err := b.LockHistory(ctxT(t, 10*time.Second), "/tera/t2")
+	require.NoError(t, err)
+	require.NotEmpty(t, hist)
+	h := hist[len(hist)-1]
+	require.Equal(t, epoch, h.Epoch)
+	require.Equal(t, "expiry", h.Reason)
+	require.EqualValues(t, 1, h.FilesSealed)
+}
+
+// TestNameServerKill9WhileCleaning kills the nameserver with SIGKILL while
+// a directory is CLEANING and cannot finish: tablet server A holds
+// /tera/t3 and /tera/t3/lg0 with a file open in each, every chunkserver is
+// frozen (SIGSTOP) so no seal can be confirmed, and the master
+// force-unlocks without waiting. The nameserver restarts on the same data
+// and address, the chunkservers resume and register again, and the
+// cleaning completes: both directories UNLOCKED, A's files closed with
+// every synced byte, the replicas agreeing, the history recording the
+// forced unlock, and a new lock gets a newer epoch (I2, I6, I7).
+func TestNameServerKill9WhileCleaning(t *testing.T) {
+	killNameServerWhileCleaning(t, startCluster(t, 3), 0)
+}
+
+// TestCleaningEndsWhenChunkserversReturnLate is the same story, except
+// that the chunkservers stay frozen well past the restarted nameserver's
+// dead-chunkserver timeout before they come back. SPEC §6: "Cleaning
+// always ends while at least one replica of each open block is reachable;
+// a dead chunkserver delays it by at most the dead-chunkserver timeout,
+// never forever" (I7). It fails today: the closer stops sending Seal to a
+// replica once its chunkserver is declared dead and never starts again
+// when it registers, so the directory stays CLEANING. Set
+// BFS_E2E_KNOWN_BUGS=1 to run it.
+func TestCleaningEndsWhenChunkserversReturnLate(t *testing.T) {
+	if os.Getenv("BFS_E2E_KNOWN_BUGS") == "" {
+		t.Skip("known bug: cleaning never ends when every replica comes back after the dead timeout; BFS_E2E_KNOWN_BUGS=1 runs it")
+	}
+	killNameServerWhileCleaning(t, startCluster(t, 3, "--dead-timeout", "2s"), 9*time.Second)
+}
+
+// killNameServerWhileCleaning runs the story of
+// TestNameServerKill9WhileCleaning on c, keeping the chunkservers frozen
+// for outage after the nameserver restarted.
+func killNameServerWhileCleaning(t *testing.T, c *cluster, outage time.Duration) {
+	a := startTablet(t, c, "tablet-a", "--holder", "tablet-a", "--tablet", "/tera/t3", "--lg", "lg0",
+		"--mode", "hold", "--ttl", "30s", "--initial", "300000")
+	evs := a.waitEvents(60*time.Second, "ready", func(evs []tablet.Event) bool { return len(kindOf(evs, tablet.KindReady)) > 0 })
+	epochs := lockEpochs(evs)
+	synced := syncedBytes(evs)
+	files := openedFiles(evs)
+	require.Len(t, files, 2)
+
+	for _, cs := range c.cs {
+		cs.stop(t)
+	}
+	master := c.client(sdk.WithHolder("master"))
+	d, err := master.UnlockDir(ctxT(t, 10*time.Second), "/tera/t3", sdk.Force(), sdk.AtEpoch(epochs["/tera/t3"]))
+	require.NoError(t, err)
+	require.Equal(t, sdk.Cleaning, d.Status, "the unlock could not seal anything, yet did not leave the directory CLEANING")
+	l, err := master.GetDirLock(ctxT(t, 10*time.Second), "/tera/t3")
+	require.NoError(t, err)
+	require.Equal(t, sdk.Cleaning, l.Status)
+	require.Equal(t, epochs["/tera/t3"], l.Epoch)
+
+	c.killNameServer()
+	c.restartNameServer()
+	restartedAt := time.Now()
+	// The outage itself, not a wait for something: the chunkservers stay
+	// away this long.
+	time.Sleep(outage)
+	for _, cs := range c.cs {
+		cs.cont(t)
+	}
+
+	// The restarted nameserver finds /tera/t3 CLEANING and finishes it
+	// once the chunkservers are back.
+	pollCtx := ctxT(t, 90*time.Second)
+	waitFor(t, 60*time.Second, "/tera/t3 to be UNLOCKED after the restart", func() bool {
+		l, err := master.GetDirLock(pollCtx, "/tera/t3")
+		return err == nil && l.Status == sdk.Unlocked
+	})
+	t.Logf("cleaning of /tera/t3 completed %v after the nameserver restarted", time.Since(restartedAt))
+	l, err = master.GetDirLock(ctxT(t, 10*time.Second), "/tera/t3/lg0")
+	require.NoError(t, err)
+	require.Equal(t, sdk.Unlocked, l.Status, "/tera/t3/lg0")
+
+	for _, f := range files {
+		fi, err := master.Stat(ctxT(t, 10*time.Second), f.Path)
+		require.NoError(t, err)
+		require.Empty(t, fi.WriterSession, "%s still open after UNLOCKED", f.Path)
+		require.GreaterOrEqual(t, fi.Size, synced[f.Path], "%s lost synced bytes", f.Path)
+		data := readFile(t, master, f.Path)
+		requireBytes(t, tablet.Pattern(f.Path, 0, len(data)), data, "%s (what A wrote)", f.Path)
+		for _, addr := range f.Replicas {
+			waitFor(t, 10*time.Second, "replica of "+f.Path+" on "+addr+" to agree", func() bool {
+				r := readReplica(t, addr, f.Block)
+				return r.sealed && r.size == fi.Size
+			})
+		}
+	}
+	hist, err := master.LockHistory(ctxT(t, 10*time.Second), "/tera/t3")
+	require.NoError(t, err)
+	require.NotEmpty(t, hist)
+	h := hist[len(hist)-1]
+	require.Equal(t, epochs["/tera/t3"], h.Epoch)
+	require.Equal(t, "force", h.Reason)
+	require.EqualValues(t, len(files), h.FilesSealed)
+	t.Logf("lock history of /tera/t3: epoch %d, reason %s, %d files sealed, %d bytes truncated",
+		h.Epoch, h.Reason, h.FilesSealed, h.BytesTruncated)
+
+	b := c.client(sdk.WithHolder("tablet-b"))
+	lb, err := b.LockDir(ctxT(t, 10*time.Second), "/tera/t3")
+	require.NoError(t, err)
+	require.Greater(t, lb.Epoch(), max(epochs["/tera/t3"], epochs["/tera/t3/lg0"]), "epochs went back after the restart")
+}

@@ -1,0 +1,49 @@
+// Command tabletserver is the tablet server the end-to-end tests run as a
+// process (see package internal/e2e/tablet): it locks a tablet directory
+// and its locality groups, writes files in them and reports every step as
+// a JSON line on stdout.
+//
+//	tabletserver --nameserver 127.0.0.1:8828 --tablet /tera/t1 --lg lg0 --mode serve
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/bfs-go/bfs/internal/e2e/tablet"
+)
+
+func main() {
+	var (
+		cfg  tablet.Config
+		lgs  string
+		mode string
+	)
+	flag.StringVar(&cfg.NameServer, "nameserver", "127.0.0.1:8828", "nameserver address")
+	flag.StringVar(&cfg.Holder, "holder", "", "holder id (default: the SDK's ip:port:timestamp)")
+	flag.DurationVar(&cfg.TTL, "ttl", 0, "session TTL (default: the SDK's)")
+	flag.StringVar(&cfg.Tablet, "tablet", "/tera/t1", "tablet directory")
+	flag.StringVar(&lgs, "lg", "", "comma-separated locality groups (subdirectories, locked too)")
+	flag.StringVar(&mode, "mode", string(tablet.Serve), "serve: write until the lock is lost, then try stale operations; hold: write, then hold")
+	flag.IntVar(&cfg.Initial, "initial", 64<<10, "bytes every file gets before ready")
+	flag.IntVar(&cfg.MaxAppend, "max-append", 48<<10, "largest append in serve mode")
+	flag.IntVar(&cfg.StaleRounds, "stale-rounds", 2, "rounds of stale operations after the lock is lost")
+	flag.Uint64Var(&cfg.Seed, "seed", 1, "seed of the append sizes")
+	flag.Parse()
+	cfg.Mode = tablet.Mode(mode)
+	if lgs != "" {
+		cfg.LGs = strings.Split(lgs, ",")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := tablet.Run(ctx, cfg, os.Stdout)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "tabletserver:", err)
+		os.Exit(1)
+	}
+}
