@@ -1,36 +1,59 @@
 // Package bench runs closed-loop benchmark workloads: N clients each
 // repeat an operation back to back for a duration, and the run reports
-// throughput and latency percentiles. The bfsbench tool and the
-// repository's Go benchmarks share it.
+// throughput and latency percentiles. It also summarizes latency samples
+// taken one at a time (Summarize) and medians of per-trial figures. The
+// bfsbench tool and the repository's Go benchmarks share it.
 package bench
 
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 )
 
-// Result is what one run measured.
+// Result is what one measurement found. It is one of three shapes:
+//
+//   - a closed-loop run (Run): Ops operations in Elapsed, with latency
+//     percentiles;
+//   - a latency distribution (Summarize): Ops samples with percentiles and
+//     Elapsed zero, as the samples were taken with setup work between them
+//     and have no meaningful throughput;
+//   - a single figure (Unit set): Value in Unit, such as "MB/s" for one
+//     transfer or "x" for a ratio of two other results.
 type Result struct {
 	Name    string
 	Clients int
+	// Param names the point of a sweep other than the client count
+	// ("files=100", "trial 2"); empty when there is none.
+	Param   string
 	Ops     int64
 	Errors  int64
 	Elapsed time.Duration
-	P50     time.Duration
-	P90     time.Duration
-	P99     time.Duration
+	// P50, P90 and P99 are zero when the result has no latencies.
+	P50 time.Duration
+	P90 time.Duration
+	P99 time.Duration
+	// Value in Unit replaces the throughput of Ops when Unit is set.
+	Value float64
+	Unit  string
+	// Note says what exactly was measured, where the name cannot.
+	Note string
+	// Samples are the latencies of the successful operations, for Merge;
+	// Run and Summarize keep them. Reports do not print them.
+	Samples []time.Duration
 }
 
-// OpsPerSec is the throughput of the run.
+// OpsPerSec is the throughput of the run (0 without an elapsed time).
 func (r Result) OpsPerSec() float64 {
 	if r.Elapsed <= 0 {
 		return 0
 	}
 	return float64(r.Ops) / r.Elapsed.Seconds()
 }
+
+// HasLatency reports whether the result carries latency percentiles.
+func (r Result) HasLatency() bool { return r.P99 > 0 }
 
 // Op is one operation of client c; i counts that client's operations.
 type Op func(ctx context.Context, c, i int) error
@@ -99,19 +122,9 @@ func Run(ctx context.Context, name string, clients int, d time.Duration, ops int
 		}()
 	}
 	wg.Wait()
-	r := Result{Name: name, Clients: clients, Ops: int64(len(all)), Errors: failures, Elapsed: time.Since(start)}
-	slices.Sort(all)
-	r.P50, r.P90, r.P99 = percentile(all, 0.50), percentile(all, 0.90), percentile(all, 0.99)
+	r := Result{Name: name, Clients: clients, Ops: int64(len(all)), Errors: failures, Elapsed: time.Since(start), Samples: all}
+	r.P50, r.P90, r.P99 = Percentiles(all)
 	return r, firstErr
-}
-
-// percentile returns the q-quantile of sorted (nearest rank).
-func percentile(sorted []time.Duration, q float64) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	i := int(q*float64(len(sorted))+0.5) - 1
-	return sorted[min(max(i, 0), len(sorted)-1)]
 }
 
 // ended reports whether ctx is done or past its deadline (an RPC can see

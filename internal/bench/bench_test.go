@@ -55,3 +55,82 @@ func TestRunReportsErrors(t *testing.T) {
 		t.Fatalf("ops %d errors %d", r.Ops, r.Errors)
 	}
 }
+
+func TestPercentileNearestRank(t *testing.T) {
+	ds := func(xs ...int) []time.Duration {
+		out := make([]time.Duration, len(xs))
+		for i, x := range xs {
+			out[i] = time.Duration(x)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		sorted []time.Duration
+		q      float64
+		want   time.Duration
+	}{
+		{ds(7), 0.5, 7},
+		{ds(7), 0.99, 7},
+		{ds(1, 2), 0.5, 1},
+		{ds(1, 2, 3), 0.5, 2},
+		{ds(1, 2, 3, 4, 5, 6), 0.9, 6}, // rank ceil(5.4) = 6
+		{ds(1, 2, 3, 4, 5, 6, 7, 8, 9, 10), 0.9, 9},
+		{ds(1, 2, 3), 0.99, 3}, // few samples: the p99 is the maximum
+		{ds(1, 2, 3, 4, 5), 0, 1},
+	} {
+		if got := percentile(tc.sorted, tc.q); got != tc.want {
+			t.Errorf("percentile(%v, %v) = %v, want %v", tc.sorted, tc.q, got, tc.want)
+		}
+	}
+}
+
+func TestSummarizeSortsACopy(t *testing.T) {
+	samples := []time.Duration{30, 10, 20}
+	r := Summarize("s", 1, samples, 2)
+	if r.P50 != 20 || r.P90 != 30 || r.P99 != 30 || r.Ops != 3 || r.Errors != 2 || r.Elapsed != 0 {
+		t.Fatalf("%+v", r)
+	}
+	if samples[0] != 30 {
+		t.Error("Summarize reordered its input")
+	}
+	if r.OpsPerSec() != 0 || !r.HasLatency() {
+		t.Errorf("a distribution has latencies and no throughput: %+v", r)
+	}
+}
+
+func TestMerge(t *testing.T) {
+	a := Result{Name: "w", Clients: 2, Ops: 2, Errors: 1, Elapsed: time.Second, Samples: []time.Duration{1, 2}}
+	b := Result{Name: "w", Clients: 2, Ops: 3, Elapsed: time.Second, Samples: []time.Duration{100, 101, 102}}
+	m := Merge(a, b)
+	if m.Ops != 5 || m.Errors != 1 || m.Elapsed != 2*time.Second || m.Clients != 2 || m.Name != "w" {
+		t.Fatalf("%+v", m)
+	}
+	// Percentiles of all samples together, not an average of the parts'.
+	if m.P50 != 100 || m.P99 != 102 {
+		t.Fatalf("p50 %v p99 %v", m.P50, m.P99)
+	}
+	if m.OpsPerSec() != 2.5 {
+		t.Fatalf("ops/s %v", m.OpsPerSec())
+	}
+}
+
+func TestMedian(t *testing.T) {
+	for _, tc := range []struct {
+		xs   []float64
+		want float64
+	}{{nil, 0}, {[]float64{5}, 5}, {[]float64{3, 1, 2}, 2}, {[]float64{4, 1, 3, 2}, 2.5}} {
+		if got := Median(tc.xs); got != tc.want {
+			t.Errorf("Median(%v) = %v, want %v", tc.xs, got, tc.want)
+		}
+	}
+}
+
+func TestRunKeepsSamples(t *testing.T) {
+	r, err := Run(context.Background(), "s", 2, time.Minute, 10, func(context.Context, int, int) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Samples) != 10 {
+		t.Fatalf("%d samples for 10 ops", len(r.Samples))
+	}
+}

@@ -3,6 +3,7 @@ package benchcmd
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -13,38 +14,27 @@ import (
 func newMetaCmd(c *common) *cobra.Command {
 	return &cobra.Command{
 		Use:   "meta",
-		Short: "Namespace operations: create+delete and stat, for each --clients value",
+		Short: "Namespace operations: create, create+delete (unlocked and locked directory) and stat, for each --clients value",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := c.validate(); err != nil {
-				return err
-			}
-			addr, stop, err := c.target()
-			if err != nil {
-				return err
-			}
-			defer stop()
-			results, err := runMeta(cmd.Context(), c, addr)
-			if err != nil {
-				return err
-			}
-			return c.report(results)
-		},
+		RunE:  c.command(noValidation, runMeta),
 	}
 }
 
+const lockedRatioNote = "throughput of create+delete in a directory locked by the creating client's session, over the same in an unlocked directory, measured alternately in halves of --duration (1.00x: the lock check is free)"
+
 // runMeta measures, for each client count: creates of new files (in a
 // directory per client), create+delete pairs (one op is a create and a
-// delete of the same file) and stat of an existing file. Every client has its own connection and
-// session.
-func runMeta(ctx context.Context, c *common, addr string) ([]bench.Result, error) {
+// delete of the same file) in an unlocked directory and then in a
+// directory the client has locked, and stat of an existing file. Every
+// client has its own connection and session.
+func runMeta(ctx context.Context, c *common, cl *cluster) ([]bench.Result, error) {
 	var results []bench.Result
 	for _, n := range c.clients {
-		clients, err := dialN(ctx, addr, n)
+		clients, err := dialN(ctx, cl.addr, n)
 		if err != nil {
 			return nil, err
 		}
-		root := fmt.Sprintf("/bfsbench/meta-%d", n)
+		root := fmt.Sprintf("%s/meta/%d", c.root(), n)
 		rs, err := metaRound(ctx, c, clients, root)
 		closeAll(clients)
 		if err != nil {
@@ -60,43 +50,112 @@ func metaRound(ctx context.Context, c *common, clients []*sdk.Client, root strin
 		if err := cl.MkdirAll(ctx, fmt.Sprintf("%s/c%d", root, i), 0o755); err != nil {
 			return nil, err
 		}
+		// u<i> and l<i> start alike (empty), for a fair comparison.
+		for _, d := range []string{"u", "l"} {
+			if err := cl.MkdirAll(ctx, fmt.Sprintf("%s/%s%d", root, d, i), 0o755); err != nil {
+				return nil, err
+			}
+		}
 		if err := cl.Touch(ctx, fmt.Sprintf("%s/c%d/stat-me", root, i), sdk.Overwrite()); err != nil {
 			return nil, err
 		}
 	}
-	fmt.Fprintf(c.stderr, "create with %d clients for %v...\n", len(clients), c.duration)
-	cr, err := bench.Run(ctx, "create", len(clients), c.duration, 0, func(ctx context.Context, ci, i int) error {
+	n := len(clients)
+	cr, err := c.closedLoop(ctx, "create", n, func(ctx context.Context, ci, i int) error {
 		return clients[ci].Touch(ctx, fmt.Sprintf("%s/c%d/new%d", root, ci, i))
 	})
 	if err != nil {
-		return nil, fmt.Errorf("create: %w", err)
+		return nil, err
 	}
-	fmt.Fprintf(c.stderr, "create+delete with %d clients for %v...\n", len(clients), c.duration)
-	cd, err := bench.Run(ctx, "create+delete", len(clients), c.duration, 0, func(ctx context.Context, ci, i int) error {
-		p := fmt.Sprintf("%s/c%d/f%d", root, ci, i)
-		if err := clients[ci].Touch(ctx, p); err != nil {
-			return err
-		}
-		return clients[ci].Remove(ctx, p)
-	})
+	cd, cdl, err := createDeleteLockedVsUnlocked(ctx, c, clients, root)
 	if err != nil {
-		return nil, fmt.Errorf("create+delete: %w", err)
+		return nil, err
 	}
-	fmt.Fprintf(c.stderr, "stat with %d clients for %v...\n", len(clients), c.duration)
-	st, err := bench.Run(ctx, "stat", len(clients), c.duration, 0, func(ctx context.Context, ci, _ int) error {
+	st, err := c.closedLoop(ctx, "stat", n, func(ctx context.Context, ci, _ int) error {
 		_, err := clients[ci].Stat(ctx, fmt.Sprintf("%s/c%d/stat-me", root, ci))
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("stat: %w", err)
+		return nil, err
 	}
-	return []bench.Result{cr, cd, st}, nil
+	ratio := bench.Result{Name: "locked/unlocked create+delete", Clients: n, Unit: "x", Note: lockedRatioNote}
+	if u := cd.OpsPerSec(); u > 0 {
+		ratio.Value = cdl.OpsPerSec() / u
+	}
+	return []bench.Result{cr, cd, cdl, ratio, st}, nil
 }
 
-func dialN(ctx context.Context, addr string, n int) ([]*sdk.Client, error) {
+// createDeleteLockedVsUnlocked measures create+delete with every client
+// in its own unlocked directory, and in its own directory that its session
+// has locked (so each mutation passes the lock check as the holder). The
+// two alternate in halves of --duration (unlocked, locked, unlocked,
+// locked), so that drift in the nameserver (Pebble flushes and
+// compactions as the run goes on) does not favor either.
+func createDeleteLockedVsUnlocked(ctx context.Context, c *common, clients []*sdk.Client, root string) (unlocked, locked bench.Result, err error) {
+	locks := make([]*sdk.Lock, 0, len(clients))
+	defer func() {
+		for _, l := range locks {
+			l.Unlock(context.WithoutCancel(ctx))
+		}
+	}()
+	for i, cl := range clients {
+		l, err := cl.LockDir(ctx, fmt.Sprintf("%s/l%d", root, i))
+		if err != nil {
+			return unlocked, locked, err
+		}
+		locks = append(locks, l)
+	}
+	n, half := len(clients), c.duration/2
+	var us, ls []bench.Result
+	for round := range 2 {
+		// Distinct names per round: a file of an interrupted op may be left.
+		u, err := c.closedLoopFor(ctx, "create+delete", n, half, createDelete(clients, root+fmt.Sprintf("/u%%d/r%d-f%%d", round)))
+		if err != nil {
+			return unlocked, locked, err
+		}
+		l, err := c.closedLoopFor(ctx, "create+delete (locked dir)", n, half, createDelete(clients, root+fmt.Sprintf("/l%%d/r%d-f%%d", round)))
+		if err != nil {
+			return unlocked, locked, err
+		}
+		us, ls = append(us, u), append(ls, l)
+	}
+	for _, l := range locks {
+		if l.Err() != nil {
+			return unlocked, locked, fmt.Errorf("create+delete (locked dir): lost %s during the run: %w", l.Path(), l.Err())
+		}
+	}
+	return bench.Merge(us...), bench.Merge(ls...), nil
+}
+
+// createDelete is the op creating and deleting pattern (client, op).
+func createDelete(clients []*sdk.Client, pattern string) bench.Op {
+	return func(ctx context.Context, ci, i int) error {
+		p := fmt.Sprintf(pattern, ci, i)
+		if err := clients[ci].Touch(ctx, p); err != nil {
+			return err
+		}
+		return clients[ci].Remove(ctx, p)
+	}
+}
+
+// closedLoop runs op from n clients for --duration, with progress.
+func (c *common) closedLoop(ctx context.Context, name string, n int, op bench.Op) (bench.Result, error) {
+	return c.closedLoopFor(ctx, name, n, c.duration, op)
+}
+
+func (c *common) closedLoopFor(ctx context.Context, name string, n int, d time.Duration, op bench.Op) (bench.Result, error) {
+	c.progressf("%s with %d clients for %v...", name, n, d)
+	r, err := bench.Run(ctx, name, n, d, 0, op)
+	if err != nil {
+		return r, fmt.Errorf("%s: %w", name, err)
+	}
+	return r, nil
+}
+
+func dialN(ctx context.Context, addr string, n int, opts ...sdk.Option) ([]*sdk.Client, error) {
 	out := make([]*sdk.Client, 0, n)
 	for range n {
-		cl, err := sdk.Dial(ctx, addr)
+		cl, err := sdk.Dial(ctx, addr, opts...)
 		if err != nil {
 			closeAll(out)
 			return nil, err

@@ -1,25 +1,19 @@
-// Package benchcmd is the command tree of bfsbench. Every subcommand either
-// starts what it measures (an in-process cluster on loopback, data in a
-// temporary directory, durable writes) or targets a running cluster with
-// --nameserver.
 package benchcmd
 
 import (
 	"context"
-	"encoding/csv"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"runtime/pprof"
-	"strconv"
-	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/bfs-go/bfs/internal/bench"
 	"github.com/bfs-go/bfs/internal/sandbox"
+	"github.com/bfs-go/bfs/sdk"
 )
 
 // Main runs bfsbench with args and returns the exit code.
@@ -33,6 +27,10 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// sandboxChunkservers is how many chunkservers a started cluster has: enough
+// for the default replication of 3.
+const sandboxChunkservers = 3
+
 // common are the flags every subcommand has.
 type common struct {
 	nameserver  string
@@ -41,12 +39,14 @@ type common struct {
 	csvPath     string
 	cpuProfile  string
 	profileFile *os.File
-	stdout      io.Writer
-	stderr      io.Writer
+	// started names this run in the namespace (see root).
+	started time.Time
+	stdout  io.Writer
+	stderr  io.Writer
 }
 
 func newRoot(stdout, stderr io.Writer) *cobra.Command {
-	c := &common{stdout: stdout, stderr: stderr}
+	c := &common{started: time.Now(), stdout: stdout, stderr: stderr}
 	root := &cobra.Command{
 		Use:           "bfsbench",
 		Short:         "Benchmarks of BFS-Go",
@@ -57,13 +57,14 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetErr(stderr)
 	pf := root.PersistentFlags()
 	pf.StringVar(&c.nameserver, "nameserver", "", "benchmark this running cluster instead of starting one")
-	pf.DurationVar(&c.duration, "duration", 5*time.Second, "how long each measurement runs")
-	pf.IntSliceVar(&c.clients, "clients", []int{1, 64}, "concurrent clients, one measurement per value")
+	pf.DurationVar(&c.duration, "duration", 5*time.Second, "how long each closed-loop measurement (meta, locks) runs")
+	pf.IntSliceVar(&c.clients, "clients", []int{1, 64}, "concurrent clients of meta and locks, one measurement per value")
 	pf.StringVar(&c.csvPath, "csv", "", "also write the results to this CSV file")
 	pf.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run (client and in-process cluster) to this file")
 	root.PersistentPreRunE = func(*cobra.Command, []string) error { return c.startProfile() }
 	root.PersistentPostRunE = func(*cobra.Command, []string) error { return c.stopProfile() }
-	root.AddCommand(newMetaCmd(c))
+	root.AddCommand(newMetaCmd(c), newLocksCmd(c), newIOCmd(c), newSealCmd(c), newFenceCmd(c),
+		newExpiryCmd(c), newAllCmd(c))
 	return root
 }
 
@@ -91,89 +92,150 @@ func (c *common) validate() error {
 	if c.duration <= 0 {
 		return fmt.Errorf("--duration must be positive, got %v", c.duration)
 	}
-	if len(c.clients) == 0 {
-		return fmt.Errorf("--clients needs at least one value")
+	return validateCounts("--clients", c.clients, 4096)
+}
+
+// validateCounts checks a list flag of counts: at least one value, each in
+// [1, limit].
+func validateCounts(flag string, ns []int, limit int) error {
+	if len(ns) == 0 {
+		return fmt.Errorf("%s needs at least one value", flag)
 	}
-	for _, n := range c.clients {
-		if n < 1 || n > 4096 {
-			return fmt.Errorf("--clients values must be in [1, 4096], got %d", n)
+	for _, n := range ns {
+		if n < 1 || n > limit {
+			return fmt.Errorf("%s values must be in [1, %d], got %d", flag, limit, n)
 		}
 	}
 	return nil
 }
 
-// target returns the nameserver to benchmark, starting a sandbox cluster
-// in a temporary directory unless --nameserver names one.
-func (c *common) target() (addr string, stop func(), err error) {
+// root is the directory this run works under, unique per run so that runs
+// against the same --nameserver do not collide.
+func (c *common) root() string {
+	return fmt.Sprintf("/bfsbench/%s-%d", c.started.UTC().Format("20060102T150405"), os.Getpid())
+}
+
+// progressf reports what the run is doing, on stderr.
+func (c *common) progressf(format string, args ...any) {
+	fmt.Fprintf(c.stderr, format+"\n", args...)
+}
+
+// cluster is what a subcommand measures: a nameserver address and, when
+// bfsbench started the cluster itself, the sandbox and its data directory.
+type cluster struct {
+	addr string
+	// dir is the sandbox's data directory; "" with --nameserver.
+	dir string
+	sb  *sandbox.Sandbox
+	// stop stops the sandbox and removes its data; it does nothing with
+	// --nameserver.
+	stop func()
+}
+
+// local reports whether bfsbench started the cluster (and so knows its
+// disk).
+func (cl *cluster) local() bool { return cl.sb != nil }
+
+// target returns the cluster to benchmark, starting a sandbox (a nameserver
+// and three chunkservers on loopback, data in a fresh temporary directory,
+// durable writes as configured by default) unless --nameserver names one.
+func (c *common) target(ctx context.Context) (*cluster, error) {
 	if c.nameserver != "" {
-		return c.nameserver, func() {}, nil
+		return &cluster{addr: c.nameserver, stop: func() {}}, nil
 	}
 	dir, err := os.MkdirTemp("", "bfsbench-")
 	if err != nil {
-		return "", nil, err
+		return nil, err
 	}
-	sb, err := sandbox.Start(sandbox.Config{Dir: dir})
+	sb, err := sandbox.Start(sandbox.Config{Dir: dir, Chunkservers: sandboxChunkservers})
 	if err != nil {
 		os.RemoveAll(dir)
-		return "", nil, err
+		return nil, err
 	}
-	fmt.Fprintf(c.stderr, "started a cluster in %s (nameserver %s)\n", dir, sb.NameServerAddr)
-	return sb.NameServerAddr, func() {
+	cl := &cluster{addr: sb.NameServerAddr, dir: dir, sb: sb, stop: func() {
 		if err := sb.Close(); err != nil {
-			fmt.Fprintf(c.stderr, "stopping the cluster: %v\n", err)
+			c.progressf("stopping the cluster: %v", err)
 		}
 		os.RemoveAll(dir)
-	}, nil
+	}}
+	if err := waitChunkservers(ctx, sb, sandboxChunkservers); err != nil {
+		cl.stop()
+		return nil, err
+	}
+	c.progressf("started a cluster in %s (nameserver %s, chunkservers %v)", dir, sb.NameServerAddr, sb.ChunkserverAddrs())
+	return cl, nil
 }
 
-// report prints results as a table, and as CSV with --csv. base maps a
-// workload name to its one-client throughput, for the speedup column.
-func (c *common) report(results []bench.Result) error {
-	base := map[string]float64{}
-	for _, r := range results {
-		if r.Clients == 1 {
-			base[r.Name] = r.OpsPerSec()
+// waitChunkservers waits until the nameserver counts n live chunkservers.
+// sandbox.Start returns once they serve, not once they have registered,
+// and a block allocated before then fails ("not enough live
+// chunkservers"). The nameserver offers nothing to wait on, so this polls.
+func waitChunkservers(ctx context.Context, sb *sandbox.Sandbox, n int) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for sb.NameServer().LiveChunkservers() < n {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %d chunkservers to register (%d did): %w", n, sb.NameServer().LiveChunkservers(), ctx.Err())
+		case <-tick.C:
 		}
 	}
-	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "workload\tclients\tops/s\tp50\tp90\tp99\tvs 1 client\terrors\t")
-	for _, r := range results {
-		speedup := "-"
-		if b := base[r.Name]; b > 0 {
-			speedup = fmt.Sprintf("%.1fx", r.OpsPerSec()/b)
-		}
-		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%s\t%s\t%s\t%s\t%d\t\n", r.Name, r.Clients, r.OpsPerSec(),
-			ms(r.P50), ms(r.P90), ms(r.P99), speedup, r.Errors)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	if c.csvPath == "" {
-		return nil
-	}
-	return writeCSV(c.csvPath, results)
+	return nil
 }
 
-func ms(d time.Duration) string {
-	return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 3, 64) + "ms"
-}
+// runFunc measures one benchmark against a cluster.
+type runFunc func(ctx context.Context, c *common, cl *cluster) ([]bench.Result, error)
 
-func writeCSV(path string, results []bench.Result) error {
-	f, err := os.Create(path)
+// measure validates the flags, starts (or targets) the cluster, runs the
+// benchmark and stops the cluster again.
+func (c *common) measure(ctx context.Context, validate func() error, run runFunc) ([]bench.Result, error) {
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	if err := validate(); err != nil {
+		return nil, err
+	}
+	cl, err := c.target(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	w := csv.NewWriter(f)
-	w.Write([]string{"workload", "clients", "ops", "errors", "elapsed_s", "ops_per_s", "p50_ms", "p90_ms", "p99_ms"})
-	for _, r := range results {
-		w.Write([]string{r.Name, strconv.Itoa(r.Clients), strconv.FormatInt(r.Ops, 10), strconv.FormatInt(r.Errors, 10),
-			fmt.Sprintf("%.3f", r.Elapsed.Seconds()), fmt.Sprintf("%.1f", r.OpsPerSec()),
-			strings.TrimSuffix(ms(r.P50), "ms"), strings.TrimSuffix(ms(r.P90), "ms"), strings.TrimSuffix(ms(r.P99), "ms")})
-	}
-	w.Flush()
-	if err := w.Error(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	defer cl.stop()
+	defer c.cleanUp(ctx, cl)
+	return run(ctx, c, cl)
 }
+
+// cleanUp removes what the run left in a cluster it did not start (a
+// started one goes away whole). Not measured; failures are only reported.
+func (c *common) cleanUp(ctx context.Context, cl *cluster) {
+	if cl.local() {
+		return
+	}
+	ctx = context.WithoutCancel(ctx)
+	client, err := sdk.Dial(ctx, cl.addr)
+	if err == nil {
+		defer client.Close()
+		err = client.RemoveDir(ctx, c.root(), true)
+	}
+	if err != nil && !errors.Is(err, sdk.ErrNotFound) {
+		c.progressf("removing %s: %v", c.root(), err)
+	}
+}
+
+// command is the RunE of a single-benchmark subcommand: measure, then
+// print the table (and the CSV).
+func (c *common) command(validate func() error, run runFunc) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, _ []string) error {
+		results, err := c.measure(cmd.Context(), validate, run)
+		if err != nil {
+			return err
+		}
+		if err := c.printTable(results); err != nil {
+			return err
+		}
+		return c.writeCSV(results)
+	}
+}
+
+func noValidation() error { return nil }

@@ -1,0 +1,242 @@
+package benchcmd
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/bfs-go/bfs/internal/sandbox"
+	"github.com/bfs-go/bfs/sdk"
+)
+
+// These tests run every benchmark with tiny parameters against an
+// in-process cluster. They check that the measurements happen and are
+// reported (the rows, no errors, figures that are positive), never how
+// fast anything is.
+
+// run runs bfsbench with args and --csv, and returns stdout and the CSV
+// records by workload and param.
+func run(t *testing.T, args ...string) (string, map[string][]string) {
+	t.Helper()
+	csvPath := filepath.Join(t.TempDir(), "out.csv")
+	var stdout, stderr bytes.Buffer
+	code := Main(context.Background(), append(args, "--csv", csvPath), &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("bfsbench %v: exit %d\nstdout:\n%s\nstderr:\n%s", args, code, stdout.String(), stderr.String())
+	}
+	f, err := os.Open(csvPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	records, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(records) == 0 || strings.Join(records[0], ",") != strings.Join(csvHeader, ",") {
+		t.Fatalf("CSV header %v", records)
+	}
+	rows := map[string][]string{}
+	for _, rec := range records[1:] {
+		rows[rec[0]+"|"+rec[1]+"|"+rec[9]] = rec
+	}
+	return stdout.String(), rows
+}
+
+// want checks the row of workload name with clients and param: no errors,
+// and a positive figure in column col (by CSV header name).
+func want(t *testing.T, rows map[string][]string, name, clients, param string, cols ...string) {
+	t.Helper()
+	rec, ok := rows[name+"|"+clients+"|"+param]
+	if !ok {
+		t.Errorf("no row %q clients %s param %q; have %v", name, clients, param, keys(rows))
+		return
+	}
+	if rec[3] != "0" {
+		t.Errorf("row %s %s %s: %s errors", name, clients, param, rec[3])
+	}
+	for _, col := range cols {
+		i := indexOf(csvHeader, col)
+		if v, err := strconv.ParseFloat(rec[i], 64); err != nil || v <= 0 {
+			t.Errorf("row %s %s %s: %s = %q, want > 0", name, clients, param, col, rec[i])
+		}
+	}
+}
+
+func keys(m map[string][]string) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+func indexOf(xs []string, x string) int {
+	for i, y := range xs {
+		if y == x {
+			return i
+		}
+	}
+	panic(x)
+}
+
+func TestMeta(t *testing.T) {
+	t.Parallel()
+	out, rows := run(t, "meta", "--clients", "1,2", "--duration", "200ms")
+	for _, n := range []string{"1", "2"} {
+		for _, name := range []string{"create", "create+delete", "create+delete (locked dir)", "stat"} {
+			want(t, rows, name, n, "", "ops_per_s", "p50_ms", "p99_ms")
+		}
+		want(t, rows, "locked/unlocked create+delete", n, "", "value")
+	}
+	if !strings.Contains(out, "locked/unlocked create+delete") || !strings.Contains(out, "vs 1 client") {
+		t.Errorf("table:\n%s", out)
+	}
+}
+
+func TestLocks(t *testing.T) {
+	t.Parallel()
+	_, rows := run(t, "locks", "--clients", "1,2", "--duration", "200ms")
+	want(t, rows, "lock+unlock", "1", "", "ops_per_s", "p50_ms", "p90_ms", "p99_ms")
+	want(t, rows, "lock+unlock", "2", "", "ops_per_s", "p50_ms", "p90_ms", "p99_ms")
+}
+
+func TestIO(t *testing.T) {
+	t.Parallel()
+	out, rows := run(t, "io", "--size", "2MiB", "--trials", "2")
+	for _, p := range []string{"trial 1", "trial 2", "median"} {
+		for _, name := range []string{"raw write", "raw read", "put", "get"} {
+			want(t, rows, name, "1", p, "value")
+		}
+	}
+	want(t, rows, "put / (raw write / 3)", "1", "median", "value")
+	want(t, rows, "get / raw read", "1", "median", "value")
+	if canDropCache && strings.Contains(out, "did not work") {
+		t.Errorf("page cache drop failed:\n%s", out)
+	}
+}
+
+func TestSeal(t *testing.T) {
+	t.Parallel()
+	_, rows := run(t, "seal", "--blocks", "3")
+	want(t, rows, "seal→closed", "1", "", "p50_ms", "p99_ms")
+	want(t, rows, "seal RPC", "1", "", "p50_ms", "p99_ms")
+	if n := rows["seal RPC|1|"][2]; n != "9" {
+		t.Errorf("%s seal RPCs for 3 blocks of 3 replicas", n)
+	}
+}
+
+func TestFence(t *testing.T) {
+	t.Parallel()
+	_, rows := run(t, "fence", "--files", "1,3", "--trials", "2", "--parallel", "2")
+	for _, p := range []string{"files=1", "files=3"} {
+		want(t, rows, "fence", "1", p, "p50_ms", "p99_ms")
+		want(t, rows, "holder told", "1", p, "p50_ms")
+		if n := rows["fence|1|"+p][2]; n != "2" {
+			t.Errorf("%s: %s fences, want 2", p, n)
+		}
+	}
+}
+
+func TestExpiry(t *testing.T) {
+	t.Parallel()
+	out, rows := run(t, "expiry", "--ttl", "1s", "--trials", "1")
+	want(t, rows, "expiry hand-over", "1", "ttl=1s", "p50_ms")
+	// The hand-over cannot come before the TTL: the overshoot is positive.
+	want(t, rows, "expiry overshoot", "1", "ttl=1s", "p50_ms")
+	if !strings.Contains(out, "target ≤ 1s") {
+		t.Errorf("no verdict against the target:\n%s", out)
+	}
+}
+
+func TestAll(t *testing.T) {
+	t.Parallel()
+	out, rows := run(t, "all", "--clients", "1", "--duration", "100ms", "--io-size", "1MiB", "--io-trials", "1",
+		"--seal-blocks", "1", "--fence-files", "2", "--fence-trials", "1", "--expiry-ttl", "1s", "--expiry-trials", "1")
+	for _, s := range []string{"meta", "locks", "io", "seal", "fence", "expiry"} {
+		if !strings.Contains(out, "== "+s+" (") {
+			t.Errorf("no %s table in:\n%s", s, out)
+		}
+	}
+	want(t, rows, "create+delete", "1", "", "ops_per_s")
+	want(t, rows, "lock+unlock", "1", "", "ops_per_s")
+	want(t, rows, "put", "1", "median", "value")
+	want(t, rows, "seal→closed", "1", "", "p50_ms")
+	want(t, rows, "fence", "1", "files=2", "p50_ms")
+	want(t, rows, "expiry hand-over", "1", "ttl=1s", "p50_ms")
+}
+
+// Bad flags fail with a clear message before any cluster starts.
+func TestBadFlags(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"io", "--size", "-1MiB"}, "negative"},
+		{[]string{"io", "--size", "12XB"}, "invalid size"},
+		{[]string{"io", "--size", "0"}, "--size must be positive"},
+		{[]string{"io", "--trials", "-1"}, "--trials must be at least 1"},
+		{[]string{"io", "--replication", "0"}, "--replication must be at least 1"},
+		{[]string{"seal", "--blocks", "-3"}, "--blocks must be at least 1"},
+		{[]string{"fence", "--files", "1,0"}, "--files values must be in"},
+		{[]string{"fence", "--trials", "-2"}, "--trials must be at least 1"},
+		{[]string{"expiry", "--ttl", "-1s"}, "--ttl must be positive"},
+		{[]string{"locks", "--clients", "0"}, "--clients values must be in"},
+		{[]string{"meta", "--duration", "-1s"}, "--duration must be positive"},
+		{[]string{"all", "--fence-trials", "-1"}, "--fence-trials must be at least 1"},
+		{[]string{"all", "--io-size", "1.5"}, "not a whole number of bytes"},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := Main(context.Background(), tc.args, &stdout, &stderr); code == 0 {
+			t.Errorf("%v: exit 0", tc.args)
+		}
+		if !strings.Contains(stderr.String(), tc.msg) || strings.Contains(stderr.String(), "started a cluster") {
+			t.Errorf("%v: stderr %q, want %q and no cluster", tc.args, stderr.String(), tc.msg)
+		}
+	}
+}
+
+// With --nameserver the suite runs against a cluster it did not start, says
+// that the raw disk is not the cluster's, and leaves nothing behind.
+func TestAgainstRunningCluster(t *testing.T) {
+	t.Parallel()
+	sb, err := sandbox.Start(sandbox.Config{Dir: t.TempDir(), Chunkservers: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := sb.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	if err := waitChunkservers(context.Background(), sb, 3); err != nil {
+		t.Fatal(err)
+	}
+	out, rows := run(t, "all", "--nameserver", sb.NameServerAddr, "--clients", "1", "--duration", "100ms",
+		"--io-size", "1MiB", "--io-trials", "1", "--seal-blocks", "1", "--fence-files", "1", "--fence-trials", "1",
+		"--expiry-ttl", "1s", "--expiry-trials", "1")
+	want(t, rows, "put", "1", "median", "value")
+	want(t, rows, "fence", "1", "files=1", "p50_ms")
+	if !strings.Contains(out, "not the cluster's disks") || strings.Contains(out, "started a cluster") {
+		t.Errorf("the io notes should say the raw figures are of this host:\n%s", out)
+	}
+	ctx := context.Background()
+	cl, err := sdk.Dial(ctx, sb.NameServerAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	left, err := cl.List(ctx, "/bfsbench")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) != 0 {
+		t.Errorf("left behind: %v", left[0].Path)
+	}
+}

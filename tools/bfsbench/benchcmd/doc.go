@@ -1,0 +1,44 @@
+// Package benchcmd is the command tree of bfsbench, the benchmarks of
+// SPEC §8. Every subcommand either starts what it measures (an in-process
+// sandbox: a nameserver and three chunkservers on loopback, data in a fresh
+// temporary directory, durable writes as by default) or targets a running
+// cluster with --nameserver, prints progress on stderr, and reports through
+// one table format (and --csv).
+//
+// What each number is, exactly:
+//
+//   - meta: closed-loop creates, create+delete pairs and stats; each client
+//     has its own connection, session and directory. create+delete is
+//     measured in an empty unlocked directory and in an empty directory the
+//     client's session has locked, alternating in halves of --duration, and
+//     reported with their throughput ratio.
+//   - locks: closed-loop SDK LockDir + Lock.Unlock cycles, each client on its
+//     own directory with its own session.
+//   - io: one file of --size put (SDK Create, 1 MiB writes, Close) and got
+//     (Open, 1 MiB reads, verified), per trial, next to a raw Go loop on the
+//     same disk: 1 MiB writes and one fdatasync at the end (a put syncs each
+//     replica once, with its last packet), then the file read back after
+//     posix_fadvise(DONTNEED) dropped it from the page cache (checked with
+//     mincore). The chunkservers' files are dropped too before the get. The
+//     ratios are put / (raw write / replication) and get / raw read.
+//   - seal: per block, 64 KiB written and synced, then a 256 KiB packet
+//     written and not synced; the chunkserver Seal RPC is sent to every
+//     replica at once, as the nameserver's closer does, and the time until
+//     the nameserver has BlockReceived from all of them and has committed
+//     the close is observed with FinishFile(wait), which the nameserver
+//     answers on that event. Each Seal RPC's round trip is reported too.
+//   - fence: a holder locks a directory and opens K files in it (3 replicas
+//     each, 4 KiB synced and a 256 KiB packet unsynced); a master's
+//     UnlockDir(Force, WaitUnlocked) is timed until it answers UNLOCKED, and
+//     the time until the holder's Lock.Done closes is reported too.
+//   - expiry: a holder opens a session with raw RPCs, locks a directory,
+//     sends one last KeepAlive and goes silent; a second client blocked in
+//     LockDir(WaitForLock) is timed from just before that KeepAlive until it
+//     holds the lock, against the target TTL + 1s.
+//   - all: each of the above on a fresh cluster, with defaults sized for
+//     under five minutes on two cores.
+//
+// Every benchmark checks what it measured (file sizes, bytes read back, the
+// fenced writer refused, epochs) and reports failures as errors rather than
+// as fast results.
+package benchcmd
