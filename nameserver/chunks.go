@@ -2,6 +2,7 @@ package nameserver
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/golang/glog"
@@ -18,6 +19,7 @@ func (s *Server) Register(_ context.Context, req *bfspb.RegisterRequest) (*bfspb
 	}
 	id := s.blocks.Register(req.Address, req.UsedBytes, s.cfg.Clock.Now())
 	glog.Infof("chunkserver %s registered as %d", req.Address, id)
+	s.closer.registered()
 	return &bfspb.RegisterResponse{
 		ChunkserverId:       int64(id),
 		HeartbeatIntervalMs: s.cfg.HeartbeatInterval.Milliseconds(),
@@ -27,7 +29,7 @@ func (s *Server) Register(_ context.Context, req *bfspb.RegisterRequest) (*bfspb
 
 // HeartBeat keeps a chunkserver alive.
 func (s *Server) HeartBeat(_ context.Context, req *bfspb.HeartBeatRequest) (*bfspb.HeartBeatResponse, error) {
-	if !s.blocks.Heartbeat(blockmap.ServerID(req.ChunkserverId), req.UsedBytes, s.cfg.Clock.Now()) {
+	if !s.blocks.Heartbeat(blockmap.ServerID(req.ChunkserverId), req.Address, req.UsedBytes, s.cfg.Clock.Now()) {
 		return &bfspb.HeartBeatResponse{Status: bfspb.StatusCode_UNAVAILABLE, Reregister: true,
 			Message: "unknown chunkserver: register again"}, nil
 	}
@@ -46,11 +48,21 @@ func (s *Server) BlockReport(_ context.Context, req *bfspb.BlockReportRequest) (
 		}
 		replicas[blockmap.BlockID(b.BlockId)] = replicaOf(b)
 	}
-	addr, ok := s.blocks.Report(blockmap.ServerID(req.ChunkserverId), replicas, s.cfg.Clock.Now())
-	if !ok {
+	addr := req.Address
+	if !s.blocks.Report(blockmap.ServerID(req.ChunkserverId), addr, replicas, s.cfg.Clock.Now()) {
 		return &bfspb.BlockReportResponse{Status: bfspb.StatusCode_UNAVAILABLE, Message: "unknown chunkserver: register again"}, nil
 	}
 	s.noteSealed(addr, req.Blocks)
+	// Sealed replicas were reconciled when they reported BlockReceived;
+	// an unsealed one may belong to a file closed while its chunkserver
+	// was away.
+	var unsealed []*bfspb.ReportedBlock
+	for _, b := range req.Blocks {
+		if !b.Sealed && !slices.Contains(resp.Obsolete, b.BlockId) {
+			unsealed = append(unsealed, b)
+		}
+	}
+	s.reconcile(addr, unsealed)
 	return resp, nil
 }
 
@@ -60,12 +72,51 @@ func (s *Server) BlockReceived(_ context.Context, req *bfspb.BlockReceivedReques
 	for _, b := range req.Blocks {
 		replicas[blockmap.BlockID(b.BlockId)] = replicaOf(b)
 	}
-	addr, ok := s.blocks.Received(blockmap.ServerID(req.ChunkserverId), replicas)
-	if !ok {
+	addr := req.Address
+	if !s.blocks.Received(blockmap.ServerID(req.ChunkserverId), addr, replicas) {
 		return &bfspb.BlockReceivedResponse{Status: bfspb.StatusCode_UNAVAILABLE, Message: "unknown chunkserver: register again"}, nil
 	}
 	s.noteSealed(addr, req.Blocks)
+	s.reconcile(addr, req.Blocks)
 	return &bfspb.BlockReceivedResponse{}, nil
+}
+
+// reconcile brings replicas of closed files in line with the length the
+// close agreed on. A replica that missed the close (its chunkserver was
+// away, or the writer dropped it) is sealed; a sealed one longer than the
+// agreed length is truncated to it; one shorter lacks bytes the file has
+// and is deleted. Blocks of files still open are the closer's business.
+func (s *Server) reconcile(addr string, blocks []*bfspb.ReportedBlock) {
+	for _, rb := range blocks {
+		if s.closer.isOpen(rb.BlockId) {
+			continue
+		}
+		entry, err := s.ns.BlockOwner(rb.BlockId)
+		if err != nil {
+			continue // gone: the block report marks it obsolete
+		}
+		_, info, err := s.ns.PathOf(entry)
+		if err != nil || info.WriterSession != "" {
+			continue
+		}
+		i := slices.IndexFunc(info.Blocks, func(b *bfspb.BlockMeta) bool { return b.Id == rb.BlockId })
+		if i < 0 {
+			continue
+		}
+		id, size := rb.BlockId, info.Blocks[i].Size
+		switch {
+		case !rb.Sealed:
+			glog.Infof("block %d on %s missed the close of its file: sealing it", id, addr)
+			s.closer.goRun(func() { s.closer.sealOnce(addr, id) }) // BlockReceived follows
+		case rb.Size > size:
+			glog.Infof("block %d on %s has %d bytes, the file %d: truncating it", id, addr, rb.Size, size)
+			s.closer.goRun(func() { s.closer.truncate(addr, id, size) })
+		case rb.Size < size:
+			glog.Warningf("block %d on %s has %d bytes, fewer than the file's %d: deleting the stale replica", id, addr, rb.Size, size)
+			s.blocks.DropReplica(blockmap.BlockID(id), addr)
+			s.deleteReplicas(addr, []int64{id})
+		}
+	}
 }
 
 func (s *Server) noteSealed(addr string, blocks []*bfspb.ReportedBlock) {
@@ -116,18 +167,24 @@ func (s *Server) dropBlocks(blocks []*bfspb.BlockMeta) {
 		s.blocks.Forget(blockmap.BlockID(b.Id))
 	}
 	for addr, ids := range byAddr {
-		s.closer.goRun(func() {
-			cl, err := s.chunkserver(addr)
-			if err != nil {
-				return
-			}
-			ctx, cancel := context.WithTimeout(s.closer.ctx, 10*time.Second)
-			defer cancel()
-			if _, err := cl.DeleteBlocks(ctx, &bfspb.DeleteBlocksRequest{BlockIds: ids}); err != nil {
-				glog.V(1).Infof("delete %d blocks on %s: %v", len(ids), addr, err)
-			}
-		})
+		s.deleteReplicas(addr, ids)
 	}
+}
+
+// deleteReplicas tells the chunkserver at addr to delete replicas. Best
+// effort: block reports catch whatever this misses.
+func (s *Server) deleteReplicas(addr string, ids []int64) {
+	s.closer.goRun(func() {
+		cl, err := s.chunkserver(addr)
+		if err != nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(s.closer.ctx, 10*time.Second)
+		defer cancel()
+		if _, err := cl.DeleteBlocks(ctx, &bfspb.DeleteBlocksRequest{BlockIds: ids}); err != nil {
+			glog.V(1).Infof("delete %d blocks on %s: %v", len(ids), addr, err)
+		}
+	})
 }
 
 // LiveChunkservers returns how many chunkservers are registered and alive.

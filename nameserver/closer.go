@@ -43,6 +43,9 @@ type closer struct {
 		// write to the file's entry id, so reports of sealed replicas find
 		// their file without reading the namespace.
 		openBlocks map[int64]uint64
+		// registered is closed (and replaced) whenever a chunkserver
+		// registers, waking seals that wait for a dead one to return.
+		registered chan struct{}
 	}
 }
 
@@ -53,6 +56,8 @@ type closing struct {
 	synced   int64 // bytes the writer synced: the agreed length keeps them
 	writeSet []string
 	// reports holds the sealed length each write-set replica reported.
+	// Once finishing is set, reports and writeSet no longer change, so
+	// finalize reads them without the lock.
 	reports   map[string]int64
 	sealing   bool
 	finishing bool
@@ -67,7 +72,17 @@ func newCloser(s *Server) *closer {
 	c := &closer{s: s, sem: make(chan struct{}, s.cfg.SealConcurrency), ctx: ctx, cancel: cancel}
 	c.mu.files = make(map[uint64]*closing)
 	c.mu.openBlocks = make(map[int64]uint64)
+	c.mu.registered = make(chan struct{})
 	return c
+}
+
+// registered wakes the seals waiting for a chunkserver to come back: one
+// has (re)registered.
+func (c *closer) registered() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	close(c.mu.registered)
+	c.mu.registered = make(chan struct{})
 }
 
 // stop cancels the closer's work and waits for its goroutines.
@@ -113,6 +128,15 @@ func (c *closer) noteOpenBlocks(entry uint64, info *bfspb.FileInfo) {
 	for _, b := range info.Blocks {
 		c.mu.openBlocks[b.Id] = entry
 	}
+}
+
+// isOpen reports whether block belongs to a file the closer knows is open
+// for write.
+func (c *closer) isOpen(block int64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.mu.openBlocks[block]
+	return ok
 }
 
 // closedFile stands for a file that is closed or gone already.
@@ -203,7 +227,7 @@ func (c *closer) received(addr string, block int64, size int64) {
 		}
 		return
 	}
-	if slices.Contains(f.writeSet, addr) {
+	if !f.finishing && slices.Contains(f.writeSet, addr) {
 		f.reports[addr] = size
 	}
 	ready := c.readyLocked(f)
@@ -221,7 +245,7 @@ func (c *closer) dropReplicas(entry uint64, dropped []string) {
 	}
 	c.mu.Lock()
 	f := c.mu.files[entry]
-	if f == nil {
+	if f == nil || f.finishing {
 		c.mu.Unlock()
 		return
 	}
@@ -296,19 +320,25 @@ func (f *closing) agree() (size int64, dropped []string) {
 	return max(size, 0), dropped
 }
 
-// finalize persists the close of f, truncates longer replicas and wakes
-// the waiters.
+// finalize persists the close of f, truncates longer replicas and then
+// wakes the waiters, so a cleaning that waits for f ends only once every
+// live replica has the agreed length (I5).
 func (c *closer) finalize(f *closing) {
 	size, dropped := f.agree()
 	if err := c.persistClose(f, size, dropped); err != nil {
 		glog.Errorf("closing file %d: %v", f.entry, err)
 		return // shutting down; recovery resumes after restart
 	}
+	var wg sync.WaitGroup
 	for addr, n := range f.reports {
 		if n > size && !slices.Contains(dropped, addr) {
 			f.truncated += n - size
-			c.goRun(func() { c.truncate(addr, f.block, size) })
+			wg.Go(func() { c.truncate(addr, f.block, size) })
 		}
+	}
+	wg.Wait()
+	if c.ctx.Err() != nil {
+		return // shutting down: the waiters give up with their contexts
 	}
 	c.mu.Lock()
 	delete(c.mu.files, f.entry)
@@ -349,11 +379,16 @@ func (c *closer) persistClose(f *closing, size int64, dropped []string) error {
 }
 
 // sleep waits for d on the server's clock; false if the closer stopped.
-func (c *closer) sleep(d time.Duration) bool {
+func (c *closer) sleep(d time.Duration) bool { return c.sleepUntil(d, nil) }
+
+// sleepUntil is sleep that also ends when wake is closed.
+func (c *closer) sleepUntil(d time.Duration, wake <-chan struct{}) bool {
 	t := c.s.cfg.Clock.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C():
+		return true
+	case <-wake:
 		return true
 	case <-c.ctx.Done():
 		return false
@@ -375,15 +410,25 @@ func (c *closer) startSealsLocked(f *closing) {
 }
 
 // sealReplica seals f's block at addr, retrying with backoff until the
-// chunkserver accepts, reports, or is declared dead.
+// chunkserver accepts or the file no longer waits for it. While the
+// chunkserver is declared dead it waits for it to register again: the
+// file may close without it (another replica reported), or it may be the
+// only way the file ever closes (every replica was away).
 func (c *closer) sealReplica(f *closing, addr string) {
 	for backoff := 50 * time.Millisecond; ; backoff = min(2*backoff, 2*time.Second) {
 		c.mu.Lock()
 		_, reported := f.reports[addr]
 		over := reported || f.finishing
+		registered := c.mu.registered
 		c.mu.Unlock()
-		if over || c.dead(addr) {
+		if over {
 			return
+		}
+		if c.dead(addr) {
+			if !c.sleepUntil(backoff, registered) {
+				return
+			}
+			continue
 		}
 		if c.sealOnce(addr, f.block) {
 			return // its BlockReceived follows
@@ -415,11 +460,12 @@ func (c *closer) sealOnce(addr string, block int64) bool {
 	return true
 }
 
-// truncate cuts a longer replica down to the agreed length (best effort:
-// a replica left long is still consistent up to the agreed length, which
-// is all a reader is given).
+// truncate cuts a longer replica down to the agreed length, retrying with
+// backoff until it is done, the chunkserver is declared dead, or the
+// closer stops. A replica left long (its chunkserver died) is still
+// consistent up to the agreed length, which is all a reader is given.
 func (c *closer) truncate(addr string, block, size int64) {
-	for attempt, backoff := 0, 50*time.Millisecond; attempt < 5; attempt, backoff = attempt+1, 2*backoff {
+	for backoff := 50 * time.Millisecond; ; backoff = min(2*backoff, 2*time.Second) {
 		cl, err := c.s.chunkserver(addr)
 		if err == nil {
 			ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
@@ -429,12 +475,18 @@ func (c *closer) truncate(addr string, block, size int64) {
 			if err == nil && resp.Status == bfspb.StatusCode_OK {
 				return
 			}
+			if err == nil {
+				err = errors.New(resp.Status.String() + ": " + resp.Message)
+			}
 		}
-		if c.dead(addr) || !c.sleep(backoff) {
+		if c.dead(addr) {
+			glog.Warningf("truncate block %d on %s to %d: %v; chunkserver is dead, leaving the replica long", block, addr, size, err)
+			return
+		}
+		if !c.sleep(backoff) {
 			return
 		}
 	}
-	glog.Warningf("truncate block %d on %s to %d failed", block, addr, size)
 }
 
 // pending lists the replicas each file being closed still waits for.

@@ -57,7 +57,11 @@ func (s *Server) addBlock(req *bfspb.AddBlockRequest) (*bfspb.LocatedBlock, erro
 func locate(b *bfspb.BlockMeta, open bool, replicas []blockmap.Replica) *bfspb.LocatedBlock {
 	lb := &bfspb.LocatedBlock{BlockId: b.Id, Size: b.Size, Version: b.Version, Open: open}
 	for _, r := range replicas {
-		lb.Replicas = append(lb.Replicas, &bfspb.Replica{Address: r.Addr})
+		// A closed file is read only from replicas sealed with all of its
+		// bytes; one that missed the close is being reconciled.
+		if open || (r.Sealed && r.Size >= b.Size) {
+			lb.Replicas = append(lb.Replicas, &bfspb.Replica{Address: r.Addr})
+		}
 	}
 	if len(lb.Replicas) == 0 {
 		for _, a := range b.WriteSet {

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"os"
 	"testing"
 	"time"
 
@@ -88,14 +87,9 @@ func TestNameServerKill9WhileCleaning(t *testing.T) {
 // dead-chunkserver timeout before they come back. SPEC §6: "Cleaning
 // always ends while at least one replica of each open block is reachable;
 // a dead chunkserver delays it by at most the dead-chunkserver timeout,
-// never forever" (I7). It fails today: the closer stops sending Seal to a
-// replica once its chunkserver is declared dead and never starts again
-// when it registers, so the directory stays CLEANING. Set
-// BFS_E2E_KNOWN_BUGS=1 to run it.
+// never forever" (I7): the seals wait for the dead chunkservers to
+// register again, and go out as soon as they do.
 func TestCleaningEndsWhenChunkserversReturnLate(t *testing.T) {
-	if os.Getenv("BFS_E2E_KNOWN_BUGS") == "" {
-		t.Skip("known bug: cleaning never ends when every replica comes back after the dead timeout; BFS_E2E_KNOWN_BUGS=1 runs it")
-	}
 	killNameServerWhileCleaning(t, startCluster(t, 3, "--dead-timeout", "2s"), 9*time.Second)
 }
 

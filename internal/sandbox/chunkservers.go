@@ -84,10 +84,13 @@ func (s *Sandbox) StopChunkserver(i int) error {
 }
 
 // RestartChunkserver (stops and) starts chunkserver i again on its data
-// and address.
+// and address, and waits until it has registered.
 func (s *Sandbox) RestartChunkserver(i int) error {
 	if err := s.StopChunkserver(i); err != nil {
 		return err
 	}
-	return s.startChunkserver(i, s.csAddrs[i])
+	if err := s.startChunkserver(i, s.csAddrs[i]); err != nil {
+		return err
+	}
+	return s.waitReady()
 }

@@ -10,6 +10,7 @@ import (
 	"net"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/bfs-go/bfs/chunkserver"
 	"github.com/bfs-go/bfs/nameserver"
@@ -76,7 +77,35 @@ func Start(cfg Config) (*Sandbox, error) {
 			return nil, errors.Join(err, s.Close())
 		}
 	}
+	if err := s.waitReady(); err != nil {
+		return nil, errors.Join(err, s.Close())
+	}
 	return s, nil
+}
+
+// readyTimeout bounds how long Start and the restarts wait for the
+// running chunkservers to register.
+const readyTimeout = 30 * time.Second
+
+// waitReady waits until the nameserver counts every running chunkserver
+// as live, so a block can be placed on any of them as soon as Start (or a
+// restart) returns. Registration happens in the chunkservers' own
+// goroutines and the nameserver offers nothing to wait on, so this polls.
+func (s *Sandbox) waitReady() error {
+	want := 0
+	for _, cs := range s.chunkservers {
+		if cs != nil {
+			want++
+		}
+	}
+	deadline := time.Now().Add(readyTimeout)
+	for s.ns.LiveChunkservers() < want {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("sandbox: %d of %d chunkservers registered within %v", s.ns.LiveChunkservers(), want, readyTimeout)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return nil
 }
 
 // NameServerConfig is the configuration the nameserver runs with.
@@ -122,12 +151,16 @@ func (s *Sandbox) fail(err error) {
 func (s *Sandbox) NameServer() *nameserver.Server { return s.ns }
 
 // RestartNameServer stops the nameserver and starts a new one on the same
-// data and address.
+// data and address, and waits for the running chunkservers to register
+// with it again.
 func (s *Sandbox) RestartNameServer() error {
 	if err := s.stopNameServer(); err != nil {
 		return err
 	}
-	return s.startNameServer(s.NameServerAddr)
+	if err := s.startNameServer(s.NameServerAddr); err != nil {
+		return err
+	}
+	return s.waitReady()
 }
 
 func (s *Sandbox) stopNameServer() error {

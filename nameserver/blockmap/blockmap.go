@@ -81,12 +81,25 @@ func (m *Map) Register(addr string, used int64, now time.Time) ServerID {
 	return id
 }
 
-// Heartbeat records that id is alive. It returns false if id is unknown
-// or was declared dead: the chunkserver must register again.
-func (m *Map) Heartbeat(id ServerID, used int64, now time.Time) bool {
+// serverLocked returns the live registration id of the chunkserver at
+// addr. A registration names both: ids restart with the nameserver, so a
+// chunkserver that kept the id of an earlier run may present the id of
+// another chunkserver's registration.
+func (m *Map) serverLocked(id ServerID, addr string) (*Server, bool) {
+	s, ok := m.mu.servers[id]
+	if !ok || s.Addr != addr {
+		return nil, false
+	}
+	return s, true
+}
+
+// Heartbeat records that the chunkserver at addr, registered as id, is
+// alive. It returns false if that registration is unknown or was declared
+// dead: the chunkserver must register again.
+func (m *Map) Heartbeat(id ServerID, addr string, used int64, now time.Time) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	s, ok := m.mu.servers[id]
+	s, ok := m.serverLocked(id, addr)
 	if !ok {
 		return false
 	}
@@ -94,14 +107,15 @@ func (m *Map) Heartbeat(id ServerID, used int64, now time.Time) bool {
 	return true
 }
 
-// Report replaces what id holds with a full block report. It returns the
-// server's address, or false if id is unknown or dead.
-func (m *Map) Report(id ServerID, replicas map[BlockID]Replica, now time.Time) (string, bool) {
+// Report replaces what the chunkserver at addr, registered as id, holds
+// with a full block report. It returns false if that registration is
+// unknown or dead.
+func (m *Map) Report(id ServerID, addr string, replicas map[BlockID]Replica, now time.Time) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	s, ok := m.mu.servers[id]
+	s, ok := m.serverLocked(id, addr)
 	if !ok {
-		return "", false
+		return false
 	}
 	m.dropServerReplicasLocked(s.Addr)
 	for b, r := range replicas {
@@ -109,18 +123,18 @@ func (m *Map) Report(id ServerID, replicas map[BlockID]Replica, now time.Time) (
 		m.addLocked(b, r)
 	}
 	s.LastBeat, s.Blocks, s.Assigned = now, len(replicas), 0
-	return s.Addr, true
+	return true
 }
 
-// Received records replicas that id has sealed (or otherwise reports one
-// by one). It returns the server's address, or false if id is unknown or
-// dead.
-func (m *Map) Received(id ServerID, replicas map[BlockID]Replica) (string, bool) {
+// Received records replicas that the chunkserver at addr, registered as
+// id, has sealed (or otherwise reports one by one). It returns false if
+// that registration is unknown or dead.
+func (m *Map) Received(id ServerID, addr string, replicas map[BlockID]Replica) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	s, ok := m.mu.servers[id]
+	s, ok := m.serverLocked(id, addr)
 	if !ok {
-		return "", false
+		return false
 	}
 	for b, r := range replicas {
 		r.Addr = s.Addr
@@ -129,7 +143,7 @@ func (m *Map) Received(id ServerID, replicas map[BlockID]Replica) (string, bool)
 		}
 		m.addLocked(b, r)
 	}
-	return s.Addr, true
+	return true
 }
 
 func (m *Map) addLocked(b BlockID, r Replica) {
@@ -237,6 +251,24 @@ func (m *Map) Replicas(b BlockID) []Replica {
 	}
 	slices.SortFunc(out, func(a, b Replica) int { return strings.Compare(a.Addr, b.Addr) })
 	return out
+}
+
+// DropReplica forgets the replica of b at addr (a stale replica on its
+// way to deletion).
+func (m *Map) DropReplica(b BlockID, addr string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	reps := m.mu.blocks[b]
+	if _, ok := reps[addr]; !ok {
+		return
+	}
+	delete(reps, addr)
+	if len(reps) == 0 {
+		delete(m.mu.blocks, b)
+	}
+	if id, ok := m.mu.byAddr[addr]; ok {
+		m.mu.servers[id].Blocks--
+	}
 }
 
 // Forget drops everything known about b (its file is gone).

@@ -13,11 +13,11 @@ func TestRegisterHeartbeatExpire(t *testing.T) {
 	m := New(t0)
 	a := m.Register("a:1", 0, t0)
 	b := m.Register("b:1", 0, t0)
-	require.True(t, m.Heartbeat(a, 0, t0.Add(5*time.Second)))
+	require.True(t, m.Heartbeat(a, "a:1", 0, t0.Add(5*time.Second)))
 	dead := m.Expire(t0.Add(12*time.Second), 10*time.Second)
 	require.Len(t, dead, 1)
 	require.Equal(t, b, dead[0].ID)
-	require.False(t, m.Heartbeat(b, 0, t0.Add(13*time.Second)), "a dead server must register again")
+	require.False(t, m.Heartbeat(b, "b:1", 0, t0.Add(13*time.Second)), "a dead server must register again")
 	require.True(t, m.Dead("b:1", t0.Add(13*time.Second), 10*time.Second))
 	require.False(t, m.Dead("a:1", t0.Add(13*time.Second), 10*time.Second))
 	// An address never heard from is not dead while the nameserver is young.
@@ -27,31 +27,44 @@ func TestRegisterHeartbeatExpire(t *testing.T) {
 	// Registering again replaces the old registration.
 	a2 := m.Register("a:1", 0, t0.Add(14*time.Second))
 	require.NotEqual(t, a, a2)
-	require.False(t, m.Heartbeat(a, 0, t0.Add(14*time.Second)))
+	require.False(t, m.Heartbeat(a, "a:1", 0, t0.Add(14*time.Second)))
 	require.Len(t, m.Servers(), 1)
+}
+
+// TestIDOfAnotherRun: ids start over with every nameserver, so a
+// chunkserver that slept through a restart may present an id the new
+// nameserver gave to another chunkserver. The id alone must not do.
+func TestIDOfAnotherRun(t *testing.T) {
+	m := New(t0)
+	id := m.Register("b:1", 0, t0) // the new run's first registration
+	require.False(t, m.Heartbeat(id, "a:1", 0, t0), "a:1 holds b:1's id from an earlier run")
+	require.False(t, m.Report(id, "a:1", map[BlockID]Replica{1: {Size: 1}}, t0))
+	require.False(t, m.Received(id, "a:1", map[BlockID]Replica{1: {Size: 1, Sealed: true}}))
+	require.Empty(t, m.Replicas(1))
+	require.True(t, m.Heartbeat(id, "b:1", 0, t0))
 }
 
 func TestReportsAndReplicas(t *testing.T) {
 	m := New(t0)
 	a := m.Register("a:1", 0, t0)
 	b := m.Register("b:1", 0, t0)
-	_, ok := m.Report(a, map[BlockID]Replica{1: {Size: 10, Sealed: true}, 2: {Size: 5}}, t0)
+	ok := m.Report(a, "a:1", map[BlockID]Replica{1: {Size: 10, Sealed: true}, 2: {Size: 5}}, t0)
 	require.True(t, ok)
-	_, ok = m.Received(b, map[BlockID]Replica{1: {Size: 10, Sealed: true}})
+	ok = m.Received(b, "b:1", map[BlockID]Replica{1: {Size: 10, Sealed: true}})
 	require.True(t, ok)
 	require.Equal(t, []Replica{{Addr: "a:1", Size: 10, Sealed: true}, {Addr: "b:1", Size: 10, Sealed: true}}, m.Replicas(1))
 	// A full report replaces what the server held.
-	_, ok = m.Report(a, map[BlockID]Replica{2: {Size: 6}}, t0)
+	ok = m.Report(a, "a:1", map[BlockID]Replica{2: {Size: 6}}, t0)
 	require.True(t, ok)
 	require.Equal(t, []Replica{{Addr: "b:1", Size: 10, Sealed: true}}, m.Replicas(1))
 	// A dead server's replicas are forgotten.
-	m.Heartbeat(a, 0, t0.Add(9*time.Second))
+	m.Heartbeat(a, "a:1", 0, t0.Add(9*time.Second))
 	m.Expire(t0.Add(11*time.Second), 10*time.Second)
 	require.Empty(t, m.Replicas(1))
 	require.Equal(t, []Replica{{Addr: "a:1", Size: 6}}, m.Replicas(2))
 	m.Forget(2)
 	require.Empty(t, m.Replicas(2))
-	_, ok = m.Report(b, nil, t0)
+	ok = m.Report(b, "b:1", nil, t0)
 	require.False(t, ok, "b is dead")
 }
 
