@@ -50,8 +50,10 @@ type Map struct {
 		next    ServerID
 		servers map[ServerID]*Server
 		byAddr  map[string]ServerID
-		// blocks maps a block to its replicas, by chunkserver address.
+		// blocks maps a block to its replicas, by chunkserver address;
+		// held indexes the same replicas by address.
 		blocks map[BlockID]map[string]Replica
+		held   map[string]map[BlockID]struct{}
 	}
 }
 
@@ -62,6 +64,7 @@ func New(start time.Time) *Map {
 	m.mu.servers = make(map[ServerID]*Server)
 	m.mu.byAddr = make(map[string]ServerID)
 	m.mu.blocks = make(map[BlockID]map[string]Replica)
+	m.mu.held = make(map[string]map[BlockID]struct{})
 	return m
 }
 
@@ -153,6 +156,28 @@ func (m *Map) addLocked(b BlockID, r Replica) {
 		m.mu.blocks[b] = reps
 	}
 	reps[r.Addr] = r
+	held := m.mu.held[r.Addr]
+	if held == nil {
+		held = make(map[BlockID]struct{})
+		m.mu.held[r.Addr] = held
+	}
+	held[b] = struct{}{}
+}
+
+// dropLocked forgets the replica of b at addr.
+func (m *Map) dropLocked(b BlockID, addr string) {
+	if reps := m.mu.blocks[b]; reps != nil {
+		delete(reps, addr)
+		if len(reps) == 0 {
+			delete(m.mu.blocks, b)
+		}
+	}
+	if held := m.mu.held[addr]; held != nil {
+		delete(held, b)
+		if len(held) == 0 {
+			delete(m.mu.held, addr)
+		}
+	}
 }
 
 // Expire declares dead every live chunkserver silent for longer than
@@ -184,13 +209,8 @@ func (m *Map) removeLocked(id ServerID) {
 }
 
 func (m *Map) dropServerReplicasLocked(addr string) {
-	for b, reps := range m.mu.blocks {
-		if _, ok := reps[addr]; ok {
-			delete(reps, addr)
-			if len(reps) == 0 {
-				delete(m.mu.blocks, b)
-			}
-		}
+	for b := range m.mu.held[addr] {
+		m.dropLocked(b, addr)
 	}
 }
 
@@ -258,14 +278,10 @@ func (m *Map) Replicas(b BlockID) []Replica {
 func (m *Map) DropReplica(b BlockID, addr string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	reps := m.mu.blocks[b]
-	if _, ok := reps[addr]; !ok {
+	if _, ok := m.mu.blocks[b][addr]; !ok {
 		return
 	}
-	delete(reps, addr)
-	if len(reps) == 0 {
-		delete(m.mu.blocks, b)
-	}
+	m.dropLocked(b, addr)
 	if id, ok := m.mu.byAddr[addr]; ok {
 		m.mu.servers[id].Blocks--
 	}
@@ -275,7 +291,9 @@ func (m *Map) DropReplica(b BlockID, addr string) {
 func (m *Map) Forget(b BlockID) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	delete(m.mu.blocks, b)
+	for addr := range m.mu.blocks[b] {
+		m.dropLocked(b, addr)
+	}
 }
 
 // Servers lists the chunkservers, by id.

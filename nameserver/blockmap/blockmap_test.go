@@ -91,3 +91,20 @@ func TestPickSpreadsLoad(t *testing.T) {
 		require.Equal(t, 30, n, addr)
 	}
 }
+
+func TestDropReplica(t *testing.T) {
+	m := New(t0)
+	a := m.Register("a:1", 0, t0)
+	b := m.Register("b:1", 0, t0)
+	require.True(t, m.Report(a, "a:1", map[BlockID]Replica{1: {Size: 4, Sealed: true}, 2: {Size: 2}}, t0))
+	require.True(t, m.Report(b, "b:1", map[BlockID]Replica{1: {Size: 3, Sealed: true}}, t0))
+	m.DropReplica(1, "b:1")
+	m.DropReplica(1, "c:1") // unknown: nothing happens
+	require.Equal(t, []Replica{{Addr: "a:1", Size: 4, Sealed: true}}, m.Replicas(1))
+	m.Forget(1)
+	// a's next report and expiry see only what it still holds.
+	require.True(t, m.Report(a, "a:1", map[BlockID]Replica{2: {Size: 2}}, t0))
+	require.Empty(t, m.Replicas(1))
+	m.Expire(t0.Add(11*time.Second), 10*time.Second)
+	require.Empty(t, m.Replicas(2))
+}
