@@ -49,20 +49,23 @@ func (s *Server) BlockReport(_ context.Context, req *bfspb.BlockReportRequest) (
 		replicas[blockmap.BlockID(b.BlockId)] = replicaOf(b)
 	}
 	addr := req.Address
-	if !s.blocks.Report(blockmap.ServerID(req.ChunkserverId), addr, replicas, s.cfg.Clock.Now()) {
+	first, ok := s.blocks.Report(blockmap.ServerID(req.ChunkserverId), addr, replicas, s.cfg.Clock.Now())
+	if !ok {
 		return &bfspb.BlockReportResponse{Status: bfspb.StatusCode_UNAVAILABLE, Message: "unknown chunkserver: register again"}, nil
 	}
 	s.noteSealed(addr, req.Blocks)
-	// Sealed replicas were reconciled when they reported BlockReceived;
-	// an unsealed one may belong to a file closed while its chunkserver
-	// was away.
-	var unsealed []*bfspb.ReportedBlock
+	// A replica may have missed the close of its file while its
+	// chunkserver was away (unsealed), or the nameserver may have died
+	// between a close and the truncation of a longer replica. Later sealed
+	// replicas are reconciled by their BlockReceived, so only the first
+	// report of a registration needs to look at every replica.
+	var check []*bfspb.ReportedBlock
 	for _, b := range req.Blocks {
-		if !b.Sealed && !slices.Contains(resp.Obsolete, b.BlockId) {
-			unsealed = append(unsealed, b)
+		if _, known := replicas[blockmap.BlockID(b.BlockId)]; known && (first || !b.Sealed) {
+			check = append(check, b)
 		}
 	}
-	s.reconcile(addr, unsealed)
+	s.reconcile(addr, check)
 	return resp, nil
 }
 

@@ -13,8 +13,9 @@ import (
 // and restarts it on the same data and address. A closed file written
 // before the kill reads back intact through the SDK and from the restarted
 // replica itself (its Read RPC); a file open at the kill keeps every byte
-// synced before it on the restarted replica, while the writer finishes it
-// on the two others; and with the two others gone, the restarted
+// synced before it on the restarted replica, and the writer finishes it
+// on the two others (the nameserver then retires the restarted replica,
+// which missed the rest); and with the two others gone, the restarted
 // chunkserver alone serves the closed file.
 func TestChunkserverKill9(t *testing.T) {
 	c := startCluster(t, 3)
@@ -40,13 +41,6 @@ func TestChunkserverKill9(t *testing.T) {
 	victim := c.index(blk.Replicas[0])
 	require.Contains(t, openBlk.Replicas, c.csAddrs[victim])
 	c.killChunkserver(victim)
-
-	// The writer loses a replica and goes on with the two others.
-	_, err = w.Write(openData[syncedLen:])
-	require.NoError(t, err)
-	require.NoError(t, w.CloseContext(ctx))
-	requireBytes(t, openData, readFile(t, cl, openPath), "%s read back", openPath)
-
 	c.restartChunkserver(victim)
 	addr := c.csAddrs[victim]
 
@@ -59,6 +53,13 @@ func TestChunkserverKill9(t *testing.T) {
 	require.GreaterOrEqual(t, r.size, int64(syncedLen), "the restarted replica of %s lost synced bytes", openPath)
 	requireBytes(t, openData[:syncedLen], r.data[:syncedLen], "synced bytes of %s on the restarted replica", openPath)
 	t.Logf("restarted %s kept %d bytes of %s (%d synced before the kill)", addr, r.size, openPath, syncedLen)
+
+	// The writer lost that replica with the kill and goes on with the two
+	// others.
+	_, err = w.Write(openData[syncedLen:])
+	require.NoError(t, err)
+	require.NoError(t, w.CloseContext(ctx))
+	requireBytes(t, openData, readFile(t, cl, openPath), "%s read back", openPath)
 
 	requireBytes(t, closedData, readFile(t, cl, closedPath), "%s read back", closedPath)
 

@@ -36,6 +36,8 @@ type Server struct {
 	// Assigned counts blocks placed on it since its last report, so a burst
 	// of AddBlocks spreads out before reports catch up.
 	Assigned int
+	// Reported is set by the registration's first full block report.
+	Reported bool
 }
 
 // ErrNotEnoughServers is returned by Pick when fewer live chunkservers
@@ -111,22 +113,23 @@ func (m *Map) Heartbeat(id ServerID, addr string, used int64, now time.Time) boo
 }
 
 // Report replaces what the chunkserver at addr, registered as id, holds
-// with a full block report. It returns false if that registration is
-// unknown or dead.
-func (m *Map) Report(id ServerID, addr string, replicas map[BlockID]Replica, now time.Time) bool {
+// with a full block report. ok is false if that registration is unknown
+// or dead; first says this is the registration's first report.
+func (m *Map) Report(id ServerID, addr string, replicas map[BlockID]Replica, now time.Time) (first, ok bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s, ok := m.serverLocked(id, addr)
 	if !ok {
-		return false
+		return false, false
 	}
+	first, s.Reported = !s.Reported, true
 	m.dropServerReplicasLocked(s.Addr)
 	for b, r := range replicas {
 		r.Addr = s.Addr
 		m.addLocked(b, r)
 	}
 	s.LastBeat, s.Blocks, s.Assigned = now, len(replicas), 0
-	return true
+	return first, true
 }
 
 // Received records replicas that the chunkserver at addr, registered as

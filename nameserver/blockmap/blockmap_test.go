@@ -38,7 +38,8 @@ func TestIDOfAnotherRun(t *testing.T) {
 	m := New(t0)
 	id := m.Register("b:1", 0, t0) // the new run's first registration
 	require.False(t, m.Heartbeat(id, "a:1", 0, t0), "a:1 holds b:1's id from an earlier run")
-	require.False(t, m.Report(id, "a:1", map[BlockID]Replica{1: {Size: 1}}, t0))
+	_, ok := m.Report(id, "a:1", map[BlockID]Replica{1: {Size: 1}}, t0)
+	require.False(t, ok)
 	require.False(t, m.Received(id, "a:1", map[BlockID]Replica{1: {Size: 1, Sealed: true}}))
 	require.Empty(t, m.Replicas(1))
 	require.True(t, m.Heartbeat(id, "b:1", 0, t0))
@@ -48,14 +49,16 @@ func TestReportsAndReplicas(t *testing.T) {
 	m := New(t0)
 	a := m.Register("a:1", 0, t0)
 	b := m.Register("b:1", 0, t0)
-	ok := m.Report(a, "a:1", map[BlockID]Replica{1: {Size: 10, Sealed: true}, 2: {Size: 5}}, t0)
+	first, ok := m.Report(a, "a:1", map[BlockID]Replica{1: {Size: 10, Sealed: true}, 2: {Size: 5}}, t0)
 	require.True(t, ok)
+	require.True(t, first)
 	ok = m.Received(b, "b:1", map[BlockID]Replica{1: {Size: 10, Sealed: true}})
 	require.True(t, ok)
 	require.Equal(t, []Replica{{Addr: "a:1", Size: 10, Sealed: true}, {Addr: "b:1", Size: 10, Sealed: true}}, m.Replicas(1))
 	// A full report replaces what the server held.
-	ok = m.Report(a, "a:1", map[BlockID]Replica{2: {Size: 6}}, t0)
+	first, ok = m.Report(a, "a:1", map[BlockID]Replica{2: {Size: 6}}, t0)
 	require.True(t, ok)
+	require.False(t, first)
 	require.Equal(t, []Replica{{Addr: "b:1", Size: 10, Sealed: true}}, m.Replicas(1))
 	// A dead server's replicas are forgotten.
 	m.Heartbeat(a, "a:1", 0, t0.Add(9*time.Second))
@@ -64,7 +67,7 @@ func TestReportsAndReplicas(t *testing.T) {
 	require.Equal(t, []Replica{{Addr: "a:1", Size: 6}}, m.Replicas(2))
 	m.Forget(2)
 	require.Empty(t, m.Replicas(2))
-	ok = m.Report(b, "b:1", nil, t0)
+	_, ok = m.Report(b, "b:1", nil, t0)
 	require.False(t, ok, "b is dead")
 }
 
@@ -96,14 +99,14 @@ func TestDropReplica(t *testing.T) {
 	m := New(t0)
 	a := m.Register("a:1", 0, t0)
 	b := m.Register("b:1", 0, t0)
-	require.True(t, m.Report(a, "a:1", map[BlockID]Replica{1: {Size: 4, Sealed: true}, 2: {Size: 2}}, t0))
-	require.True(t, m.Report(b, "b:1", map[BlockID]Replica{1: {Size: 3, Sealed: true}}, t0))
+	m.Report(a, "a:1", map[BlockID]Replica{1: {Size: 4, Sealed: true}, 2: {Size: 2}}, t0)
+	m.Report(b, "b:1", map[BlockID]Replica{1: {Size: 3, Sealed: true}}, t0)
 	m.DropReplica(1, "b:1")
 	m.DropReplica(1, "c:1") // unknown: nothing happens
 	require.Equal(t, []Replica{{Addr: "a:1", Size: 4, Sealed: true}}, m.Replicas(1))
 	m.Forget(1)
 	// a's next report and expiry see only what it still holds.
-	require.True(t, m.Report(a, "a:1", map[BlockID]Replica{2: {Size: 2}}, t0))
+	m.Report(a, "a:1", map[BlockID]Replica{2: {Size: 2}}, t0)
 	require.Empty(t, m.Replicas(1))
 	m.Expire(t0.Add(11*time.Second), 10*time.Second)
 	require.Empty(t, m.Replicas(2))
