@@ -29,6 +29,15 @@ type Config struct {
 	ReportInterval    time.Duration
 	// Clock is the source of time; the real clock if nil.
 	Clock clock.Clock
+	// TestingKnobs are seams for tests; the zero value is production.
+	TestingKnobs TestingKnobs
+}
+
+// TestingKnobs let tests watch a chunkserver from the inside.
+type TestingKnobs struct {
+	// WritePacket, if set, is called with the wire format of every write
+	// packet received, before it is decoded. It must not keep wire.
+	WritePacket func(wire []byte)
 }
 
 // DefaultConfig returns the configuration of a chunkserver on this host

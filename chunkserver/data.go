@@ -51,35 +51,40 @@ func sendAcks(stream grpc.BidiStreamingServer[bfspb.WritePacket, bfspb.WriteAck]
 }
 
 func (s *Server) applyStream(stream grpc.BidiStreamingServer[bfspb.WritePacket, bfspb.WriteAck], acks chan<- *bfspb.WriteAck) error {
-	var block *int64 // the stream's block, set by its first packet
+	var (
+		in    inPacket
+		block blockstore.BlockID // the stream's block, set by its first packet
+		first = true
+	)
 	for {
-		p, err := stream.Recv()
+		// RecvMsg into an inPacket: the codec decodes it without a copy
+		// of its data beyond the one out of the transport.
+		err := stream.RecvMsg(&in)
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		if block == nil {
-			block = &p.BlockId
+		if first {
+			block, first = in.p.BlockID, false
 		}
-		acks <- s.applyPacket(p, *block)
+		ack := s.applyPacket(&in.p, block)
+		s.codec.release(&in)
+		acks <- ack
 	}
 }
 
-func (s *Server) applyPacket(p *bfspb.WritePacket, block int64) *bfspb.WriteAck {
+func (s *Server) applyPacket(p *blockstore.Packet, block blockstore.BlockID) *bfspb.WriteAck {
 	start := time.Now()
 	var (
 		size int64
 		err  error
 	)
-	if p.BlockId != block {
-		err = fmt.Errorf("%w: packet of block %d on the stream of block %d", errOtherBlock, p.BlockId, block)
+	if p.BlockID != block {
+		err = fmt.Errorf("%w: packet of block %d on the stream of block %d", errOtherBlock, p.BlockID, block)
 	} else {
-		size, err = s.store.Write(blockstore.Packet{
-			BlockID: blockstore.BlockID(p.BlockId), Offset: p.Offset, Seq: p.Seq, Data: p.Data,
-			CRC32C: p.Crc32C, Sync: p.Sync, Last: p.Last, Version: p.Version,
-		})
+		size, err = s.store.Write(*p)
 	}
 	code, msg := statusOf(err)
 	s.metrics.packetLatency.WithLabelValues(packetKind(p)).Observe(time.Since(start).Seconds())
@@ -88,13 +93,13 @@ func (s *Server) applyPacket(p *bfspb.WritePacket, block int64) *bfspb.WriteAck 
 		s.metrics.written.Add(float64(len(p.Data)))
 		if p.Last {
 			s.metrics.seals.Inc()
-			s.sealed(blockstore.BlockID(p.BlockId))
+			s.sealed(p.BlockID)
 		}
 	}
-	return &bfspb.WriteAck{BlockId: p.BlockId, Seq: p.Seq, Status: code, Size: size, Message: msg}
+	return &bfspb.WriteAck{BlockId: int64(p.BlockID), Seq: p.Seq, Status: code, Size: size, Message: msg}
 }
 
-func packetKind(p *bfspb.WritePacket) string {
+func packetKind(p *blockstore.Packet) string {
 	switch {
 	case p.Last:
 		return "last"

@@ -8,10 +8,15 @@
 // packet in order (OK, SEALED, INVALID_ARGUMENT for a gap or a wrong
 // offset, CORRUPT for a bad checksum); packets are applied on the
 // handler's goroutine while a second goroutine, owned by the handler,
-// sends the acks. Read streams a verified range in 1 MiB chunks. Seal,
-// Truncate, DeleteBlocks and GetBlockInfo are one store call each. Status
-// codes travel in responses (status.go is the one table mapping store
-// errors to them); gRPC errors mean transport failures only.
+// sends the acks. A packet's bytes are copied once on their way from the
+// transport to the store: the server's codec (codec.go) decodes write
+// packets by hand into a pooled buffer, and gRPC's buffers come from a
+// pool that does not clear them (bufpool.go). Read streams a verified
+// range in 1 MiB chunks. Seal, Truncate, DeleteBlocks and GetBlockInfo
+// are one store call each; concurrent seals share the store's group
+// commit. Status codes travel in responses (status.go is the one table
+// mapping store errors to them); gRPC errors mean transport failures
+// only.
 //
 // # Nameserver
 //

@@ -11,6 +11,7 @@ import (
 	"github.com/golang/glog"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/experimental"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
@@ -30,6 +31,7 @@ type Server struct {
 	cfg     Config
 	store   *blockstore.Store
 	metrics *metrics
+	codec   packetCodec
 	grpc    *grpc.Server
 	health  *health.Server
 
@@ -51,14 +53,14 @@ type Server struct {
 	closeErr  error
 }
 
-// New opens the chunkserver's block store and recovers its replicas. It
-// neither listens nor contacts the nameserver: Serve does.
 // Flow-control window and socket buffer sizes of the data streams.
 const (
 	streamWindow = 16 << 20
 	ioBuffer     = 1 << 20
 )
 
+// New opens the chunkserver's block store and recovers its replicas. It
+// neither listens nor contacts the nameserver: Serve does.
 func New(cfg Config) (*Server, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -67,7 +69,8 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, store: store, stopc: make(chan struct{})}
+	pool := &bufPool{}
+	s := &Server{cfg: cfg, store: store, codec: newPacketCodec(pool, cfg.TestingKnobs.WritePacket), stopc: make(chan struct{})}
 	s.metrics = newMetrics(gauges{
 		blocks:       func() float64 { n, _ := store.Usage(); return float64(n) },
 		bytes:        func() float64 { _, n := store.Usage(); return float64(n) },
@@ -87,6 +90,10 @@ func New(cfg Config) (*Server, error) {
 		grpc.InitialConnWindowSize(streamWindow),
 		grpc.WriteBufferSize(ioBuffer),
 		grpc.ReadBufferSize(ioBuffer),
+		// Packets are decoded with one copy of their data (codec.go),
+		// into buffers that are not cleared first (bufpool.go).
+		grpc.ForceServerCodecV2(s.codec),
+		experimental.BufferPool(pool),
 	)
 	bfspb.RegisterChunkServerServer(s.grpc, s)
 	s.health = health.NewServer()

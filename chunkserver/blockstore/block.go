@@ -29,9 +29,12 @@ type block struct {
 		// m is the replica's state: m.size counts the bytes written,
 		// m.seq the last packet applied.
 		m meta
-		// durable is the size the meta file on disk records; every byte
+		// durable is the size the meta (file or log) records; every byte
 		// below it has been fdatasync'd.
 		durable int64
+		// writeback is the size below which writing out to disk has been
+		// started (see startWriteback), or is done.
+		writeback int64
 		// exists is set once the replica's files are created.
 		exists bool
 		// removed is set when the entry left the store's map (deleted, or
@@ -40,9 +43,21 @@ type block struct {
 		// f is the data file while the replica is being written; nil when
 		// sealed or not written since Open.
 		f *os.File
-		// crcs has one checksum per chunk of m.size while f is open; nil
-		// otherwise (they are in the meta file).
+		// crcs has one checksum per chunk of m.size while f is open or the
+		// meta file is behind the log (logged is set); nil otherwise (they
+		// are in the meta file).
 		crcs []uint32
+		// logged is the meta file image last made durable in the meta log
+		// and not yet written to the meta file by a checkpoint; nil when
+		// the meta file is current.
+		logged []byte
+		// gen is the meta log generation holding the replica's last
+		// record (0: none since the store was opened).
+		gen uint64
+		// entry and ticket are set from the creation of the replica's
+		// files until their directory entries are known durable.
+		entry  *dirState
+		ticket uint64
 		// err is sticky: after a failed fdatasync nothing about the
 		// unsynced bytes can be trusted, so the replica takes no more
 		// writes and cannot be sealed.
@@ -90,9 +105,11 @@ func (s *Store) base(id BlockID) string {
 	return filepath.Join(s.blockDir(id), fmt.Sprintf("%016x", uint64(id)))
 }
 
-// createLocked creates the (empty) files of a new replica.
+// createLocked creates the (empty) files of a new replica. Their
+// directory entries are made durable by the first sync.
 func (s *Store) createLocked(b *block) error {
-	if err := s.ensureDir(s.blockDir(b.id)); err != nil {
+	ds, err := s.ensureDir(s.blockDir(b.id))
+	if err != nil {
 		return fmt.Errorf("blockstore: create block %d: %w", b.id, err)
 	}
 	f, err := os.OpenFile(s.base(b.id)+dataExt, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
@@ -101,27 +118,29 @@ func (s *Store) createLocked(b *block) error {
 	}
 	b.mu.f, b.mu.crcs = f, []uint32{}
 	b.mu.m = meta{id: b.id}
+	b.mu.entry, b.mu.ticket = ds, ds.create()
 	b.mu.exists = true
 	s.blockCount.Add(1)
 	return nil
 }
 
-// ensureDir creates a fan-out directory and makes its entry durable.
-func (s *Store) ensureDir(dir string) error {
-	if _, ok := s.dirs.Load(dir); ok {
-		return nil
+// ensureDir creates a fan-out directory, makes its own entry durable and
+// returns its state.
+func (s *Store) ensureDir(dir string) (*dirState, error) {
+	if ds, ok := s.dirs.Load(dir); ok {
+		return ds.(*dirState), nil
 	}
 	parent := filepath.Dir(dir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
+		return nil, err
 	}
 	for _, d := range []string{parent, filepath.Dir(parent)} {
 		if err := syncDir(d); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	s.dirs.Store(dir, struct{}{})
-	return nil
+	ds, _ := s.dirs.LoadOrStore(dir, &dirState{})
+	return ds.(*dirState), nil
 }
 
 // activateLocked opens the data file of a replica recovered by Open, so
@@ -130,15 +149,18 @@ func (s *Store) activateLocked(b *block) error {
 	if b.mu.f != nil {
 		return nil
 	}
-	crcs, err := s.readCRCs(b.id, 0, chunkCount(b.mu.m.size))
-	if err != nil {
-		return err
+	crcs := b.mu.crcs
+	if crcs == nil {
+		var err error
+		if crcs, err = s.readCRCs(b.id, 0, chunkCount(b.mu.m.size)); err != nil {
+			return err
+		}
 	}
 	f, err := os.OpenFile(s.base(b.id)+dataExt, os.O_RDWR, 0)
 	if err != nil {
 		return fmt.Errorf("blockstore: open block %d: %w", b.id, err)
 	}
-	b.mu.f, b.mu.crcs = f, crcs
+	b.mu.f, b.mu.crcs, b.mu.writeback = f, crcs, b.mu.m.size
 	return nil
 }
 
@@ -164,86 +186,4 @@ func (s *Store) readCRCs(id BlockID, first, n int) ([]uint32, error) {
 		return nil, fmt.Errorf("%w: block %d: meta holds too few checksums", ErrCorrupt, id)
 	}
 	return decodeCRCs(raw, n)
-}
-
-// syncLocked makes every written byte durable: fdatasync the data, then
-// persist the meta. A failure is sticky.
-func (s *Store) syncLocked(b *block) error {
-	crcs, err := s.crcsLocked(b, 0, chunkCount(b.mu.m.size))
-	if err == nil {
-		var data *os.File
-		if b.mu.durable < b.mu.m.size {
-			data = b.mu.f
-		}
-		err = s.persist(b.mu.m, crcs, data)
-	}
-	if err != nil {
-		b.mu.err = fmt.Errorf("blockstore: sync block %d: %w", b.id, err)
-		return b.mu.err
-	}
-	b.mu.durable = b.mu.m.size
-	return nil
-}
-
-// sealLocked seals the replica at its current size.
-func (s *Store) sealLocked(b *block) (int64, error) {
-	if b.mu.err != nil {
-		return b.mu.m.size, b.mu.err
-	}
-	if b.mu.m.sealed {
-		return b.mu.m.size, nil
-	}
-	// From here on no packet is accepted, even if the sync below fails.
-	b.mu.m.sealed = true
-	if err := s.syncLocked(b); err != nil {
-		return b.mu.m.size, err
-	}
-	if b.mu.f != nil {
-		b.mu.f.Close()
-		b.mu.f, b.mu.crcs = nil, nil
-	}
-	return b.mu.m.size, nil
-}
-
-// persist atomically replaces the meta file of m.id: write a temporary
-// file, fdatasync it, rename it over the old one, fsync the directory.
-// With data non-nil, the data file is fdatasync'd too, at the same time
-// as the temporary meta (one flush less of latency on a seal); the rename
-// waits for both, so the meta never claims bytes that are not durable.
-func (s *Store) persist(m meta, crcs []uint32, data *os.File) error {
-	var datac chan error
-	if data != nil {
-		datac = make(chan error, 1)
-		go func() { datac <- fdatasync(data) }()
-	}
-	base := s.base(m.id)
-	err := writeSynced(base+tmpExt, encodeMeta(m, crcs))
-	if datac != nil {
-		if derr := <-datac; derr != nil {
-			err = derr
-		}
-	}
-	if err == nil {
-		err = os.Rename(base+tmpExt, base+metaExt)
-	}
-	if err == nil {
-		err = syncDir(s.blockDir(m.id))
-	}
-	return err
-}
-
-// writeSynced creates path holding buf, fdatasync'd.
-func writeSynced(path string, buf []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(buf)
-	if err == nil {
-		err = fdatasync(f)
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }

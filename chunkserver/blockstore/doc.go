@@ -9,14 +9,15 @@
 // bits 16-23 and 8-15 of its id. Ids are allocated in sequence, so 256
 // consecutive blocks share a leaf and the 65536 leaves fill evenly; no
 // directory holds more than a few thousand files below 100 million
-// replicas:
+// replicas. Next to them is the meta log:
 //
 //	<dir>/LOCK                                   flock: one Store per directory
 //	<dir>/blocks/<id>>16&0xff>/<id>>8&0xff>/<id>.data   the bytes
 //	<dir>/blocks/<id>>16&0xff>/<id>>8&0xff>/<id>.meta   what is durable about them
+//	<dir>/metalog/<generation>.log               metas newer than their .meta
 //
-// with <id> as 16 hex digits and the two directory levels as 2 hex digits.
-// The meta file is a 64-byte little-endian header
+// with <id> and <generation> as 16 hex digits and the two directory
+// levels as 2 hex digits. The meta file is a 64-byte little-endian header
 //
 //	0  magic "BFSMETA\x01"     8  flags (bit 0: sealed)
 //	12 chunk size (65536)      16 block id
@@ -30,22 +31,48 @@
 // replaced whole: written to <id>.meta.tmp, fdatasync'd, renamed over
 // <id>.meta, directory fsync'd. A crash never leaves a half-written one.
 //
+// # The meta log
+//
+// A sync, seal, truncate or delete does not rewrite the meta file: it
+// appends a record (the whole new meta file, or "deleted") to the meta
+// log and waits for it to be durable. One committer goroutine writes all
+// the records pending as one checksummed frame and fdatasyncs the log
+// once for them, so concurrent seals (a fence seals hundreds of blocks
+// at once) share one flush instead of paying a file, a rename and two
+// fsyncs each. When a log passes 4 MiB the committer starts the next
+// generation and a checkpointer goroutine writes the newest meta of every
+// replica the full log mentions into its meta file (as above, with one
+// directory fsync per directory), then removes the log. A replica whose
+// meta file is behind the log keeps its checksums in memory meanwhile.
+// Close checkpoints everything, so a store closed cleanly has no log
+// records left. See metalog.go for the format.
+//
 // # Durability and recovery
 //
-// Packets are written to the data file without syncing. Sync (and Last,
-// and Seal) fdatasyncs the data file and the new temporary meta (the two
-// in parallel), and only then renames the meta into place: the meta never
-// claims a byte that is not on disk. Open
-// therefore recovers, after any crash (kill -9 included):
+// Packets are written to the data file without syncing; once 256 KiB
+// have piled up their writeback is started, so the disk works while
+// packets arrive. Sync (and Last, and Seal) fdatasyncs the data file
+// (and, the first time, fsyncs the directory holding its new entry), and
+// only then logs the meta: no record, acknowledged or not, claims a byte
+// that is not on disk. Open therefore recovers, after any crash (kill -9
+// included), replaying the logs oldest first over the meta files:
 //
-//   - every replica whose meta exists, at the size its meta records: bytes
-//     of the data file past it were never covered by a sync and are cut;
-//     the checksums cover exactly what stays;
-//   - every sealed replica whole, still sealed;
-//   - nothing of a replica that was never synced (data without meta), nor
-//     stray temporary metas: both are removed;
+//   - every replica at its last logged meta, or else at the size its meta
+//     file records: bytes of the data file past it were never covered by
+//     a sync and are cut; the checksums cover exactly what stays;
+//   - every sealed replica whole, still sealed; a replica whose last
+//     record is a delete is removed;
+//   - nothing of a replica that was never synced (data without meta or
+//     record), nor stray temporary metas: both are removed;
 //   - a replica whose meta header is damaged is set aside (*.corrupt) and
 //     not served.
+//
+// A crash can only tear the last frame of a log (each frame is synced
+// before the next is written); a torn tail is dropped, its records were
+// never acknowledged. A damaged frame followed by an intact one means
+// acknowledged records are lost: Open fails with ErrCorrupt naming the
+// log, rather than serve replicas that forgot they were sealed. Recovery
+// ends by checkpointing what it replayed and removing the logs.
 //
 // # Invariants
 //
@@ -65,10 +92,14 @@
 // A Store is safe for concurrent use. The store-wide mutex guards only the
 // map from id to replica and is never held during I/O or while waiting
 // for a replica. Each replica has its own mutex, held across that
-// replica's I/O (append, fdatasync, meta rewrite): packets and seals of
-// one block are serialized, different blocks proceed in parallel. Readers
-// hold a replica's RWMutex shared only to keep Truncate and Delete away;
-// they read the data file without the replica's mutex, so reads do not
-// wait for a writer's fdatasync. The only goroutine the package starts is
-// the data file's fdatasync during a sync, joined before the sync returns.
+// replica's I/O (append, fdatasync, waiting for its record's commit):
+// packets and seals of one block are serialized, different blocks proceed
+// in parallel and their records share group commits. Readers hold a
+// replica's RWMutex shared only to keep Truncate and Delete away; they
+// read the data file without the replica's mutex, so reads do not wait
+// for a writer's fdatasync. The committer never takes a replica's mutex;
+// the checkpointer takes it only briefly, around a rename. Open starts
+// the two and Close stops them; the only other goroutines the package
+// starts (a data file's fdatasync during a sync, a checkpoint's writers)
+// are joined before the call that started them returns.
 package blockstore

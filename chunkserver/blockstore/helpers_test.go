@@ -1,19 +1,60 @@
 package blockstore
 
 import (
+	"errors"
+	"io/fs"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 )
 
 func openStore(t testing.TB, dir string) *Store {
+	return openStoreWith(t, dir, options{logLimit: defaultLogLimit})
+}
+
+func openStoreWith(t testing.TB, dir string, o options) *Store {
 	t.Helper()
-	s, err := Open(dir)
+	s, err := open(dir, o)
 	require.NoError(t, err)
 	t.Cleanup(func() { s.Close() })
 	return s
+}
+
+// crashCopy copies the store in dir, open and in use, to a new directory,
+// as a kill -9 would leave it: every write the store made is there,
+// durable or not (a superset of what a crash keeps). The meta log goes
+// first: the checkpointer may remove a log and rewrite meta files during
+// the copy, and a log copied before its meta files replays over them.
+func crashCopy(t testing.TB, dir string) string {
+	t.Helper()
+	dst := t.TempDir()
+	for _, sub := range []string{logDir, blocksDir} {
+		err := filepath.WalkDir(filepath.Join(dir, sub), func(path string, d fs.DirEntry, err error) error {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil // removed meanwhile
+			}
+			if err != nil {
+				return err
+			}
+			rel, _ := filepath.Rel(dir, path)
+			if d.IsDir() {
+				return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+			}
+			raw, err := os.ReadFile(path)
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			return os.WriteFile(filepath.Join(dst, rel), raw, 0o644)
+		})
+		require.NoError(t, err)
+	}
+	return dst
 }
 
 // pkt is a well-formed packet of block id.

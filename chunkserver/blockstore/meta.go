@@ -36,11 +36,16 @@ type meta struct {
 
 func chunkCount(size int64) int { return int((size + ChunkSize - 1) / ChunkSize) }
 
-// encodeMeta returns the meta file holding m and crcs (one per chunk of
-// m.size).
-func encodeMeta(m meta, crcs []uint32) []byte {
+// metaLen is the length of the meta file of a replica of size bytes.
+func metaLen(size int64) int { return headerSize + 4*chunkCount(size) }
+
+// appendMeta appends the meta file holding m and crcs (one per chunk of
+// m.size) to dst.
+func appendMeta(dst []byte, m meta, crcs []uint32) []byte {
 	n := chunkCount(m.size)
-	buf := make([]byte, headerSize+4*n)
+	start := len(dst)
+	dst = append(dst, make([]byte, headerSize)...)
+	buf := dst[start:]
 	copy(buf, metaMagic[:])
 	le := binary.LittleEndian
 	if m.sealed {
@@ -53,10 +58,25 @@ func encodeMeta(m meta, crcs []uint32) []byte {
 	le.PutUint64(buf[40:], uint64(m.seq))
 	le.PutUint32(buf[48:], uint32(n))
 	le.PutUint32(buf[60:], Checksum(buf[:60]))
-	for i, c := range crcs[:n] {
-		le.PutUint32(buf[headerSize+4*i:], c)
+	for _, c := range crcs[:n] {
+		dst = le.AppendUint32(dst, c)
 	}
-	return buf
+	return dst
+}
+
+// decodeMeta checks and decodes a whole meta file (as the meta log
+// carries it): the header and exactly one checksum per chunk.
+func decodeMeta(buf []byte) (meta, []uint32, error) {
+	m, err := decodeHeader(buf)
+	if err != nil {
+		return meta{}, nil, err
+	}
+	n := chunkCount(m.size)
+	if len(buf) != metaLen(m.size) {
+		return meta{}, nil, fmt.Errorf("%w: meta of block %d: %d bytes for %d chunks", ErrCorrupt, m.id, len(buf), n)
+	}
+	crcs, err := decodeCRCs(buf[headerSize:], n)
+	return m, crcs, err
 }
 
 // decodeHeader checks and decodes a meta file's header.
@@ -97,23 +117,14 @@ func decodeCRCs(raw []byte, n int) ([]uint32, error) {
 	return crcs, nil
 }
 
-// appendCRCs extends crcs, the checksums of a replica of size bytes, by
-// data appended at size. Data starting on a chunk boundary and filling one
-// chunk exactly has the packet's checksum (crc), which is reused.
-func appendCRCs(crcs []uint32, size int64, data []byte, crc uint32) []uint32 {
-	if size%ChunkSize == 0 && len(data) == ChunkSize {
-		return append(crcs, crc)
-	}
-	if fill := size % ChunkSize; fill != 0 && len(data) > 0 {
+// appendPieces extends crcs, the checksums of a replica of size bytes,
+// by data appended at size, whose pieceCRCs (at offset size) are pieces.
+func appendPieces(crcs []uint32, size int64, data []byte, pieces []uint32) []uint32 {
+	if fill := size % ChunkSize; fill != 0 && len(pieces) > 0 {
 		n := min(int64(len(data)), ChunkSize-fill)
 		last := len(crcs) - 1
-		crcs[last] = crc32.Update(crcs[last], castagnoli, data[:n])
-		data = data[n:]
+		crcs[last] = combineCRC(crcs[last], pieces[0], int(n))
+		pieces = pieces[1:]
 	}
-	for len(data) > 0 {
-		n := min(len(data), ChunkSize)
-		crcs = append(crcs, Checksum(data[:n]))
-		data = data[n:]
-	}
-	return crcs
+	return append(crcs, pieces...)
 }

@@ -32,13 +32,14 @@ func (s *Store) ReadAt(id BlockID, p []byte, off int64) (int, error) {
 	}
 	first, last := int(off/ChunkSize), int((end-1)/ChunkSize)
 	var crcs []uint32
-	if !sealed {
+	inFile := sealed && b.mu.crcs == nil
+	if !inFile {
 		// The last chunk's checksum changes as the writer appends: take it
 		// together with the size.
 		crcs, err = s.crcsLocked(b, first, last-first+1)
 	}
 	b.mu.Unlock()
-	if sealed {
+	if inFile {
 		// Immutable but for Truncate and Delete, which rw excludes.
 		crcs, err = s.readCRCs(id, first, last-first+1)
 	}

@@ -4,16 +4,44 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/golang/glog"
 )
 
-// recover loads every replica under dir/blocks. It runs before the store
-// is shared, so it takes no locks.
-func (s *Store) recover() error {
+// recover loads every replica under dir/blocks, replaying the meta logs
+// over the meta files, then checkpoints what the logs said and removes
+// them. It returns the newest log generation it found (0 for none). It
+// runs before the store is shared, so it takes no locks.
+func (s *Store) recover() (uint64, error) {
+	logs, err := listLogs(filepath.Join(s.dir, logDir))
+	if err != nil {
+		return 0, err
+	}
+	logged, err := readLogs(logs)
+	if err != nil {
+		return 0, err
+	}
+	if err := s.recoverDirs(logged); err != nil {
+		return 0, err
+	}
+	// What is left of the logs names replicas without any file here.
+	for _, id := range slices.Sorted(maps.Keys(logged)) {
+		if err := s.recoverLogged(s.base(id), logged[id]); err != nil {
+			return 0, err
+		}
+	}
+	return s.retireRecovered(logs)
+}
+
+// recoverDirs walks the fan-out directories, taking from logged the last
+// log record of every replica found in them.
+func (s *Store) recoverDirs(logged map[BlockID]logRecord) error {
 	root := filepath.Join(s.dir, blocksDir)
 	tops, err := os.ReadDir(root)
 	if err != nil {
@@ -32,44 +60,112 @@ func (s *Store) recover() error {
 				continue
 			}
 			dir := filepath.Join(root, top.Name(), leaf.Name())
-			if err := s.recoverDir(dir); err != nil {
+			if err := s.recoverDir(dir, logged); err != nil {
 				return err
 			}
-			s.dirs.Store(dir, struct{}{})
+			s.dirs.Store(dir, &dirState{})
 		}
 	}
 	return nil
 }
 
-// recoverDir loads the replicas of one fan-out directory. A meta file
-// makes a replica; a temporary meta is a rename that never happened and a
-// data file without meta was never synced: both are removed.
-func (s *Store) recoverDir(dir string) error {
+// retireRecovered writes the metas the logs held into the meta files and
+// removes the logs, so that the store starts a fresh one.
+func (s *Store) retireRecovered(logs []logFile) (uint64, error) {
+	if len(logs) == 0 {
+		return 0, nil
+	}
+	if err := s.checkpoint(s.snapshot()); err != nil {
+		return 0, err
+	}
+	for _, l := range logs {
+		if err := os.Remove(l.path); err != nil {
+			return 0, err
+		}
+	}
+	if err := syncDir(filepath.Join(s.dir, logDir)); err != nil {
+		return 0, err
+	}
+	return logs[len(logs)-1].gen, nil
+}
+
+// recoverDir loads the replicas of one fan-out directory. The last log
+// record of a replica, if any, is its state. Otherwise a meta file makes
+// a replica; a data file without meta was never synced, and a temporary
+// meta is a rename that never happened: both are removed.
+func (s *Store) recoverDir(dir string, logged map[BlockID]logRecord) error {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return err
 	}
-	metas := make(map[string]bool)
+	metas := make(map[string]bool) // base name → has a meta file
 	for _, e := range entries {
-		if name, ok := strings.CutSuffix(e.Name(), metaExt); ok {
-			metas[name] = true
-		}
-	}
-	for _, e := range entries {
-		name, path := e.Name(), filepath.Join(dir, e.Name())
+		name := e.Name()
 		switch {
 		case strings.HasSuffix(name, tmpExt):
-			err = os.Remove(path)
-		case strings.HasSuffix(name, dataExt) && !metas[strings.TrimSuffix(name, dataExt)]:
-			glog.Infof("blockstore: removing %s: never synced", path)
-			err = os.Remove(path)
+			err = os.Remove(filepath.Join(dir, name))
 		case strings.HasSuffix(name, metaExt):
-			err = s.recoverBlock(filepath.Join(dir, strings.TrimSuffix(name, metaExt)))
+			metas[strings.TrimSuffix(name, metaExt)] = true
+		case strings.HasSuffix(name, dataExt):
+			if base := strings.TrimSuffix(name, dataExt); !metas[base] {
+				metas[base] = false
+			}
 		}
 		if err != nil {
 			return err
 		}
 	}
+	for _, name := range slices.Sorted(maps.Keys(metas)) {
+		base := filepath.Join(dir, name)
+		rec, isLogged := s.loggedAt(logged, base)
+		switch {
+		case isLogged:
+			delete(logged, rec.id)
+			err = s.recoverLogged(base, rec)
+		case metas[name]:
+			err = s.recoverBlock(base)
+		default:
+			glog.Infof("blockstore: removing %s: never synced", base+dataExt)
+			err = os.Remove(base + dataExt)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// loggedAt returns the last log record of the replica whose files are
+// base.*, if the logs have one.
+func (s *Store) loggedAt(logged map[BlockID]logRecord, base string) (logRecord, bool) {
+	id, err := strconv.ParseUint(filepath.Base(base), 16, 64)
+	if err != nil || s.base(BlockID(id)) != base {
+		return logRecord{}, false
+	}
+	rec, ok := logged[BlockID(id)]
+	return rec, ok
+}
+
+// recoverLogged loads the replica whose files are base.* at the state of
+// its last log record: deleted, or the meta the record carries (which the
+// meta file, if any, is older than). The meta file is written by the
+// checkpoint that ends recovery.
+func (s *Store) recoverLogged(base string, rec logRecord) error {
+	if rec.kind == recDelete {
+		return errors.Join(removeIfExists(base+metaExt), removeIfExists(base+dataExt))
+	}
+	m, crcs, err := decodeMeta(rec.body) // checked when read
+	if err != nil {
+		return err
+	}
+	if _, err := s.ensureDir(filepath.Dir(base)); err != nil {
+		return err
+	}
+	if err := cutData(base+dataExt, m.size); err != nil {
+		return err
+	}
+	b := s.register(m)
+	b.mu.logged, b.mu.crcs = rec.body, crcs
 	return nil
 }
 
@@ -93,12 +189,18 @@ func (s *Store) recoverBlock(base string) error {
 	if err := cutData(base+dataExt, m.size); err != nil {
 		return err
 	}
+	s.register(m)
+	return nil
+}
+
+// register adds a recovered replica at the state m.
+func (s *Store) register(m meta) *block {
 	b := &block{id: m.id}
 	b.mu.m, b.mu.durable, b.mu.exists = m, m.size, true
 	s.mu.blocks[m.id] = b
 	s.blockCount.Add(1)
 	s.byteCount.Add(m.size)
-	return nil
+	return b
 }
 
 func readHeader(path string) (meta, error) {

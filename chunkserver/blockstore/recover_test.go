@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -92,34 +93,52 @@ func TestOpenLocksDirectory(t *testing.T) {
 const crashEnv = "BLOCKSTORE_CRASH_DIR"
 
 // TestCrashHelper is not a test: TestKill9 runs it in a child process that
-// writes until it is killed, printing what each sync made durable.
+// writes until it is killed, printing what each sync made durable. Four
+// writers share the store, so their syncs and seals share group commits,
+// and its meta log is small, so logs fill and are checkpointed all along.
 func TestCrashHelper(t *testing.T) {
 	dir := os.Getenv(crashEnv)
 	if dir == "" {
 		t.Skip("helper process for TestKill9")
 	}
-	s, err := Open(dir)
+	s, err := open(dir, options{logLimit: 8 << 10})
 	if err != nil {
 		fmt.Println("error", err)
 		return
 	}
 	data := randBytes(ChunkSize, 11)
-	for id := BlockID(1); ; id++ {
-		var off int64
-		for seq := int64(1); seq <= 40; seq++ {
-			p := pkt(id, seq, off, data[:1000+int(seq)*997%len(data)])
-			p.Sync, p.Last = seq%5 == 0, seq == 40
-			size, err := s.Write(p)
-			if err != nil {
-				fmt.Println("error", err)
-				return
+	const writers = 4
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			for id := BlockID(w + 1); ; id += writers {
+				if err := crashWrite(s, id, data); err != nil {
+					fmt.Println("error", err)
+					return
+				}
 			}
-			off = size
-			if p.Sync || p.Last {
-				fmt.Println("durable", id, size, p.Last)
-			}
+		})
+	}
+	wg.Wait()
+}
+
+// crashWrite writes block id in 40 packets, syncing every fifth and
+// sealing with the last, and prints what each made durable.
+func crashWrite(s *Store, id BlockID, data []byte) error {
+	var off int64
+	for seq := int64(1); seq <= 40; seq++ {
+		p := pkt(id, seq, off, data[:1000+int(seq)*997%len(data)])
+		p.Sync, p.Last = seq%5 == 0, seq == 40
+		size, err := s.Write(p)
+		if err != nil {
+			return err
+		}
+		off = size
+		if p.Sync || p.Last {
+			fmt.Println("durable", id, size, p.Last)
 		}
 	}
+	return nil
 }
 
 // TestKill9 kills a writing process with SIGKILL and checks that every
@@ -161,4 +180,7 @@ func TestKill9(t *testing.T) {
 	}
 	matches, _ := filepath.Glob(filepath.Join(dir, blocksDir, "*", "*", "*"+tmpExt))
 	require.Empty(t, matches)
+	logs, err := listLogs(filepath.Join(dir, logDir))
+	require.NoError(t, err)
+	require.Len(t, logs, 1, "recovery retires the logs it replayed")
 }

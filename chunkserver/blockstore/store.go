@@ -48,8 +48,10 @@ type Store struct {
 	dir    string
 	flock  *os.File
 	closed atomic.Bool
-	// dirs holds the fan-out directories known to exist (string → struct{}).
+	// dirs holds the fan-out directories known to exist (string →
+	// *dirState).
 	dirs sync.Map
+	log  *metaLog
 
 	// Kept up to date on every size change, so a heartbeat reads them
 	// without visiting the blocks.
@@ -67,8 +69,23 @@ type Store struct {
 // crash left: sealed replicas whole, unsealed ones cut to their last
 // synced size. Only one Store may have dir open at a time.
 func Open(dir string) (*Store, error) {
-	if err := os.MkdirAll(filepath.Join(dir, blocksDir), 0o755); err != nil {
-		return nil, fmt.Errorf("blockstore: %w", err)
+	return open(dir, options{logLimit: defaultLogLimit})
+}
+
+// options are the knobs tests turn.
+type options struct {
+	// logLimit is the size at which the meta log moves to a new file.
+	logLimit int64
+	// beforeFrame, if set, is called by the committer with the number of
+	// records of each frame before it writes the frame.
+	beforeFrame func(records int)
+}
+
+func open(dir string, o options) (*Store, error) {
+	for _, d := range []string{blocksDir, logDir} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			return nil, fmt.Errorf("blockstore: %w", err)
+		}
 	}
 	fl, err := lockDir(dir)
 	if err != nil {
@@ -76,7 +93,11 @@ func Open(dir string) (*Store, error) {
 	}
 	s := &Store{dir: dir, flock: fl}
 	s.mu.blocks = make(map[BlockID]*block)
-	if err := s.recover(); err != nil {
+	gen, err := s.recover()
+	if err == nil {
+		s.log, err = openLog(filepath.Join(dir, logDir), gen+1, o, s.checkpoint)
+	}
+	if err != nil {
 		if fl != nil {
 			fl.Close()
 		}
@@ -85,22 +106,25 @@ func Open(dir string) (*Store, error) {
 	return s, nil
 }
 
-// Close closes the files of replicas being written. Later calls fail
-// with ErrClosed. Unsynced bytes stay in the page cache; they are only
-// guaranteed to survive a crash if a Sync, Last or Seal covered them.
+// Close closes the files of replicas being written and writes what the
+// meta log holds into the meta files. Later calls fail with ErrClosed.
+// Unsynced bytes stay in the page cache; they are only guaranteed to
+// survive a crash if a Sync, Last or Seal covered them.
 func (s *Store) Close() error {
 	if !s.closed.CompareAndSwap(false, true) {
 		return nil
 	}
 	var errs []error
-	for _, b := range s.snapshot() {
+	blocks := s.snapshot()
+	for _, b := range blocks { // waits for the operations in progress
 		b.mu.Lock()
 		if b.mu.f != nil {
 			errs = append(errs, b.mu.f.Close())
-			b.mu.f, b.mu.crcs = nil, nil
+			b.mu.f = nil
 		}
 		b.mu.Unlock()
 	}
+	errs = append(errs, s.log.close(blocks))
 	if s.flock != nil {
 		errs = append(errs, s.flock.Close())
 	}
@@ -144,6 +168,13 @@ func (s *Store) Delete(id BlockID) error {
 		return err
 	}
 	defer s.release(b, rwExclusive)
+	// A replica with records in the meta log would come back from them
+	// after a crash: the log says it is gone before its files go.
+	if b.mu.gen > s.log.retired.Load() {
+		if _, err := s.log.append(b, deleteRecord(id)); err != nil {
+			return fmt.Errorf("blockstore: delete block %d: %w", id, err)
+		}
+	}
 	if b.mu.f != nil {
 		b.mu.f.Close()
 		b.mu.f, b.mu.crcs = nil, nil

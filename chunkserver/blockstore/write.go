@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+
+	"github.com/golang/glog"
 )
 
 // Write applies packet p to its block's replica and returns the replica's
@@ -17,7 +19,8 @@ import (
 // checksum with ErrChecksum, and any new packet for a sealed replica with
 // ErrSealed.
 func (s *Store) Write(p Packet) (int64, error) {
-	if err := checkPacket(p); err != nil {
+	pieces, err := checkPacket(p)
+	if err != nil {
 		return 0, err
 	}
 	b, err := s.acquire(p.BlockID, p.Seq == 1, rwNone)
@@ -28,22 +31,27 @@ func (s *Store) Write(p Packet) (int64, error) {
 		return 0, err
 	}
 	defer s.release(b, rwNone)
-	return s.writeLocked(b, p)
+	return s.writeLocked(b, p, pieces)
 }
 
-func checkPacket(p Packet) error {
+// checkPacket checks p and returns the checksums of its data cut at
+// chunk boundaries (see pieceCRCs), what the meta keeps once p is
+// applied: the data is read once for both.
+func checkPacket(p Packet) ([]uint32, error) {
 	switch {
 	case p.Seq < 1:
-		return fmt.Errorf("%w: block %d: sequence number %d", ErrInvalid, p.BlockID, p.Seq)
+		return nil, fmt.Errorf("%w: block %d: sequence number %d", ErrInvalid, p.BlockID, p.Seq)
 	case p.Offset < 0:
-		return fmt.Errorf("%w: block %d: offset %d", ErrInvalid, p.BlockID, p.Offset)
-	case Checksum(p.Data) != p.CRC32C:
-		return fmt.Errorf("%w: block %d packet %d", ErrChecksum, p.BlockID, p.Seq)
+		return nil, fmt.Errorf("%w: block %d: offset %d", ErrInvalid, p.BlockID, p.Offset)
 	}
-	return nil
+	pieces, crc := pieceCRCs(p.Offset, p.Data)
+	if crc != p.CRC32C {
+		return nil, fmt.Errorf("%w: block %d packet %d", ErrChecksum, p.BlockID, p.Seq)
+	}
+	return pieces, nil
 }
 
-func (s *Store) writeLocked(b *block, p Packet) (int64, error) {
+func (s *Store) writeLocked(b *block, p Packet, pieces []uint32) (int64, error) {
 	m := &b.mu.m
 	switch {
 	case b.mu.exists && p.Seq <= m.seq:
@@ -57,7 +65,7 @@ func (s *Store) writeLocked(b *block, p Packet) (int64, error) {
 	case p.Offset != m.size:
 		return m.size, fmt.Errorf("%w: block %d: packet %d at offset %d, replica holds %d bytes", ErrOffset, b.id, p.Seq, p.Offset, m.size)
 	}
-	if err := s.appendLocked(b, p); err != nil {
+	if err := s.appendLocked(b, p, pieces); err != nil {
 		return m.size, err
 	}
 	switch {
@@ -70,7 +78,7 @@ func (s *Store) writeLocked(b *block, p Packet) (int64, error) {
 }
 
 // appendLocked writes p's data at the end of the replica.
-func (s *Store) appendLocked(b *block, p Packet) error {
+func (s *Store) appendLocked(b *block, p Packet, pieces []uint32) error {
 	if !b.mu.exists {
 		if err := s.createLocked(b); err != nil {
 			return err
@@ -85,12 +93,29 @@ func (s *Store) appendLocked(b *block, p Packet) error {
 		return fmt.Errorf("blockstore: write block %d: %w", b.id, err)
 	}
 	m := &b.mu.m
-	b.mu.crcs = appendCRCs(b.mu.crcs, m.size, p.Data, p.CRC32C)
+	b.mu.crcs = appendPieces(b.mu.crcs, m.size, p.Data, pieces)
 	m.size += int64(len(p.Data))
 	m.seq = p.Seq
 	m.version = max(m.version, p.Version)
 	s.byteCount.Add(int64(len(p.Data)))
+	s.writebackLocked(b)
 	return nil
+}
+
+// writebackBytes is how many unsynced bytes a replica accumulates before
+// their writing out is started (Pebble's BytesPerSync): the disk works
+// while packets still arrive, instead of all at the next sync or seal.
+const writebackBytes = 256 << 10
+
+func (s *Store) writebackLocked(b *block) {
+	start, size := b.mu.writeback, b.mu.m.size
+	if size-start < writebackBytes {
+		return
+	}
+	if err := startWriteback(b.mu.f, start, size-start); err != nil {
+		glog.V(1).Infof("blockstore: block %d: start writeback: %v", b.id, err) // only a hint
+	}
+	b.mu.writeback = size
 }
 
 // retryLocked answers a packet applied before: its bytes are there; make
@@ -168,16 +193,15 @@ func (s *Store) truncateLocked(b *block, size int64) error {
 	}
 	// Meta first: a crash before the data is cut leaves a data file longer
 	// than its meta, which Open cuts.
-	if err := s.persist(m, crcs, data); err != nil {
+	if err := s.persistLocked(b, m, crcs, data); err != nil {
 		return err
 	}
 	if err := os.Truncate(s.base(b.id)+dataExt, size); err != nil {
 		return err
 	}
-	b.mu.m, b.mu.durable = m, size
-	if b.mu.crcs != nil {
-		b.mu.crcs = crcs
-	}
+	// The checksums stay in memory until a checkpoint writes the meta file.
+	b.mu.m, b.mu.durable, b.mu.crcs = m, size, crcs
+	b.mu.writeback = min(b.mu.writeback, size)
 	return nil
 }
 
