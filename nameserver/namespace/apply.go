@@ -3,6 +3,7 @@ package namespace
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/cockroachdb/pebble/v2"
 	"google.golang.org/protobuf/proto"
@@ -71,19 +72,25 @@ var errRetry = errors.New("namespace: retry with a new lock set")
 func (s *Store) applyLocked(cmd *bfspb.Command, reads, writes []string) (*Result, error) {
 	// Reads go to the committed state: the path locks keep what this
 	// command reads from changing, and no command reads its own writes.
+	r := s.reader()
 	b := s.db.NewBatch()
 	defer b.Close()
-	if m := cmd.GetMkdir(); m != nil && m.Parents && !stillFits(s.db, m.Path, writes) {
+	if m := cmd.GetMkdir(); m != nil && m.Parents && !stillFits(r, m.Path, writes) {
 		return nil, errRetry
 	}
 	if err := guard(s.locks, cmd); err != nil {
 		return nil, err
 	}
-	res, err := apply(s.db, b, s.locks, cmd)
+	res, err := apply(r, b, s.locks, cmd)
 	if err != nil {
 		return res, err
 	}
-	if err := b.Commit(pebble.Sync); err != nil {
+	// The directory cache lets go of what b deletes before anyone can see
+	// it deleted, and takes it back once they all can: see dirCache.
+	forgotten := s.dirs.forget(b)
+	err = b.Commit(pebble.Sync)
+	s.dirs.release(forgotten)
+	if err != nil {
 		return nil, fmt.Errorf("namespace: commit: %w", err)
 	}
 	for _, id := range commandIDs(cmd) {
@@ -235,14 +242,17 @@ func existingPrefix(r pebble.Reader, all []string) int {
 }
 
 // ancestors returns the strict ancestors of a normalized path, root first.
+// They are prefixes of p, not copies.
 func ancestors(p string) []string {
 	if p == fspath.Root {
 		return nil
 	}
-	comps := fspath.Split(p)
-	out := make([]string, 0, len(comps))
-	for i := range comps {
-		out = append(out, fspath.Join(comps[:i]))
+	out := make([]string, 1, strings.Count(p, "/"))
+	out[0] = fspath.Root
+	for i := 1; i < len(p); i++ {
+		if p[i] == '/' {
+			out = append(out, p[:i])
+		}
 	}
 	return out
 }
@@ -282,10 +292,10 @@ func apply(r pebble.Reader, b *pebble.Batch, locks *dirlock.Table, cmd *bfspb.Co
 	return nil, fmt.Errorf("%w: unknown command %T", ErrInvalid, cmd.Op)
 }
 
-func newEntry(parent *bfspb.FileInfo, name string, id uint64, t bfspb.FileType, mode uint32, now int64) *bfspb.FileInfo {
+func newEntry(parent uint64, name string, id uint64, t bfspb.FileType, mode uint32, now int64) *bfspb.FileInfo {
 	return &bfspb.FileInfo{
 		EntryId:  id,
-		ParentId: parent.EntryId,
+		ParentId: parent,
 		Name:     name,
 		Type:     t,
 		Mode:     mode,
@@ -336,7 +346,7 @@ func applyMkdir(r pebble.Reader, b *pebble.Batch, c *bfspb.MkdirCmd, now int64) 
 		if c.Parents {
 			id = c.Ids[i]
 		}
-		next = newEntry(dir, name, id, bfspb.FileType_FILE_TYPE_DIR, mode, now)
+		next = newEntry(dir.EntryId, name, id, bfspb.FileType_FILE_TYPE_DIR, mode, now)
 		if err := putEntry(b, next); err != nil {
 			return nil, err
 		}
@@ -366,12 +376,12 @@ func applyCreate(r pebble.Reader, b *pebble.Batch, c *bfspb.CreateCmd, now int64
 	if c.Path == fspath.Root {
 		return nil, ErrIsDirectory
 	}
-	parent, err := lookupDir(r, fspath.Dir(c.Path))
+	parent, err := dirID(r, fspath.Dir(c.Path))
 	if err != nil {
 		return nil, err
 	}
 	res := &Result{}
-	old, err := getInfo(r, entryKey(parent.EntryId, fspath.Base(c.Path)))
+	old, err := getInfo(r, entryKey(parent, fspath.Base(c.Path)))
 	switch {
 	case err == nil && old.Type == bfspb.FileType_FILE_TYPE_DIR:
 		return nil, ErrIsDirectory
@@ -464,12 +474,12 @@ func applyRename(r pebble.Reader, b *pebble.Batch, c *bfspb.RenameCmd, now int64
 	if src.Type == bfspb.FileType_FILE_TYPE_DIR && fspath.Within(c.Dst, c.Src) {
 		return nil, fmt.Errorf("%w: cannot move %s into its own subtree", ErrInvalid, c.Src)
 	}
-	parent, err := lookupDir(r, fspath.Dir(c.Dst))
+	parent, err := dirID(r, fspath.Dir(c.Dst))
 	if err != nil {
 		return nil, err
 	}
 	res := &Result{}
-	old, err := getInfo(r, entryKey(parent.EntryId, fspath.Base(c.Dst)))
+	old, err := getInfo(r, entryKey(parent, fspath.Base(c.Dst)))
 	switch {
 	case err == nil && old.Type == bfspb.FileType_FILE_TYPE_DIR:
 		return nil, ErrExists
@@ -487,7 +497,7 @@ func applyRename(r pebble.Reader, b *pebble.Batch, c *bfspb.RenameCmd, now int64
 		return nil, err
 	}
 	moved := proto.Clone(src).(*bfspb.FileInfo)
-	moved.ParentId, moved.Name, moved.CtimeNs = parent.EntryId, fspath.Base(c.Dst), now
+	moved.ParentId, moved.Name, moved.CtimeNs = parent, fspath.Base(c.Dst), now
 	res.Info = moved
 	return res, putEntry(b, moved)
 }

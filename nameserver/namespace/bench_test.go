@@ -37,3 +37,29 @@ func BenchmarkCreateDelete(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkStat measures Stat of a file six directories deep, the shape
+// of a table store's tablet files.
+func BenchmarkStat(b *testing.B) {
+	s, err := Open(Options{Dir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	const dir = "/table/t1/tablet0001/lg0/data"
+	if err := mkdir(s, dir, true); err != nil {
+		b.Fatal(err)
+	}
+	if err := create(s, dir+"/f", false); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := s.Stat(dir + "/f"); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}

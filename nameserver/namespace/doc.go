@@ -9,6 +9,12 @@
 // keyed by its entry id, which never changes. System records (the id
 // counter, sessions) live under separate prefixes. keys.go defines them all.
 //
+// The keys of directories are also cached in memory (dircache.go): which
+// entry id a (parent id, name) key names. A key is only ever rebound to
+// another entry by deleting it first, so the cache needs no more than
+// invalidation on deletes; with it a lookup reads Pebble once, for its
+// leaf, however deep the path.
+//
 // # Mutations
 //
 // Every mutation is a bfspb.Command. Apply turns a command into exactly one
@@ -24,7 +30,11 @@
 // write-locks the entries it changes, all at once (no lock ordering, no
 // deadlock). Mutations on disjoint paths run in parallel and their syncs are
 // grouped by Pebble's commit pipeline. Reads take no locks; they see the
-// last committed state. All methods are safe for concurrent use.
+// last committed state. A mutation that deletes a directory's key takes
+// it out of the directory cache before its batch commits and lets it back
+// in (read afresh) only after, so a lookup never sees from the cache
+// anything older than what Pebble shows. All methods are safe for
+// concurrent use.
 //
 // # Invariants
 //
@@ -32,4 +42,7 @@
 //   - Every entry's parent exists and is a directory.
 //   - Entry ids are never reused: the counter only grows (a max-merge), also
 //     when concurrent batches commit out of order.
+//   - An entry key names the same entry id until the key is deleted; the
+//     directory cache holds only bindings whose key has not been deleted
+//     since they were read, and none whose delete is committing.
 package namespace

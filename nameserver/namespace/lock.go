@@ -3,13 +3,13 @@ package namespace
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/bfs-go/bfs/dirlock"
-	"github.com/bfs-go/bfs/internal/fspath"
 	"github.com/bfs-go/bfs/proto/bfspb"
 )
 
@@ -155,30 +155,33 @@ func applyUnlockDir(r pebble.Reader, b *pebble.Batch, locks *dirlock.Table, c *b
 	if err != nil {
 		return &Result{Lock: &l}, err
 	}
-	files, err := openFilesUnder(r, c.Path)
+	files, err := openFilesUnder(r, l.EntryID)
+	if err != nil {
+		return nil, err
+	}
+	dirs, err := lockedDirs(r, locks.Subtree(c.Path))
 	if err != nil {
 		return nil, err
 	}
 	rec := &bfspb.CleaningRecord{Epoch: uint64(l.Epoch), Reason: c.Reason, Files: files, StartedNs: now}
+	for _, d := range dirs {
+		rec.Dirs = append(rec.Dirs, d.info.EntryId)
+	}
+	if len(files) == 0 {
+		return finishCleaning(r, b, c.Path, rec, dirs, 0, now)
+	}
 	res := &Result{Cleaning: rec}
-	for _, sub := range locks.Subtree(c.Path) {
-		info, err := getLockedDir(r, sub)
-		if err != nil {
-			return nil, err
-		}
-		rec.Dirs = append(rec.Dirs, info.EntryId)
+	for _, d := range dirs {
+		info := d.info
 		info.LockStatus, info.LockSinceNs = bfspb.LockStatus_LOCK_STATUS_CLEANING, now
 		if err := putInfo(b, keyOf(info), info); err != nil {
 			return nil, err
 		}
-		cl := lockOf(sub.Path, info)
+		cl := lockOf(d.lock.Path, info)
 		res.SetLocks = append(res.SetLocks, cl)
-		if sub.Path == c.Path {
+		if d.lock.Path == c.Path {
 			res.Info, res.Lock = info, &cl
 		}
-	}
-	if len(files) == 0 {
-		return finishCleaning(r, b, locks, c.Path, rec, 0, now)
 	}
 	v, err := proto.Marshal(rec)
 	if err != nil {
@@ -187,18 +190,47 @@ func applyUnlockDir(r pebble.Reader, b *pebble.Batch, locks *dirlock.Table, c *b
 	return res, b.Set(cleanKey(res.Info.EntryId), v, nil)
 }
 
-// getLockedDir reads the directory of a lock the table holds.
+// lockedDir is a directory an unlock releases: its lock as the table has
+// it (inTable unset for a directory known by its entry id only) and its
+// stored entry.
+type lockedDir struct {
+	lock    dirlock.Lock
+	inTable bool
+	info    *bfspb.FileInfo
+}
+
+// lockedDirs reads the directories of the given locks.
+func lockedDirs(r pebble.Reader, locks []dirlock.Lock) ([]lockedDir, error) {
+	out := make([]lockedDir, 0, len(locks))
+	for _, l := range locks {
+		info, err := getLockedDir(r, l)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, lockedDir{lock: l, inTable: true, info: info})
+	}
+	return out, nil
+}
+
+// getLockedDir reads the directory of a lock the table holds, by its
+// path (which the table keeps current across renames), checking that it
+// is still the locked directory.
 func getLockedDir(r pebble.Reader, l dirlock.Lock) (*bfspb.FileInfo, error) {
-	_, info, err := pathOf(r, l.EntryID)
+	info, err := lookupDir(r, l.Path)
+	if err == nil && info.EntryId == l.EntryID {
+		return info, nil
+	}
+	_, info, err = pathOf(r, l.EntryID)
 	if err != nil {
 		return nil, fmt.Errorf("namespace: locked directory %s: %w", l.Path, err)
 	}
 	return info, nil
 }
 
-// openFilesUnder lists the files open for write (by any session) at or
-// below dir.
-func openFilesUnder(r pebble.Reader, dir string) ([]uint64, error) {
+// openFilesUnder lists the files open for write (by any session) in the
+// subtree of directory dir. It reads where each open file is once per
+// directory on the way up, not once per file.
+func openFilesUnder(r pebble.Reader, dir uint64) ([]uint64, error) {
 	lower, upper := openBounds("")
 	var ids []uint64
 	err := scanKeys(r, lower, upper, func(k, _ []byte) error {
@@ -206,23 +238,53 @@ func openFilesUnder(r pebble.Reader, dir string) ([]uint64, error) {
 		ids = append(ids, id)
 		return nil
 	})
-	if err != nil {
+	if err != nil || len(ids) == 0 {
 		return nil, err
 	}
+	under := map[uint64]bool{dir: true, RootID: dir == RootID}
 	var out []uint64
 	for _, id := range ids {
-		p, _, err := pathOf(r, id)
+		in, err := isUnder(r, id, under)
 		if errors.Is(err, ErrNotFound) {
 			continue
 		}
 		if err != nil {
 			return nil, err
 		}
-		if fspath.Within(p, dir) {
+		if in {
 			out = append(out, id)
 		}
 	}
 	return out, nil
+}
+
+// isUnder reports whether entry id lies in the subtree whose answers
+// known holds (the subtree's root true, the namespace's root false), and
+// records the answer for the directories it walked through.
+func isUnder(r pebble.Reader, id uint64, known map[uint64]bool) (bool, error) {
+	var walked []uint64
+	cur := id
+	for {
+		if in, ok := known[cur]; ok {
+			for _, w := range walked {
+				known[w] = in
+			}
+			return in, nil
+		}
+		v, closer, err := r.Get(idKey(cur))
+		if errors.Is(err, pebble.ErrNotFound) {
+			return false, ErrNotFound
+		}
+		if err != nil {
+			return false, fmt.Errorf("namespace: read: %w", err)
+		}
+		parent := decodeUint64(v[:8])
+		closer.Close()
+		if cur != id {
+			walked = append(walked, cur)
+		}
+		cur = parent
+	}
 }
 
 func applyFinishCleaning(r pebble.Reader, b *pebble.Batch, locks *dirlock.Table, c *bfspb.FinishCleaningCmd, now int64) (*Result, error) {
@@ -252,13 +314,31 @@ func applyFinishCleaning(r pebble.Reader, b *pebble.Batch, locks *dirlock.Table,
 	if err := b.Delete(cleanKey(info.EntryId), nil); err != nil {
 		return nil, err
 	}
-	return finishCleaning(r, b, locks, c.Path, rec, c.BytesTruncated, now)
+	dirs, err := cleanedDirs(r, locks, c.Path, rec)
+	if err != nil {
+		return nil, err
+	}
+	return finishCleaning(r, b, c.Path, rec, dirs, c.BytesTruncated, now)
 }
 
-// finishCleaning unlocks every directory rec cleaned and records history.
-func finishCleaning(r pebble.Reader, b *pebble.Batch, locks *dirlock.Table, path string, rec *bfspb.CleaningRecord, truncated, now int64) (*Result, error) {
-	res := &Result{Cleaning: rec}
-	for i, id := range rec.Dirs {
+// cleanedDirs reads the directories rec cleaned, in its order. Their
+// locks are CLEANING under path in the table (nothing can move or delete
+// them meanwhile); one that is not is read by its entry id.
+func cleanedDirs(r pebble.Reader, locks *dirlock.Table, path string, rec *bfspb.CleaningRecord) ([]lockedDir, error) {
+	byID := make(map[uint64]dirlock.Lock, len(rec.Dirs))
+	for _, l := range locks.Subtree(path) {
+		byID[l.EntryID] = l
+	}
+	out := make([]lockedDir, 0, len(rec.Dirs))
+	for _, id := range rec.Dirs {
+		if l, ok := byID[id]; ok {
+			info, err := getLockedDir(r, l)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, lockedDir{lock: l, inTable: true, info: info})
+			continue
+		}
 		p, info, err := pathOf(r, id)
 		if errors.Is(err, ErrNotFound) {
 			continue
@@ -266,15 +346,33 @@ func finishCleaning(r pebble.Reader, b *pebble.Batch, locks *dirlock.Table, path
 		if err != nil {
 			return nil, err
 		}
+		out = append(out, lockedDir{lock: dirlock.Lock{Path: p, EntryID: id}, info: info})
+	}
+	return out, nil
+}
+
+// finishCleaning unlocks the directories rec cleaned (dirs, read by the
+// caller) and records their history.
+//
+// Each lock it ends is in both lists of the Result: in SetLocks as it was
+// (LOCKED when the unlock had nothing to drain, else CLEANING), so the
+// table records no change for it before RemovedLocks drops it, and in
+// RemovedLocks. The SetLocks entry is how watchers learn which lock ended:
+// its holder, session and epoch.
+func finishCleaning(r pebble.Reader, b *pebble.Batch, path string, rec *bfspb.CleaningRecord, dirs []lockedDir, truncated, now int64) (*Result, error) {
+	res := &Result{Cleaning: rec}
+	for _, d := range dirs {
+		info, id := d.info, d.info.EntryId
 		entry := &bfspb.LockHistoryEntry{
 			Holder: info.Holder, Epoch: info.Epoch, LockedAtNs: info.LockSinceNs, UnlockedAtNs: now,
 			Reason: rec.Reason,
 		}
-		if i == 0 {
+		if id == rec.Dirs[0] {
 			entry.FilesSealed, entry.BytesTruncated = int64(len(rec.Files)), truncated
 		}
-		if l, ok := locks.Get(p); ok {
-			entry.LockedAtNs = l.Since.UnixNano()
+		if d.inTable {
+			entry.LockedAtNs = d.lock.Since.UnixNano()
+			res.SetLocks = append(res.SetLocks, d.lock)
 		}
 		if err := addHistory(r, b, id, entry); err != nil {
 			return nil, err
@@ -286,10 +384,10 @@ func finishCleaning(r pebble.Reader, b *pebble.Batch, locks *dirlock.Table, path
 		if err := b.Delete(lockKey(id), nil); err != nil {
 			return nil, err
 		}
-		res.RemovedLocks = append(res.RemovedLocks, p)
-		if p == path {
+		res.RemovedLocks = append(res.RemovedLocks, d.lock.Path)
+		if d.lock.Path == path {
 			res.Info = info
-			res.Lock = &dirlock.Lock{Path: p, Status: dirlock.Unlocked, Epoch: dirlock.Epoch(info.Epoch), EntryID: id}
+			res.Lock = &dirlock.Lock{Path: path, Status: dirlock.Unlocked, Epoch: dirlock.Epoch(info.Epoch), EntryID: id}
 		}
 	}
 	return res, nil
@@ -297,26 +395,82 @@ func finishCleaning(r pebble.Reader, b *pebble.Batch, locks *dirlock.Table, path
 
 // addHistory appends entry to dir's history, dropping the oldest beyond
 // MaxHistory.
+//
+// Entries are keyed by epoch, and only the oldest is ever dropped, so the
+// tombstones of dropped entries all sort before the live ones: a read from
+// the oldest end would step over every one of them not yet compacted away,
+// thousands for a directory locked over and over. The newest entry says
+// how many entries there are and which is the oldest (stored,
+// oldest_epoch), so adding one reads the newest, and, once the history is
+// full, the oldest two (the one dropped and the one after it): a few
+// steps, whatever the history's length.
 func addHistory(r pebble.Reader, b *pebble.Batch, dir uint64, entry *bfspb.LockHistoryEntry) error {
+	lower, upper := historyBounds(dir)
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return fmt.Errorf("namespace: iterate: %w", err)
+	}
+	err = placeHistory(it, b, dir, entry)
+	if cerr := it.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("namespace: iterate: %w", cerr)
+	}
+	if err != nil {
+		return err
+	}
 	v, err := proto.Marshal(entry)
 	if err != nil {
 		return err
 	}
-	if err := b.Set(historyKey(dir, entry.Epoch), v, nil); err != nil {
-		return err
-	}
-	lower, upper := historyBounds(dir)
-	var keys [][]byte
-	if err := scanKeys(r, lower, upper, func(k, _ []byte) error { keys = append(keys, k); return nil }); err != nil {
-		return err
-	}
-	for i := 0; i < len(keys)+1-MaxHistory; i++ {
-		if err := b.Delete(keys[i], nil); err != nil {
-			return err
-		}
-	}
-	return nil
+	return b.Set(historyKey(dir, entry.Epoch), v, nil)
 }
+
+// placeHistory sets entry's bookkeeping, deleting in b the entry it
+// pushes out of the history.
+func placeHistory(it *pebble.Iterator, b *pebble.Batch, dir uint64, entry *bfspb.LockHistoryEntry) error {
+	if !it.Last() {
+		entry.Stored, entry.OldestEpoch = 1, entry.Epoch
+		return it.Error()
+	}
+	newest := &bfspb.LockHistoryEntry{}
+	if err := proto.Unmarshal(it.Value(), newest); err != nil {
+		return fmt.Errorf("namespace: corrupt history %x: %w", it.Key(), err)
+	}
+	switch {
+	case newest.Stored <= 0 || newest.Stored > MaxHistory:
+		return recountHistory(it, b, entry) // stored without the bookkeeping
+	case newest.Stored < MaxHistory:
+		entry.Stored, entry.OldestEpoch = newest.Stored+1, newest.OldestEpoch
+		return nil
+	}
+	if err := b.Delete(historyKey(dir, newest.OldestEpoch), nil); err != nil {
+		return err
+	}
+	entry.Stored, entry.OldestEpoch = MaxHistory, entry.Epoch
+	if it.SeekGE(historyKey(dir, newest.OldestEpoch+1)) {
+		entry.OldestEpoch = historyEpoch(it.Key())
+	}
+	return it.Error()
+}
+
+// recountHistory sets entry's bookkeeping by reading the history from its
+// newest end, dropping (in b) whatever lies beyond MaxHistory with entry.
+func recountHistory(it *pebble.Iterator, b *pebble.Batch, entry *bfspb.LockHistoryEntry) error {
+	entry.Stored, entry.OldestEpoch = 1, entry.Epoch
+	for valid := it.Last(); valid; valid = it.Prev() {
+		if entry.Stored == MaxHistory {
+			if err := b.Delete(append([]byte(nil), it.Key()...), nil); err != nil {
+				return err
+			}
+			continue
+		}
+		entry.Stored++
+		entry.OldestEpoch = historyEpoch(it.Key())
+	}
+	return it.Error()
+}
+
+// historyEpoch is the epoch a history key ends with.
+func historyEpoch(k []byte) uint64 { return decodeUint64(k[len(k)-8:]) }
 
 // History returns the past locks of the directory path, oldest first.
 func (s *Store) History(path string) ([]*bfspb.LockHistoryEntry, error) {
@@ -329,16 +483,27 @@ func (s *Store) History(path string) ([]*bfspb.LockHistoryEntry, error) {
 		return nil, err
 	}
 	lower, upper := historyBounds(info.EntryId)
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return nil, fmt.Errorf("namespace: iterate: %w", err)
+	}
+	defer it.Close()
+	// Newest first, and no further than the history's length: below the
+	// oldest entry lie only the tombstones of dropped ones.
 	var out []*bfspb.LockHistoryEntry
-	err = scanKeys(s.db, lower, upper, func(k, v []byte) error {
+	for valid := it.Last(); valid && len(out) < MaxHistory; valid = it.Prev() {
 		e := &bfspb.LockHistoryEntry{}
-		if err := proto.Unmarshal(v, e); err != nil {
-			return fmt.Errorf("namespace: corrupt history %x: %w", k, err)
+		if err := proto.Unmarshal(it.Value(), e); err != nil {
+			return nil, fmt.Errorf("namespace: corrupt history %x: %w", it.Key(), err)
 		}
+		e.Stored, e.OldestEpoch = 0, 0
 		out = append(out, e)
-		return nil
-	})
-	return out, err
+	}
+	if err := it.Error(); err != nil {
+		return nil, fmt.Errorf("namespace: iterate: %w", err)
+	}
+	slices.Reverse(out)
+	return out, nil
 }
 
 // Cleaning is a directory whose cleaning is in progress.

@@ -21,21 +21,17 @@ type Usage struct {
 	Bytes, Files, Dirs int64
 }
 
-// lookup walks path from the root, one key per component.
+// lookup returns the entry at path: the directory it is in comes from
+// dirID, the entry itself from Pebble.
 func lookup(r pebble.Reader, path string) (*bfspb.FileInfo, error) {
-	info, err := getInfo(r, entryKey(rootParentID, ""))
+	if path == fspath.Root {
+		return getInfo(r, entryKey(rootParentID, ""))
+	}
+	parent, err := dirID(r, fspath.Dir(path))
 	if err != nil {
 		return nil, err
 	}
-	for _, name := range fspath.Split(path) {
-		if info.Type != bfspb.FileType_FILE_TYPE_DIR {
-			return nil, ErrNotDirectory
-		}
-		if info, err = getInfo(r, entryKey(info.EntryId, name)); err != nil {
-			return nil, err
-		}
-	}
-	return info, nil
+	return getInfo(r, entryKey(parent, fspath.Base(path)))
 }
 
 // lookupDir is lookup that insists on a directory.
@@ -48,6 +44,35 @@ func lookupDir(r pebble.Reader, path string) (*bfspb.FileInfo, error) {
 		return nil, ErrNotDirectory
 	}
 	return info, nil
+}
+
+// dirID returns the entry id of the directory at path. It walks path from
+// the root, one key per component, taking the components it can from the
+// directory cache of r (see dirCache) and filling in the others.
+func dirID(r pebble.Reader, path string) (uint64, error) {
+	dirs := dirsOf(r)
+	id, rest, gen := RootID, path, uint64(0)
+	if dirs != nil {
+		id, rest, gen = dirs.resolve(path)
+	} else if path == fspath.Root {
+		rest = ""
+	}
+	for rest != "" {
+		var name string
+		name, rest = nextComponent(rest)
+		info, err := getInfo(r, entryKey(id, name))
+		if err != nil {
+			return 0, err
+		}
+		if info.Type != bfspb.FileType_FILE_TYPE_DIR {
+			return 0, ErrNotDirectory
+		}
+		if dirs != nil {
+			dirs.fill(gen, id, name, info.EntryId)
+		}
+		id = info.EntryId
+	}
+	return id, nil
 }
 
 // keyOf is the key an entry is stored under.
@@ -75,7 +100,7 @@ func (s *Store) Stat(path string) (*bfspb.FileInfo, error) {
 	if s.closed.Load() {
 		return nil, ErrClosed
 	}
-	return lookup(s.db, p)
+	return lookup(s.reader(), p)
 }
 
 // List returns up to limit entries of directory path whose names sort after
@@ -94,7 +119,7 @@ func (s *Store) List(path, startAfter string, limit int) ([]*bfspb.FileInfo, boo
 	if s.closed.Load() {
 		return nil, false, ErrClosed
 	}
-	dir, err := lookupDir(s.db, p)
+	dir, err := lookupDir(s.reader(), p)
 	if err != nil {
 		return nil, false, err
 	}
@@ -124,7 +149,7 @@ func (s *Store) DiskUsage(path string) (Usage, error) {
 	if s.closed.Load() {
 		return Usage{}, ErrClosed
 	}
-	info, err := lookup(s.db, p)
+	info, err := lookup(s.reader(), p)
 	if err != nil {
 		return Usage{}, err
 	}

@@ -29,6 +29,9 @@ type Options struct {
 	EventListener *pebble.EventListener
 	// CacheBytes is the size of the block cache; 0 means 64 MiB.
 	CacheBytes int64
+	// DirCacheEntries bounds the directory cache (see dirCache); 0 means
+	// 256Ki directories.
+	DirCacheEntries int
 }
 
 // Store is the namespace. See the package documentation.
@@ -36,6 +39,10 @@ type Store struct {
 	db *pebble.DB
 	// paths serializes mutations of overlapping paths.
 	paths *pathLocks
+	// dirs caches the entry ids of directories for path lookups; view is
+	// the DB seen through it.
+	dirs *dirCache
+	view *reader
 	// locks mirrors the stored directory locks; see Locks.
 	locks *dirlock.Table
 	// lastID is the highest entry id handed out; lastEpoch the highest
@@ -49,6 +56,9 @@ type Store struct {
 func Open(opts Options) (*Store, error) {
 	if opts.Dir == "" {
 		return nil, fmt.Errorf("namespace: %w: empty data directory", ErrInvalid)
+	}
+	if opts.DirCacheEntries < 0 {
+		return nil, fmt.Errorf("namespace: %w: negative directory cache size %d", ErrInvalid, opts.DirCacheEntries)
 	}
 	cacheBytes := opts.CacheBytes
 	if cacheBytes == 0 {
@@ -70,7 +80,12 @@ func Open(opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("namespace: open %s: %w", opts.Dir, err)
 	}
-	s := &Store{db: db, paths: newPathLocks(), locks: dirlock.NewTable()}
+	dirEntries := opts.DirCacheEntries
+	if dirEntries == 0 {
+		dirEntries = defaultDirCacheEntries
+	}
+	s := &Store{db: db, paths: newPathLocks(), dirs: newDirCache(dirEntries), locks: dirlock.NewTable()}
+	s.view = &reader{Reader: db, dirs: s.dirs}
 	if err := s.init(); err != nil {
 		db.Close()
 		return nil, err
@@ -136,6 +151,9 @@ func (s *Store) observeID(id uint64) {
 		}
 	}
 }
+
+// reader returns the committed state to look paths up in.
+func (s *Store) reader() *reader { return s.view }
 
 // get reads a FileInfo by key from r (the DB, or an indexed batch).
 func getInfo(r pebble.Reader, key []byte) (*bfspb.FileInfo, error) {
