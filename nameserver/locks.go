@@ -3,6 +3,7 @@ package nameserver
 import (
 	"context"
 	"errors"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -59,10 +60,18 @@ func isOperatorSession(id dirlock.SessionID) bool {
 }
 
 // LockDir locks a directory for the caller's session; with wait it blocks
-// until the lock can be granted or the call's deadline passes.
+// until the lock can be granted or the call's deadline (nearly) passes.
 func (s *Server) LockDir(ctx context.Context, req *bfspb.LockDirRequest) (*bfspb.LockDirResponse, error) {
+	if req.Wait {
+		var cancel context.CancelFunc
+		ctx, cancel = beforeDeadline(ctx)
+		defer cancel()
+	}
 	for {
-		changed := s.watch.changes()
+		var changed <-chan struct{}
+		if req.Wait {
+			changed = s.watch.changes()
+		}
 		res, err := s.lockDir(req)
 		code, msg := statusOf(err)
 		resp := &bfspb.LockDirResponse{Status: code, Message: msg, Lock: s.dirLockOf(res, err)}
@@ -73,9 +82,29 @@ func (s *Server) LockDir(ctx context.Context, req *bfspb.LockDirRequest) (*bfspb
 		select {
 		case <-changed:
 		case <-ctx.Done():
+			resp.Message = "still " + strings.ToLower(resp.Status.String()) + " at the call's deadline"
 			return resp, nil
+		case <-s.stopc:
+			return &bfspb.LockDirResponse{Status: bfspb.StatusCode_UNAVAILABLE, Message: "nameserver stopping", Lock: resp.Lock}, nil
 		}
 	}
+}
+
+// A wait bounded by the call's deadline ends a little before it, so that
+// the answer (which names who still has the directory) reaches the caller
+// before its own deadline does: by a tenth of the time left, at most
+// waitMarginMax.
+const waitMarginMax = 50 * time.Millisecond
+
+// beforeDeadline is ctx ending a margin before its deadline (a deadline
+// is real time: it comes from the caller's context, not from our clock).
+func beforeDeadline(ctx context.Context) (context.Context, context.CancelFunc) {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		return context.WithCancel(ctx)
+	}
+	margin := min(time.Until(deadline)/10, waitMarginMax)
+	return context.WithDeadline(ctx, deadline.Add(-margin))
 }
 
 func (s *Server) lockDir(req *bfspb.LockDirRequest) (*namespace.Result, error) {
@@ -140,6 +169,8 @@ func (s *Server) UnlockDir(ctx context.Context, req *bfspb.UnlockDirRequest) (*b
 	// Wait for this cleaning (this epoch) to end. Never unlock again: a
 	// new lock may have been granted by then.
 	epoch := dirlock.Epoch(resp.Lock.GetEpoch())
+	ctx, cancel := beforeDeadline(ctx)
+	defer cancel()
 	for {
 		changed := s.watch.changes()
 		l, ok := s.ns.Locks().Get(p)
@@ -186,7 +217,13 @@ func (s *Server) unlock(path, sessionID string, force bool, epoch uint64, reason
 	if err != nil {
 		return res, err
 	}
-	glog.Infof("unlock %s (%s): %v", path, reason, res.Lock.Status)
+	// A holder's unlock is routine (and recorded in the history); a forced
+	// or an expired one is worth an operator's attention.
+	if reason != reasonHolder {
+		glog.Infof("unlock %s (%s): %v", path, reason, res.Lock.Status)
+	} else if glog.V(1) {
+		glog.Infof("unlock %s (%s): %v", path, reason, res.Lock.Status)
+	}
 	s.publish(res, reason)
 	if res.Lock.Status == dirlock.Cleaning {
 		s.clean(path, res.Info.EntryId, res.Cleaning)
@@ -230,23 +267,45 @@ func (s *Server) clean(path string, dir uint64, rec *bfspb.CleaningRecord) {
 	})
 }
 
-// publish tells watchers about the lock transitions res made.
+// publish tells watchers about the lock transitions res made. Every
+// event names the lock it concerns (path, holder, session, epoch), also
+// one that ends it: the SDK's handle of that lock matches on them.
 func (s *Server) publish(res *namespace.Result, reason string) {
-	var events []*bfspb.DirLockEvent
+	if len(res.SetLocks) == 0 && len(res.RemovedLocks) == 0 {
+		return
+	}
+	events := make([]*bfspb.DirLockEvent, 0, len(res.SetLocks)+len(res.RemovedLocks))
 	for _, l := range res.SetLocks {
+		if slices.Contains(res.RemovedLocks, l.Path) {
+			continue // ended by the same command: its UNLOCKED event follows
+		}
 		prev := bfspb.LockStatus_LOCK_STATUS_UNLOCKED
 		if l.Status == dirlock.Cleaning {
 			prev = bfspb.LockStatus_LOCK_STATUS_LOCKED
 		}
 		events = append(events, &bfspb.DirLockEvent{Lock: s.dirLock(l), Previous: prev, Reason: reason})
 	}
+	now := s.cfg.Clock.Now().UnixNano()
 	for _, p := range res.RemovedLocks {
-		events = append(events, &bfspb.DirLockEvent{
-			Lock:     &bfspb.DirLock{Path: p, Status: bfspb.LockStatus_LOCK_STATUS_UNLOCKED, SinceNs: s.cfg.Clock.Now().UnixNano()},
-			Previous: bfspb.LockStatus_LOCK_STATUS_CLEANING, Reason: reason,
-		})
+		events = append(events, endEvent(res, p, now, reason))
 	}
 	s.watch.publish(events...)
+}
+
+// endEvent is the UNLOCKED event of path. The lock that ended is in
+// res.SetLocks as it was (see namespace's finishCleaning); a lock that
+// went away otherwise is known by its path only.
+func endEvent(res *namespace.Result, path string, now int64, reason string) *bfspb.DirLockEvent {
+	ev := &bfspb.DirLockEvent{
+		Lock:     &bfspb.DirLock{Path: path, Status: bfspb.LockStatus_LOCK_STATUS_UNLOCKED, SinceNs: now},
+		Previous: bfspb.LockStatus_LOCK_STATUS_CLEANING, Reason: reason,
+	}
+	if i := slices.IndexFunc(res.SetLocks, func(l dirlock.Lock) bool { return l.Path == path }); i >= 0 {
+		l := res.SetLocks[i]
+		ev.Lock.Holder, ev.Lock.SessionId, ev.Lock.Epoch = l.Holder, string(l.Session), uint64(l.Epoch)
+		ev.Previous = lockStatusOf(l.Status)
+	}
+	return ev
 }
 
 // dirLock describes a lock for the wire, with the files still pending
@@ -355,9 +414,11 @@ func (s *Server) ListDirLocks(_ context.Context, req *bfspb.ListDirLocksRequest)
 	return resp, nil
 }
 
-// WatchDirLocks streams lock transitions under a prefix until the caller
-// goes away. A watcher that falls too far behind is cut off with
-// UNAVAILABLE: it must list again and watch anew.
+// WatchDirLocks streams lock transitions under a prefix (with a session
+// id, only the ends of that session's locks) until the caller goes away.
+// It sends the response headers once the watch is registered. A watcher
+// that falls too far behind is cut off with UNAVAILABLE: it must list
+// again and watch anew.
 func (s *Server) WatchDirLocks(req *bfspb.WatchDirLocksRequest, stream bfspb.NameServer_WatchDirLocksServer) error {
 	prefix := req.Prefix
 	if prefix == "" {
@@ -367,8 +428,13 @@ func (s *Server) WatchDirLocks(req *bfspb.WatchDirLocksRequest, stream bfspb.Nam
 	if err != nil {
 		return status.Error(codes.InvalidArgument, err.Error())
 	}
-	sub := s.watch.subscribe(p)
+	sub := s.watch.subscribe(p, req.SessionId)
 	defer s.watch.unsubscribe(sub)
+	// The headers tell the caller the watch is registered: from now on
+	// no transition is missed.
+	if err := stream.SendHeader(nil); err != nil {
+		return err
+	}
 	for {
 		select {
 		case ev := <-sub.events:

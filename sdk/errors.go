@@ -172,28 +172,43 @@ func (e *detailError) Error() string { return e.msg }
 func (e *detailError) Unwrap() error { return e.sentinel }
 
 // transportError turns the error of a failed RPC (the call reached no
-// decision) into the error the SDK returns. When the caller's context ended
-// the call, that is the error; an unreachable nameserver also matches
-// ErrUnavailable.
+// decision) into the error the SDK returns. A call ended by a deadline or a
+// cancellation matches context.DeadlineExceeded or context.Canceled, also
+// when gRPC saw it before the caller's context did (the nameserver ends a
+// call at the deadline it was sent, which can come first); an unreachable
+// nameserver matches ErrUnavailable. The error's own code decides, not the
+// state of ctx afterwards: a stream that broke and was then cancelled
+// reports the break. Every mapped error still yields its gRPC status.
 func transportError(ctx context.Context, err error) error {
-	if ctxErr := ctx.Err(); ctxErr != nil {
-		return ctxErr
+	st, ok := status.FromError(err)
+	if !ok {
+		return err // not from gRPC's transport (io.EOF ends a stream)
 	}
-	if st, ok := status.FromError(err); ok && st.Code() == codes.Unavailable {
-		return &unavailableError{rpc: err, msg: st.Message()}
+	switch st.Code() {
+	case codes.Canceled, codes.DeadlineExceeded:
+		like := ctx.Err() // the caller's reason, when its context has ended
+		if like == nil && st.Code() == codes.Canceled {
+			like = context.Canceled
+		} else if like == nil {
+			like = context.DeadlineExceeded
+		}
+		return &rpcError{like: like, rpc: err, msg: st.Message()}
+	case codes.Unavailable:
+		return &rpcError{like: ErrUnavailable, rpc: err, msg: ErrUnavailable.Error() + ": " + st.Message()}
 	}
 	return err
 }
 
-// unavailableError is a failed RPC that could not reach the nameserver. It
-// matches ErrUnavailable and still yields its gRPC status.
-type unavailableError struct {
-	rpc error
-	msg string
+// rpcError is a failed RPC that also matches like (ErrUnavailable, or the
+// context error that ended it) and still yields its gRPC status.
+type rpcError struct {
+	like error
+	rpc  error
+	msg  string
 }
 
-func (e *unavailableError) Error() string   { return ErrUnavailable.Error() + ": " + e.msg }
-func (e *unavailableError) Unwrap() []error { return []error{ErrUnavailable, e.rpc} }
+func (e *rpcError) Error() string   { return e.msg }
+func (e *rpcError) Unwrap() []error { return []error{e.like, e.rpc} }
 
 // pathError wraps err with the operation and the path it concerned.
 func pathError(op, path string, err error) error {

@@ -7,6 +7,11 @@ import (
 	"slices"
 	"sync"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/encoding"
+	"google.golang.org/grpc/encoding/proto"
+	"google.golang.org/grpc/mem"
+
 	"github.com/bfs-go/bfs/proto/bfspb"
 )
 
@@ -36,11 +41,37 @@ type fanout struct {
 type replicaStream struct {
 	addr   string
 	stream bfspb.ChunkServer_WriteClient
-	sendc  chan *bfspb.WritePacket
+	sendc  chan *wirePacket
 	// Guarded by fanout.mu:
 	acked int64 // highest sequence number acknowledged
 	err   error // why the replica was dropped; nil while it is in the set
 }
+
+// wirePacket is a WritePacket in its wire format (see encodePacket),
+// encoded once and sent as is to every replica. Its bytes are never
+// changed once encoded: the streams read them concurrently.
+type wirePacket struct {
+	seq int64
+	b   []byte
+}
+
+// wireCodec is the codec of the Write streams: it sends a *wirePacket as
+// its bytes and handles everything else (the acks) with the proto codec,
+// whose name it has: the wire format is the same.
+var wireCodec = packetCodec{encoding.GetCodecV2(proto.Name)}
+
+type packetCodec struct{ proto encoding.CodecV2 }
+
+func (c packetCodec) Marshal(v any) (mem.BufferSlice, error) {
+	if p, ok := v.(*wirePacket); ok {
+		return mem.BufferSlice{mem.SliceBuffer(p.b)}, nil
+	}
+	return c.proto.Marshal(v)
+}
+
+func (c packetCodec) Unmarshal(data mem.BufferSlice, v any) error { return c.proto.Unmarshal(data, v) }
+
+func (c packetCodec) Name() string { return proto.Name }
 
 // newFanout opens a Write stream to every address. Addresses that cannot
 // be reached start out dropped; if none can, it fails.
@@ -50,11 +81,11 @@ func newFanout(c *Client, addrs []string, window int64) (*fanout, error) {
 	f.cond = sync.NewCond(&f.mu)
 	var lastErr error
 	for _, addr := range addrs {
-		r := &replicaStream{addr: addr, sendc: make(chan *bfspb.WritePacket, window+1)}
+		r := &replicaStream{addr: addr, sendc: make(chan *wirePacket, window+1)}
 		f.mu.replicas = append(f.mu.replicas, r)
 		cl, err := c.chunkserver(addr)
 		if err == nil {
-			r.stream, err = cl.Write(ctx)
+			r.stream, err = cl.Write(ctx, grpc.ForceCodecV2(wireCodec))
 		}
 		if err != nil {
 			r.err, lastErr = err, err
@@ -84,7 +115,7 @@ func (f *fanout) send(r *replicaStream) {
 			if broken {
 				continue // dropped: drain
 			}
-			if err := r.stream.Send(p); err != nil {
+			if err := r.stream.SendMsg(p); err != nil {
 				f.drop(r, err)
 				broken = true
 			}
@@ -166,9 +197,9 @@ func (f *fanout) minAckedLocked() int64 {
 
 // put sends p to every live replica once fewer than window packets are
 // unacknowledged.
-func (f *fanout) put(ctx context.Context, p *bfspb.WritePacket) error {
+func (f *fanout) put(ctx context.Context, p *wirePacket) error {
 	var live []*replicaStream
-	err := f.wait(ctx, func() bool { return p.Seq-f.minAckedLocked() <= f.window }, func() {
+	err := f.wait(ctx, func() bool { return p.seq-f.minAckedLocked() <= f.window }, func() {
 		for _, r := range f.mu.replicas {
 			if r.err == nil {
 				live = append(live, r)

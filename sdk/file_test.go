@@ -8,13 +8,17 @@ import (
 	"io"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/proto"
 
+	"github.com/bfs-go/bfs/chunkserver"
+	"github.com/bfs-go/bfs/internal/sandbox"
 	"github.com/bfs-go/bfs/internal/testcluster"
 	"github.com/bfs-go/bfs/proto/bfspb"
 	"github.com/bfs-go/bfs/sdk"
@@ -134,6 +138,60 @@ func TestPutGet(t *testing.T) {
 	require.ErrorIs(t, err, sdk.ErrIsDirectory)
 	_, err = c.Open(ctx, "/missing")
 	require.ErrorIs(t, err, sdk.ErrNotFound)
+}
+
+// TestWritePacketsOnTheWire records the write packets every chunkserver
+// receives, as bytes, and decodes them with the protobuf library: every
+// replica gets the very same messages (the SDK encodes a packet once),
+// and they carry the data in order, its checksum, and the syncs and the
+// last packet where the writer asked for them.
+func TestWritePacketsOnTheWire(t *testing.T) {
+	var mu sync.Mutex
+	wire := make(map[int][][]byte) // by chunkserver
+	record := func(cfg *sandbox.Config) {
+		prev := cfg.Chunkserver
+		cfg.Chunkserver = func(i int, c *chunkserver.Config) {
+			prev(i, c)
+			c.TestingKnobs.WritePacket = func(b []byte) {
+				mu.Lock()
+				defer mu.Unlock()
+				wire[i] = append(wire[i], bytes.Clone(b))
+			}
+		}
+	}
+	cl := testcluster.Start(t, testcluster.WithChunkservers(3), record)
+	c := dial(t, cl.NameServerAddr)
+	waitChunkservers(t, cl, 3)
+	ctx := context.Background()
+	data := randomBytes(600_000, 6)
+	w, err := c.Create(ctx, "/wire", sdk.Replication(3))
+	require.NoError(t, err)
+	_, err = w.Write(data[:300_000]) // a full packet goes, the rest waits
+	require.NoError(t, err)
+	require.NoError(t, w.Sync(ctx)) // the rest, synced
+	_, err = w.Write(data[300_000:])
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, wire, 3)
+	var got []byte
+	for seq, b := range wire[0] {
+		var p bfspb.WritePacket
+		require.NoError(t, proto.Unmarshal(b, &p))
+		require.EqualValues(t, seq+1, p.Seq)
+		require.EqualValues(t, len(got), p.Offset)
+		require.Equal(t, crc32.Checksum(p.Data, crc32.MakeTable(crc32.Castagnoli)), p.Crc32C)
+		last := seq == len(wire[0])-1
+		require.Equal(t, seq == 1 || last, p.Sync, "packet %d", p.Seq)
+		require.Equal(t, last, p.Last, "packet %d", p.Seq)
+		got = append(got, p.Data...)
+	}
+	require.Equal(t, data, got)
+	require.Len(t, wire[0], 4)
+	require.Equal(t, wire[0], wire[1])
+	require.Equal(t, wire[0], wire[2])
 }
 
 func TestReadWhileWriting(t *testing.T) {

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
+	"slices"
 	"sync"
 	"time"
+
+	"github.com/golang/glog"
 
 	"github.com/bfs-go/bfs/proto/bfspb"
 )
@@ -18,7 +20,8 @@ type DirLock struct {
 	Holder    string
 	SessionID string
 	Epoch     uint64
-	Since     time.Time
+	// Since is when the directory entered its status; zero if unknown.
+	Since time.Time
 	// Pending lists, while the lock is cleaning, the files still being
 	// sealed and the replicas that have not confirmed yet.
 	Pending []PendingFile
@@ -47,12 +50,21 @@ func dirLockFromWire(d *bfspb.DirLock) *DirLock {
 	}
 	l := &DirLock{
 		Path: d.Path, Status: lockStatusFromWire(d.Status), Holder: d.Holder, SessionID: d.SessionId,
-		Epoch: d.Epoch, Since: time.Unix(0, d.SinceNs),
+		Epoch: d.Epoch, Since: timeFromWire(d.SinceNs),
 	}
 	for _, p := range d.Pending {
 		l.Pending = append(l.Pending, PendingFile{Path: p.Path, BlockID: p.BlockId, Replicas: p.PendingReplicas})
 	}
 	return l
+}
+
+// timeFromWire turns nanoseconds since the epoch into a time; 0 (not
+// known, or not set) is the zero time, not 1970.
+func timeFromWire(ns int64) time.Time {
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns)
 }
 
 // lockError is the error for a lock request refused because of d.
@@ -71,28 +83,37 @@ type lockOptions struct{ wait bool }
 // WaitForLock makes LockDir block until the lock can be granted (or ctx
 // ends) instead of failing with ErrLocked or ErrCleaning. The waiting is
 // done by the nameserver, which answers as soon as the directory changes.
+// A wait that ends at ctx's deadline returns an error matching both
+// context.DeadlineExceeded and the *LockedError naming who still has the
+// directory (when the nameserver's answer made it back in time).
 func WaitForLock() LockOption { return func(o *lockOptions) { o.wait = true } }
 
 // Lock is a directory lock held by this client's session. Its Done
 // channel is closed when the lock is lost: the session expired or was
-// closed, or someone unlocked the directory (the master's forced unlock).
+// closed (also by Client.Close), or the directory was unlocked by anyone
+// else (the master's forced unlock) or by this session through UnlockDir.
 // A tablet server stops serving the directory when Done closes.
+//
+// The handles of a session learn of their loss from one WatchDirLocks
+// stream per session, started with the session's first lock and stopped
+// with the session. Should the stream break (a nameserver restart), the
+// handles look up their lock's state once a new stream is up.
 type Lock struct {
 	c       *Client
 	path    string
 	epoch   uint64
 	holder  string
 	session *Session
+	watch   *sessionWatch
 
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	done   chan struct{}
-	once   sync.Once
-	err    error
+	done chan struct{}
+	once sync.Once
+	err  error // set once, before done is closed
 }
 
 // LockDir locks the directory path for the client's session. Locking a
-// directory the session holds already succeeds with the same epoch.
+// directory the session holds already succeeds with the same epoch (and
+// another handle of the same lock).
 func (c *Client) LockDir(ctx context.Context, path string, opts ...LockOption) (*Lock, error) {
 	l, err := c.lockDir(ctx, path, opts)
 	return l, pathError("lock", path, err)
@@ -108,21 +129,67 @@ func (c *Client) lockDir(ctx context.Context, path string, opts []LockOption) (*
 		opt(&o)
 	}
 	var resp *bfspb.LockDirResponse
-	var sess *Session
+	var l *Lock
+	var recheck bool
 	err = c.mutateLock(ctx, func(s *Session) (response, error) {
-		sess = s
-		var err error
-		resp, err = c.ns.LockDir(ctx, &bfspb.LockDirRequest{Path: p, SessionId: s.id, Wait: o.wait})
-		return resp, err
-	})
-	if err != nil {
-		if resp != nil && (resp.Status == bfspb.StatusCode_LOCKED || resp.Status == bfspb.StatusCode_CLEANING) {
-			return nil, lockError(resp.Status, resp.Message, resp.Lock)
+		w, err := c.sessionWatch(ctx, s)
+		if err != nil {
+			return nil, err
 		}
+		// Expected before the request, so an end of the lock that arrives
+		// before the answer is kept for it.
+		gen := w.expect(p)
+		resp, err = c.ns.LockDir(ctx, &bfspb.LockDirRequest{Path: p, SessionId: s.id, Wait: o.wait})
+		if err != nil || resp.Status != bfspb.StatusCode_OK || resp.Lock == nil {
+			w.settle(p, gen, nil)
+			return resp, err
+		}
+		d := resp.Lock
+		l = &Lock{c: c, path: p, epoch: d.Epoch, holder: d.Holder, session: s, watch: w, done: make(chan struct{})}
+		recheck = w.settle(p, gen, l)
+		return resp, nil
+	})
+	switch {
+	case err == nil && l == nil:
+		return nil, fmt.Errorf("%w: lock answer without the lock", ErrInternal)
+	case err == nil:
+		if recheck {
+			l.recheck(ctx)
+		}
+		return l, nil
+	case resp == nil || (resp.Status != bfspb.StatusCode_LOCKED && resp.Status != bfspb.StatusCode_CLEANING):
 		return nil, err
 	}
-	return c.watchLock(p, resp.GetLock(), sess)
+	le := lockError(resp.Status, resp.Message, resp.Lock)
+	if !o.wait {
+		return nil, le
+	}
+	// The nameserver ends a wait only at (just before) the deadline.
+	return nil, &waitEndedError{refused: le, ctxErr: deadlineErr(ctx)}
 }
+
+// deadlineErr is ctx's error, or DeadlineExceeded if it has not ended
+// yet (the nameserver's answer came just before the deadline).
+func deadlineErr(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return context.DeadlineExceeded
+}
+
+// waitEndedError is a wait (WaitForLock, WaitUnlocked) that ended at the
+// caller's deadline with the directory still locked or cleaning. It
+// matches both the context's error and the refusal: errors.As finds the
+// *LockedError with the holder.
+type waitEndedError struct {
+	refused error
+	ctxErr  error
+}
+
+func (e *waitEndedError) Error() string {
+	return e.refused.Error() + " when the wait ended: " + e.ctxErr.Error()
+}
+func (e *waitEndedError) Unwrap() []error { return []error{e.refused, e.ctxErr} }
 
 // mutateLock is mutate for calls that need the session itself.
 func (c *Client) mutateLock(ctx context.Context, call func(s *Session) (response, error)) error {
@@ -145,87 +212,34 @@ func (c *Client) mutateLock(ctx context.Context, call func(s *Session) (response
 	}
 }
 
-// watchLock starts the goroutine that closes the handle's Done when the
-// lock is lost.
-func (c *Client) watchLock(path string, d *bfspb.DirLock, s *Session) (*Lock, error) {
-	if d == nil {
-		return nil, fmt.Errorf("%w: lock answer without the lock", ErrInternal)
-	}
-	ctx, cancel := context.WithCancel(s.stopCtx)
-	l := &Lock{c: c, path: path, epoch: d.Epoch, holder: d.Holder, session: s, cancel: cancel, done: make(chan struct{})}
-	stream, err := c.ns.WatchDirLocks(ctx, &bfspb.WatchDirLocksRequest{Prefix: path})
-	if err != nil {
-		cancel()
-		return nil, transportError(ctx, err)
-	}
-	l.wg.Add(1)
-	c.lockWatches.Add(1)
-	go func() {
-		defer c.lockWatches.Done()
-		l.watch(ctx, stream)
-	}()
-	// A transition between the grant and the watch would be missed: look.
-	if cur, err := c.GetDirLock(ctx, path); err == nil && (cur.Status != Locked || cur.Epoch != l.epoch) {
-		l.lose(fmt.Errorf("%w: %s was unlocked", ErrLockLost, path))
-	}
-	return l, nil
-}
-
 // ErrLockLost is the reason a Lock's Done closed when the lock was taken
 // away (a forced unlock) rather than lost with the session.
 var ErrLockLost = errors.New("directory lock lost")
 
-func (l *Lock) watch(ctx context.Context, stream bfspb.NameServer_WatchDirLocksClient) {
-	defer l.wg.Done()
-	events := make(chan *bfspb.DirLockEvent)
-	errc := make(chan error, 1)
-	go func() {
-		for {
-			ev, err := stream.Recv()
-			if err != nil {
-				errc <- err
-				return
-			}
-			select {
-			case events <- ev:
-			case <-ctx.Done():
-				errc <- ctx.Err()
-				return
-			}
-		}
-	}()
-	for {
-		select {
-		case <-l.session.Done():
-			l.lose(fmt.Errorf("%w: session lost: %v", ErrLockLost, l.session.Err()))
-			l.cancel()
-			<-errc
-			return
-		case ev := <-events:
-			if ev.Lock.GetPath() == l.path && ev.Lock.GetEpoch() == l.epoch && ev.Lock.GetStatus() != bfspb.LockStatus_LOCK_STATUS_LOCKED {
-				l.lose(fmt.Errorf("%w: %s unlocked (%s)", ErrLockLost, l.path, ev.Reason))
-			}
-		case err := <-errc:
-			if ctx.Err() == nil && !errors.Is(err, io.EOF) {
-				// The watch broke (nameserver restart): the session keep-alive
-				// still guards the lock; look once more for a transition.
-				if cur, gerr := l.c.GetDirLock(ctx, l.path); gerr == nil && (cur.Status != Locked || cur.Epoch != l.epoch) {
-					l.lose(fmt.Errorf("%w: %s was unlocked", ErrLockLost, l.path))
-				}
-			}
-			return
-		case <-ctx.Done():
-			<-errc
-			return
-		}
-	}
-}
-
+// lose closes Done with err (once) and drops the handle from its
+// session's watch.
 func (l *Lock) lose(err error) {
 	l.once.Do(func() {
 		l.err = err
 		close(l.done)
 	})
+	l.watch.forget(l)
+}
+
+// recheck looks the lock up, for a handle whose end may have passed while
+// its session's watch was being restarted, and reports whether it could.
+// A handle it could not check is looked at again once a stream is up.
+func (l *Lock) recheck(ctx context.Context) bool {
+	d, err := l.c.GetDirLock(ctx, l.path)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		l.lose(fmt.Errorf("%w: %s was deleted", ErrLockLost, l.path))
+	case err != nil:
+		return false
+	case d.Status != Locked || d.Epoch != l.epoch:
+		l.lose(fmt.Errorf("%w: %s is %s (epoch %d)", ErrLockLost, l.path, d.Status, d.Epoch))
+	}
+	return true
 }
 
 // Path returns the locked directory.
@@ -238,10 +252,14 @@ func (l *Lock) Epoch() uint64 { return l.epoch }
 // Holder returns the holder id recorded with the lock.
 func (l *Lock) Holder() string { return l.holder }
 
+// SessionID returns the id of the session the lock belongs to.
+func (l *Lock) SessionID() string { return l.session.id }
+
 // Done is closed when the lock is lost (see Lock).
 func (l *Lock) Done() <-chan struct{} { return l.done }
 
-// Err returns why Done closed (nil while the lock is held).
+// Err returns why Done closed (nil while the lock is held): an error
+// matching ErrLockLost.
 func (l *Lock) Err() error {
 	select {
 	case <-l.done:
@@ -253,10 +271,10 @@ func (l *Lock) Err() error {
 
 // Unlock releases the lock. The directory is CLEANING until the files
 // open in it are sealed, then UNLOCKED; Unlock does not wait for that.
+// Done is closed first: the holder stops using the directory before it
+// is released.
 func (l *Lock) Unlock(ctx context.Context) error {
 	l.lose(fmt.Errorf("%w: unlocked by its holder", ErrLockLost))
-	l.cancel()
-	l.wg.Wait()
 	_, err := l.c.unlockDir(ctx, l.path, unlockOptions{epoch: l.epoch, session: l.session.id})
 	if errors.Is(err, ErrStaleEpoch) {
 		return nil // forced away and locked anew already: nothing of ours to release
@@ -332,10 +350,8 @@ func (c *Client) unlockDir(ctx context.Context, path string, o unlockOptions) (*
 	case bfspb.StatusCode_CLEANING:
 		d.Status = Cleaning
 		if o.wait {
-			if err := ctx.Err(); err != nil {
-				return d, err
-			}
-			return d, lockError(resp.Status, resp.Message, resp.Lock)
+			// The nameserver ends a wait only at (just before) the deadline.
+			return d, &waitEndedError{refused: lockError(resp.Status, resp.Message, resp.Lock), ctxErr: deadlineErr(ctx)}
 		}
 		return d, nil
 	}
@@ -359,4 +375,389 @@ func (c *Client) GetDirLock(ctx context.Context, path string) (*DirLock, error) 
 		return nil, pathError("lock status", path, err)
 	}
 	return dirLockFromWire(resp.Lock), nil
+}
+
+// Backoff between attempts to start a session's lock watch.
+const (
+	watchRetryMin = 50 * time.Millisecond
+	watchRetryMax = 2 * time.Second
+)
+
+// sessionWatches holds the lock watch of every session that has one, so
+// the handles of a session share its stream.
+var sessionWatches = struct {
+	sync.Mutex
+	m map[*Session]*sessionWatch
+}{m: make(map[*Session]*sessionWatch)}
+
+// sessionWatch is the one WatchDirLocks stream of a session, which the
+// nameserver filters down to the ends of that session's locks; it closes
+// the Done of the handles whose lock ended. A goroutine counted in the
+// Client's lockWatches runs it from the session's first LockDir until the
+// session stops (lost, or the Client closed), when every handle left is
+// lost with it.
+//
+// No end can be missed: the first lock is asked for only once the
+// nameserver has confirmed the stream (its response headers); an end that
+// arrives before the answer granting its lock is kept for that answer (see
+// expect); and after a broken stream is replaced, every handle looks its
+// lock up.
+type sessionWatch struct {
+	c *Client
+	s *Session
+
+	mu struct {
+		sync.Mutex
+		// up says a confirmed stream is being received; gen counts the
+		// changes of up, so a LockDir can tell whether the stream was up
+		// all through its call.
+		up  bool
+		gen uint64
+		// started is closed once the first stream is confirmed. Until
+		// then attempt is settled (and replaced) after each failed try.
+		started chan struct{}
+		attempt *watchAttempt
+		// stopped is set when the session stopped: a handle granted after
+		// that is lost at once.
+		stopped bool
+		locks   map[string][]*Lock
+		pending map[string]*pendingLocks
+	}
+}
+
+// watchAttempt is a try to start the stream: err is set before done
+// closes.
+type watchAttempt struct {
+	done chan struct{}
+	err  error
+}
+
+// pendingLocks are the LockDir calls of a path in flight, and the
+// highest epoch seen ending at the path meanwhile.
+type pendingLocks struct {
+	n     int
+	ended uint64
+}
+
+// sessionWatch returns the lock watch of s, starting it if needed, once
+// its first stream is confirmed.
+func (c *Client) sessionWatch(ctx context.Context, s *Session) (*sessionWatch, error) {
+	w, err := c.watchOf(s)
+	if err != nil {
+		return nil, err
+	}
+	return w, w.await(ctx)
+}
+
+func (c *Client) watchOf(s *Session) (*sessionWatch, error) {
+	sessionWatches.Lock()
+	defer sessionWatches.Unlock()
+	if w := sessionWatches.m[s]; w != nil {
+		return w, nil
+	}
+	// Counted under c.mu, so Close (which sets closed first) waits for it.
+	c.mu.Lock()
+	closed := c.mu.closed
+	if !closed {
+		c.lockWatches.Add(1)
+	}
+	c.mu.Unlock()
+	if closed {
+		return nil, ErrClosed
+	}
+	w := &sessionWatch{c: c, s: s}
+	w.mu.started = make(chan struct{})
+	w.mu.attempt = &watchAttempt{done: make(chan struct{})}
+	w.mu.locks = make(map[string][]*Lock)
+	w.mu.pending = make(map[string]*pendingLocks)
+	sessionWatches.m[s] = w
+	go w.run()
+	return w, nil
+}
+
+// await returns once the first stream is confirmed, or with the error of
+// the next failed try.
+func (w *sessionWatch) await(ctx context.Context) error {
+	w.mu.Lock()
+	started, attempt := w.mu.started, w.mu.attempt
+	w.mu.Unlock()
+	select {
+	case <-started:
+		return nil
+	default:
+	}
+	select {
+	case <-started:
+		return nil
+	case <-attempt.done:
+		return attempt.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// run keeps a stream up until the session stops. Until the first stream
+// is up, LockDir calls wait for each try: those are not backed off.
+func (w *sessionWatch) run() {
+	defer w.c.lockWatches.Done()
+	defer w.stop()
+	ctx := w.s.stopCtx
+	for backoff := watchRetryMin; ; {
+		err := w.watchOnce(ctx)
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err == nil: // it was up
+			backoff = watchRetryMin
+		case w.started():
+			glog.V(1).Infof("bfs sdk: lock watch of session %s: %v", w.s.id, err)
+			backoff = min(2*backoff, watchRetryMax)
+		}
+		if !w.sleep(ctx, backoff) {
+			return
+		}
+	}
+}
+
+func (w *sessionWatch) started() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	select {
+	case <-w.mu.started:
+		return true
+	default:
+		return false
+	}
+}
+
+// watchOnce starts a stream and receives from it until it breaks. It
+// returns nil if the stream was up, else why it could not start.
+func (w *sessionWatch) watchOnce(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream, err := w.open(ctx)
+	if err != nil {
+		w.failed(err)
+		return err
+	}
+	if w.setUp(true) {
+		w.recheckAll(ctx)
+	}
+	err = w.receive(stream)
+	w.setUp(false)
+	if ctx.Err() == nil {
+		glog.V(1).Infof("bfs sdk: lock watch of session %s broke: %v; watching anew", w.s.id, err)
+	}
+	return nil
+}
+
+// open starts a stream and waits for the nameserver to confirm it.
+func (w *sessionWatch) open(ctx context.Context) (bfspb.NameServer_WatchDirLocksClient, error) {
+	stream, err := w.c.ns.WatchDirLocks(ctx, &bfspb.WatchDirLocksRequest{SessionId: w.s.id})
+	if err != nil {
+		return nil, err
+	}
+	md, err := stream.Header()
+	if err == nil && md == nil {
+		_, err = stream.Recv() // ended without headers: the error comes here
+	}
+	if err == nil && md == nil {
+		err = fmt.Errorf("%w: lock watch ended before it started", ErrUnavailable)
+	}
+	return stream, err
+}
+
+func (w *sessionWatch) receive(stream bfspb.NameServer_WatchDirLocksClient) error {
+	for {
+		ev, err := stream.Recv()
+		if err != nil {
+			return err
+		}
+		w.dispatch(ev)
+	}
+}
+
+func (w *sessionWatch) sleep(ctx context.Context, d time.Duration) bool {
+	t := w.c.clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C():
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// failed settles the current try with err, until the first stream is up.
+func (w *sessionWatch) failed(err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	select {
+	case <-w.mu.started:
+		return
+	default:
+	}
+	w.mu.attempt.err = err
+	close(w.mu.attempt.done)
+	w.mu.attempt = &watchAttempt{done: make(chan struct{})}
+}
+
+// setUp records whether a confirmed stream is being received. It reports
+// whether a stream was up before this one: then the handles must look
+// their locks up, as ends may have passed in between.
+func (w *sessionWatch) setUp(up bool) (restarted bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.mu.up = up
+	w.mu.gen++
+	if !up {
+		return false
+	}
+	select {
+	case <-w.mu.started:
+		return true
+	default:
+		close(w.mu.started)
+		return false
+	}
+}
+
+// recheckAll looks up the lock of every handle, retrying those it could
+// not look up while ctx (the stream) lasts.
+func (w *sessionWatch) recheckAll(ctx context.Context) {
+	w.mu.Lock()
+	var todo []*Lock
+	for _, ls := range w.mu.locks {
+		todo = append(todo, ls...)
+	}
+	w.mu.Unlock()
+	for backoff := watchRetryMin; len(todo) > 0; backoff = min(2*backoff, watchRetryMax) {
+		todo = slices.DeleteFunc(todo, func(l *Lock) bool { return l.recheck(ctx) })
+		if len(todo) > 0 && !w.sleep(ctx, backoff) {
+			return
+		}
+	}
+}
+
+// dispatch closes the handles an event ends: those of its path at its
+// epoch or an older one (an end of a newer lock of the path ends any
+// older one too).
+func (w *sessionWatch) dispatch(ev *bfspb.DirLockEvent) {
+	d := ev.GetLock()
+	if d == nil || d.SessionId != w.s.id || d.Status == bfspb.LockStatus_LOCK_STATUS_LOCKED {
+		return
+	}
+	w.mu.Lock()
+	if p := w.mu.pending[d.Path]; p != nil {
+		p.ended = max(p.ended, d.Epoch)
+	}
+	var lost []*Lock
+	for _, l := range w.mu.locks[d.Path] {
+		if l.epoch <= d.Epoch {
+			lost = append(lost, l)
+		}
+	}
+	w.mu.Unlock()
+	for _, l := range lost {
+		l.lose(fmt.Errorf("%w: %s %s (%s)", ErrLockLost, d.Path, lockStatusFromWire(d.Status), ev.Reason))
+	}
+}
+
+// expect notes a LockDir of path about to be sent; settle must follow. It
+// returns the stream generation to pass to settle.
+func (w *sessionWatch) expect(path string) uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	p := w.mu.pending[path]
+	if p == nil {
+		p = &pendingLocks{}
+		w.mu.pending[path] = p
+	}
+	p.n++
+	return w.mu.gen
+}
+
+// settle ends a LockDir of path that expect noted, registering its handle
+// l (nil if no lock was granted). It reports whether l must look its lock
+// up: the stream was not up all through the call, so its end may have
+// passed unseen.
+func (w *sessionWatch) settle(path string, gen uint64, l *Lock) (recheck bool) {
+	w.mu.Lock()
+	p := w.mu.pending[path]
+	ended := p.ended
+	if p.n--; p.n == 0 {
+		delete(w.mu.pending, path)
+	}
+	if l == nil {
+		w.mu.Unlock()
+		return false
+	}
+	stopped, gone := w.mu.stopped, ended >= l.epoch
+	if !stopped && !gone {
+		w.mu.locks[path] = append(w.mu.locks[path], l)
+	}
+	recheck = !stopped && !gone && gen != w.mu.gen
+	w.mu.Unlock()
+	switch {
+	case stopped:
+		l.lose(w.sessionLost())
+	case gone:
+		l.lose(fmt.Errorf("%w: %s unlocked as it was granted", ErrLockLost, path))
+	}
+	return recheck
+}
+
+// forget drops l's handle.
+func (w *sessionWatch) forget(l *Lock) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	ls := w.mu.locks[l.path]
+	i := slices.Index(ls, l)
+	if i < 0 {
+		return
+	}
+	if len(ls) == 1 {
+		delete(w.mu.locks, l.path)
+		return
+	}
+	w.mu.locks[l.path] = slices.Delete(ls, i, i+1)
+}
+
+// stop ends the watch with its session: every handle left is lost.
+func (w *sessionWatch) stop() {
+	sessionWatches.Lock()
+	if sessionWatches.m[w.s] == w {
+		delete(sessionWatches.m, w.s)
+	}
+	sessionWatches.Unlock()
+	why := w.sessionLost()
+	w.mu.Lock()
+	w.mu.stopped = true
+	select {
+	case <-w.mu.started:
+	default:
+		w.mu.attempt.err = why
+		close(w.mu.attempt.done)
+	}
+	var lost []*Lock
+	for _, ls := range w.mu.locks {
+		lost = append(lost, ls...)
+	}
+	w.mu.Unlock()
+	for _, l := range lost {
+		l.lose(why)
+	}
+}
+
+// sessionLost is why the handles of a stopped session are lost.
+func (w *sessionWatch) sessionLost() error {
+	why := w.s.Err()
+	switch {
+	case why != nil:
+	case w.c.checkOpen() != nil:
+		why = ErrClosed
+	default:
+		why = ErrSessionExpired
+	}
+	return fmt.Errorf("%w: session lost: %w", ErrLockLost, why)
 }

@@ -3,10 +3,15 @@ package sdk_test
 import (
 	"context"
 	"errors"
+	"net"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/bfs-go/bfs/proto/bfspb"
 	"github.com/bfs-go/bfs/sdk"
@@ -97,6 +102,12 @@ func TestWaitForLock(t *testing.T) {
 	_, err = b.LockDir(short, "/d", sdk.WaitForLock())
 	cancel()
 	require.ErrorIs(t, err, context.DeadlineExceeded, "the wait ends at the deadline")
+	var le *sdk.LockedError
+	if errors.As(err, &le) { // the nameserver's answer made it back in time
+		require.ErrorIs(t, err, sdk.ErrLocked)
+		require.Equal(t, a.Holder(), le.Holder)
+		require.Equal(t, la.Epoch(), le.Epoch)
+	}
 
 	got := make(chan error, 1)
 	go func() {
@@ -222,4 +233,258 @@ func TestOperatorLock(t *testing.T) {
 	_, err = c.UnlockDir(ctx, "/maint", sdk.Force())
 	require.NoError(t, err)
 	require.NoError(t, c.Touch(ctx, "/maint/x"))
+}
+
+// TestForcedUnlockWithoutOpenFilesEndsTheLock: with nothing to drain a
+// forced unlock goes from LOCKED to UNLOCKED in one step, and the holder's
+// handle must still report the loss (the session itself stays live).
+func TestForcedUnlockWithoutOpenFilesEndsTheLock(t *testing.T) {
+	cl := startCluster(t, 0)
+	ctx := context.Background()
+	a := dial(t, cl.NameServerAddr, sdk.WithHolder("tablet-a"))
+	master := dial(t, cl.NameServerAddr)
+	require.NoError(t, a.MkdirAll(ctx, "/t/lg0", 0))
+	la, err := a.LockDir(ctx, "/t")
+	require.NoError(t, err)
+	nested, err := a.LockDir(ctx, "/t/lg0")
+	require.NoError(t, err)
+
+	d, err := master.UnlockDir(ctx, "/t", sdk.Force(), sdk.AtEpoch(la.Epoch()))
+	require.NoError(t, err)
+	require.Equal(t, sdk.Unlocked, d.Status, "nothing open: unlocked at once")
+	waitClosed(t, la.Done(), "the forced-away lock's Done")
+	require.ErrorIs(t, la.Err(), sdk.ErrLockLost)
+	waitClosed(t, nested.Done(), "the nested lock's Done")
+	require.ErrorIs(t, nested.Err(), sdk.ErrLockLost)
+	s, err := a.Session(ctx)
+	require.NoError(t, err)
+	require.NoError(t, s.Err(), "the session outlives its locks")
+}
+
+// TestLockHandleEnds covers the other ways a handle's lock ends: an unlock
+// by its own session other than through the handle, and Client.Close.
+func TestLockHandleEnds(t *testing.T) {
+	cl := startCluster(t, 0)
+	ctx := context.Background()
+	a := dial(t, cl.NameServerAddr)
+	require.NoError(t, a.MkdirAll(ctx, "/x/y", 0))
+	s, err := a.Session(ctx)
+	require.NoError(t, err)
+
+	lx, err := a.LockDir(ctx, "/x")
+	require.NoError(t, err)
+	require.Equal(t, s.ID(), lx.SessionID())
+	again, err := a.LockDir(ctx, "/x")
+	require.NoError(t, err)
+	d, err := a.UnlockDir(ctx, "/x")
+	require.NoError(t, err)
+	require.Equal(t, sdk.Unlocked, d.Status)
+	waitClosed(t, lx.Done(), "Done after the session unlocked the directory")
+	waitClosed(t, again.Done(), "Done of the second handle of the same lock")
+	require.ErrorIs(t, lx.Err(), sdk.ErrLockLost)
+
+	ly, err := a.LockDir(ctx, "/x/y")
+	require.NoError(t, err)
+	require.NoError(t, a.Close())
+	waitClosed(t, ly.Done(), "Done after Client.Close")
+	require.ErrorIs(t, ly.Err(), sdk.ErrLockLost)
+	require.ErrorIs(t, ly.Err(), sdk.ErrClosed)
+}
+
+// TestLockWatchOutlivesARestart: the session's watch breaks with the
+// nameserver and is started anew, so a forced unlock after the restart
+// still ends the handle; an admin watch reports the break as such.
+func TestLockWatchOutlivesARestart(t *testing.T) {
+	cl, _ := newCluster(t)
+	ctx := context.Background()
+	a := dial(t, cl.NameServerAddr)
+	master := dial(t, cl.NameServerAddr)
+	require.NoError(t, a.Mkdir(ctx, "/r", 0))
+	l, err := a.LockDir(ctx, "/r")
+	require.NoError(t, err)
+	watch, err := master.WatchDirLocks(ctx, "/")
+	require.NoError(t, err)
+	defer watch.Close()
+
+	cl.RestartNameServer()
+	_, err = watch.Next()
+	require.ErrorIs(t, err, sdk.ErrUnavailable)
+	require.False(t, errors.Is(err, context.Canceled), "a broken stream is not a cancellation: %v", err)
+	select {
+	case <-l.Done():
+		t.Fatalf("the lock survives a restart, its handle too: %v", l.Err())
+	default:
+	}
+	_, err = master.UnlockDir(ctx, "/r", sdk.Force(), sdk.AtEpoch(l.Epoch()))
+	require.NoError(t, err)
+	waitClosed(t, l.Done(), "Done after a forced unlock following a restart")
+	require.ErrorIs(t, l.Err(), sdk.ErrLockLost)
+}
+
+func TestLockTimesAbsentOnTheWireAreZero(t *testing.T) {
+	cl := startCluster(t, 0)
+	ctx := context.Background()
+	c := dial(t, cl.NameServerAddr)
+	require.NoError(t, c.Mkdir(ctx, "/z", 0))
+	d, err := c.GetDirLock(ctx, "/z")
+	require.NoError(t, err)
+	require.Equal(t, sdk.Unlocked, d.Status)
+	require.True(t, d.Since.IsZero(), "not 1970: %v", d.Since)
+}
+
+// lockFake is a nameserver scripted to produce the orderings a real one
+// produces only by chance: a lock watch confirmed late or broken, a call
+// ended by gRPC before the caller's context. Everything else about locks
+// is tested against the real nameserver.
+type lockFake struct {
+	bfspb.UnimplementedNameServerServer
+
+	// confirm is received from before each watch sends its headers;
+	// watches counts the watches started; breakWatch ends the current
+	// one with UNAVAILABLE.
+	confirm    chan struct{}
+	watches    chan string
+	breakWatch chan struct{}
+
+	mu struct {
+		sync.Mutex
+		confirmed bool
+		// lockedBeforeConfirm is set if LockDir came before a watch was.
+		lockedBeforeConfirm bool
+		status              bfspb.LockStatus
+	}
+}
+
+func startLockFake(t *testing.T) (*lockFake, string) {
+	t.Helper()
+	f := &lockFake{confirm: make(chan struct{}), watches: make(chan string, 10), breakWatch: make(chan struct{})}
+	f.mu.status = bfspb.LockStatus_LOCK_STATUS_LOCKED
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	srv := grpc.NewServer()
+	bfspb.RegisterNameServerServer(srv, f)
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = srv.Serve(lis)
+	}()
+	t.Cleanup(func() {
+		srv.Stop()
+		<-served
+	})
+	return f, lis.Addr().String()
+}
+
+func (f *lockFake) OpenSession(context.Context, *bfspb.OpenSessionRequest) (*bfspb.OpenSessionResponse, error) {
+	return &bfspb.OpenSessionResponse{SessionId: "s1", TtlMs: 60000}, nil
+}
+
+func (f *lockFake) KeepAlive(context.Context, *bfspb.KeepAliveRequest) (*bfspb.KeepAliveResponse, error) {
+	return &bfspb.KeepAliveResponse{TtlMs: 60000}, nil
+}
+
+func (f *lockFake) CloseSession(context.Context, *bfspb.CloseSessionRequest) (*bfspb.CloseSessionResponse, error) {
+	return &bfspb.CloseSessionResponse{}, nil
+}
+
+func (f *lockFake) WatchDirLocks(req *bfspb.WatchDirLocksRequest, stream bfspb.NameServer_WatchDirLocksServer) error {
+	f.watches <- req.SessionId
+	select {
+	case <-f.confirm:
+	case <-stream.Context().Done():
+		return nil
+	}
+	f.mu.Lock()
+	f.mu.confirmed = true
+	f.mu.Unlock()
+	if err := stream.SendHeader(nil); err != nil {
+		return err
+	}
+	select {
+	case <-f.breakWatch:
+		return status.Error(codes.Unavailable, "watch broken by the test")
+	case <-stream.Context().Done():
+		return nil
+	}
+}
+
+func (f *lockFake) LockDir(_ context.Context, req *bfspb.LockDirRequest) (*bfspb.LockDirResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.mu.confirmed {
+		f.mu.lockedBeforeConfirm = true
+	}
+	return &bfspb.LockDirResponse{Lock: &bfspb.DirLock{Path: req.Path, Status: bfspb.LockStatus_LOCK_STATUS_LOCKED,
+		SessionId: req.SessionId, Holder: "h", Epoch: 7}}, nil
+}
+
+func (f *lockFake) GetDirLock(_ context.Context, req *bfspb.GetDirLockRequest) (*bfspb.GetDirLockResponse, error) {
+	switch req.Path {
+	case "/deadline":
+		return nil, status.Error(codes.DeadlineExceeded, "deadline passed on the server")
+	case "/cancel":
+		return nil, status.Error(codes.Canceled, "cancelled on the server")
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return &bfspb.GetDirLockResponse{Lock: &bfspb.DirLock{Path: req.Path, Status: f.mu.status, Epoch: 7}}, nil
+}
+
+// TestFirstLockWaitsForTheWatch: the first lock of a session is asked for
+// only once the nameserver has confirmed the session's watch.
+func TestFirstLockWaitsForTheWatch(t *testing.T) {
+	f, addr := startLockFake(t)
+	c := dial(t, addr)
+	ctx := context.Background()
+	got := make(chan error, 1)
+	go func() {
+		_, err := c.LockDir(ctx, "/d")
+		got <- err
+	}()
+	require.Equal(t, "s1", <-f.watches, "the watch is of the session")
+	f.confirm <- struct{}{}
+	require.NoError(t, <-got)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	require.False(t, f.mu.lockedBeforeConfirm, "LockDir was sent before the watch was confirmed")
+}
+
+// TestBrokenWatchLooksLocksUp: a lock that ended while the session's
+// watch was broken is found out once a new watch is up.
+func TestBrokenWatchLooksLocksUp(t *testing.T) {
+	f, addr := startLockFake(t)
+	c := dial(t, addr)
+	ctx := context.Background()
+	go func() { f.confirm <- struct{}{} }()
+	l, err := c.LockDir(ctx, "/d")
+	require.NoError(t, err)
+	<-f.watches
+	f.mu.Lock()
+	f.mu.status = bfspb.LockStatus_LOCK_STATUS_UNLOCKED // ended unseen
+	f.mu.Unlock()
+	f.breakWatch <- struct{}{}
+	<-f.watches
+	select {
+	case <-l.Done():
+		t.Fatal("the handle was lost before a new watch was up")
+	default:
+	}
+	f.confirm <- struct{}{}
+	waitClosed(t, l.Done(), "Done after the watch came back")
+	require.ErrorIs(t, l.Err(), sdk.ErrLockLost)
+}
+
+// TestRPCEndedByGRPCMatchesTheContextError: a call gRPC ended with
+// DEADLINE_EXCEEDED or CANCELLED, before the caller's context did, still
+// matches the context's error, and keeps its gRPC status.
+func TestRPCEndedByGRPCMatchesTheContextError(t *testing.T) {
+	_, addr := startLockFake(t)
+	c := dial(t, addr)
+	ctx := context.Background()
+	_, err := c.GetDirLock(ctx, "/deadline")
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.Equal(t, codes.DeadlineExceeded, status.Code(err))
+	_, err = c.GetDirLock(ctx, "/cancel")
+	require.ErrorIs(t, err, context.Canceled)
+	require.Equal(t, codes.Canceled, status.Code(err))
 }

@@ -2,6 +2,7 @@ package sdk
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/bfs-go/bfs/proto/bfspb"
@@ -82,8 +83,9 @@ type LockWatch struct {
 	ctx    context.Context
 }
 
-// WatchDirLocks streams the lock transitions at or under prefix, from now
-// on, until ctx ends or Close is called.
+// WatchDirLocks streams the lock transitions at or under prefix until ctx
+// ends or Close is called. It returns once the nameserver has registered
+// the watch: every transition after that is delivered.
 func (c *Client) WatchDirLocks(ctx context.Context, prefix string) (*LockWatch, error) {
 	p, err := cleanPath(prefix)
 	if err != nil {
@@ -93,15 +95,33 @@ func (c *Client) WatchDirLocks(ctx context.Context, prefix string) (*LockWatch, 
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	stream, err := c.ns.WatchDirLocks(ctx, &bfspb.WatchDirLocksRequest{Prefix: p})
+	w := &LockWatch{cancel: cancel, ctx: ctx}
+	w.stream, err = c.ns.WatchDirLocks(ctx, &bfspb.WatchDirLocksRequest{Prefix: p})
+	if err == nil {
+		err = w.started()
+	}
 	if err != nil {
 		cancel()
 		return nil, pathError("watch locks", prefix, transportError(ctx, err))
 	}
-	return &LockWatch{stream: stream, cancel: cancel, ctx: ctx}, nil
+	return w, nil
 }
 
-// Next blocks for the next transition.
+// started waits for the nameserver's confirmation (its response headers).
+func (w *LockWatch) started() error {
+	md, err := w.stream.Header()
+	if err != nil || md != nil {
+		return err
+	}
+	if _, err := w.stream.Recv(); err != nil {
+		return err // the stream ended before it started: this says why
+	}
+	return fmt.Errorf("%w: lock watch sent an event before it started", ErrInternal)
+}
+
+// Next blocks for the next transition. Once the stream has ended, by
+// Close, ctx or a failure, it returns why: an error matching
+// context.Canceled after Close.
 func (w *LockWatch) Next() (DirLockEvent, error) {
 	ev, err := w.stream.Recv()
 	if err != nil {
@@ -144,7 +164,7 @@ func (c *Client) LockHistory(ctx context.Context, path string) ([]LockHistoryEnt
 	out := make([]LockHistoryEntry, 0, len(resp.Entries))
 	for _, e := range resp.Entries {
 		out = append(out, LockHistoryEntry{
-			Holder: e.Holder, Epoch: e.Epoch, LockedAt: time.Unix(0, e.LockedAtNs), UnlockedAt: time.Unix(0, e.UnlockedAtNs),
+			Holder: e.Holder, Epoch: e.Epoch, LockedAt: timeFromWire(e.LockedAtNs), UnlockedAt: timeFromWire(e.UnlockedAtNs),
 			Reason: e.Reason, FilesSealed: e.FilesSealed, BytesTruncated: e.BytesTruncated,
 		})
 	}

@@ -7,6 +7,8 @@ import (
 	"hash/crc32"
 	"io/fs"
 
+	"google.golang.org/protobuf/encoding/protowire"
+
 	"github.com/bfs-go/bfs/proto/bfspb"
 )
 
@@ -18,6 +20,52 @@ const (
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// headroom is the space kept in front of a packet's data for the rest of
+// its wire format (see encodePacket): seven varint fields and the data's
+// tag and length take at most 7*11+1+5 bytes.
+const headroom = 96
+
+// newPacketBuf returns an empty packet buffer: headroom, then room for
+// packetSize bytes of data.
+func newPacketBuf() []byte { return make([]byte, headroom, headroom+packetSize) }
+
+// encodePacket returns the wire format of the WritePacket whose data is
+// buf[headroom:], written in place in front of the data: the bytes are
+// encoded once, with no copy of the data, and the same message goes to
+// every replica. Fields come in the order 1-3, 5-8, then 4 (data), which
+// protobuf decoders accept like any order; zero values are left out, as
+// proto.Marshal does.
+func encodePacket(buf []byte, h packetHeader) *wirePacket {
+	data := buf[headroom:]
+	var b [headroom]byte
+	hdr := b[:0]
+	for _, f := range []struct {
+		num protowire.Number
+		v   uint64
+	}{
+		{1, uint64(h.block)}, {2, uint64(h.offset)}, {3, uint64(h.seq)}, {5, uint64(h.crc)},
+		{6, protowire.EncodeBool(h.sync)}, {7, protowire.EncodeBool(h.last)}, {8, h.version},
+	} {
+		if f.v != 0 {
+			hdr = protowire.AppendVarint(protowire.AppendTag(hdr, f.num, protowire.VarintType), f.v)
+		}
+	}
+	if len(data) > 0 {
+		hdr = protowire.AppendVarint(protowire.AppendTag(hdr, 4, protowire.BytesType), uint64(len(data)))
+	}
+	start := headroom - len(hdr)
+	copy(buf[start:], hdr)
+	return &wirePacket{seq: h.seq, b: buf[start:]}
+}
+
+// packetHeader is every field of a WritePacket but its data.
+type packetHeader struct {
+	block, offset, seq int64
+	crc                uint32
+	sync, last         bool
+	version            uint64
+}
 
 // Writer writes a new file. Bytes go to every replica of the file's block
 // at once; Sync makes everything written so far durable on every replica
@@ -52,7 +100,7 @@ func (c *Client) Create(ctx context.Context, path string, opts ...CreateOption) 
 		return nil, pathError("create", path, err)
 	}
 	p, _ := cleanPath(path) // create checked it
-	return &Writer{c: c, path: p, session: session, buf: make([]byte, 0, packetSize)}, nil
+	return &Writer{c: c, path: p, session: session, buf: newPacketBuf()}, nil
 }
 
 // Write buffers p and sends full packets. It returns an error if the
@@ -63,10 +111,10 @@ func (w *Writer) Write(p []byte) (int, error) {
 	}
 	n := 0
 	for len(p) > 0 {
-		k := min(len(p), packetSize-len(w.buf))
+		k := min(len(p), cap(w.buf)-len(w.buf))
 		w.buf = append(w.buf, p[:k]...)
 		p, n = p[k:], n+k
-		if len(w.buf) == packetSize {
+		if len(w.buf) == cap(w.buf) {
 			if err := w.flush(context.Background(), false, false); err != nil {
 				return n, w.setErr(err)
 			}
@@ -119,7 +167,7 @@ func (w *Writer) CloseContext(ctx context.Context) error {
 		return w.err
 	}
 	var dropped []string
-	if w.block != nil || len(w.buf) > 0 {
+	if w.block != nil || len(w.buf) > headroom {
 		if err := w.flush(ctx, true, true); err != nil {
 			return w.abort(err)
 		}
@@ -170,7 +218,8 @@ func (w *Writer) setErr(err error) error {
 // flush sends the buffered bytes as one packet (also when empty, if sync
 // or last asks for it).
 func (w *Writer) flush(ctx context.Context, sync, last bool) error {
-	if len(w.buf) == 0 && !sync && !last {
+	data := w.buf[headroom:]
+	if len(data) == 0 && !sync && !last {
 		return nil
 	}
 	if w.block == nil {
@@ -179,21 +228,20 @@ func (w *Writer) flush(ctx context.Context, sync, last bool) error {
 		}
 	}
 	w.seq++
-	p := &bfspb.WritePacket{
-		BlockId: w.block.BlockId,
-		Offset:  w.offset,
-		Seq:     w.seq,
-		Data:    w.buf,
-		Crc32C:  crc32.Checksum(w.buf, castagnoli),
-		Sync:    sync,
-		Last:    last,
-		Version: w.block.Version,
-	}
+	p := encodePacket(w.buf, packetHeader{
+		block:   w.block.BlockId,
+		offset:  w.offset,
+		seq:     w.seq,
+		crc:     crc32.Checksum(data, castagnoli),
+		sync:    sync,
+		last:    last,
+		version: w.block.Version,
+	})
 	if err := w.fan.put(ctx, p); err != nil {
 		return err
 	}
-	w.offset += int64(len(w.buf))
-	w.buf = make([]byte, 0, packetSize) // the packet keeps the old buffer
+	w.offset += int64(len(data))
+	w.buf = newPacketBuf() // the packet keeps the old buffer
 	return nil
 }
 

@@ -134,3 +134,38 @@ func TestRunKeepsSamples(t *testing.T) {
 		t.Fatalf("%d samples for 10 ops", len(r.Samples))
 	}
 }
+
+// Ended by its duration, a run counts exactly the operations that
+// completed without error, and its percentiles are ordered.
+func TestRunForADurationCountsCompletedOperations(t *testing.T) {
+	var done atomic.Int64
+	r, err := Run(context.Background(), "timed", 3, 50*time.Millisecond, 0, func(_ context.Context, _, i int) error {
+		time.Sleep(time.Duration(i%3) * 100 * time.Microsecond) // a spread of latencies
+		done.Add(1)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Ops == 0 || r.Ops != done.Load() || int64(len(r.Samples)) != r.Ops || r.Errors != 0 {
+		t.Fatalf("ops %d, samples %d, errors %d; %d operations completed", r.Ops, len(r.Samples), r.Errors, done.Load())
+	}
+	if !(0 < r.P50 && r.P50 <= r.P90 && r.P90 <= r.P99) {
+		t.Errorf("percentiles out of order: %v %v %v", r.P50, r.P90, r.P99)
+	}
+	if r.Elapsed < 50*time.Millisecond || r.Clients != 3 {
+		t.Errorf("elapsed %v, clients %d", r.Elapsed, r.Clients)
+	}
+}
+
+// An operation the end of the run interrupts is neither an op nor an
+// error.
+func TestRunEndDoesNotCountInterruptedOperations(t *testing.T) {
+	r, err := Run(context.Background(), "blocked", 2, 20*time.Millisecond, 0, func(ctx context.Context, _, _ int) error {
+		<-ctx.Done()
+		return ctx.Err()
+	})
+	if err != nil || r.Ops != 0 || r.Errors != 0 {
+		t.Fatalf("ops %d errors %d err %v, want none", r.Ops, r.Errors, err)
+	}
+}

@@ -9,7 +9,9 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/golang/glog"
@@ -85,10 +87,27 @@ type RPCMetrics struct {
 	// untimed streams live as long as their client (a block write), so
 	// their duration means nothing.
 	untimed []string
+	// methods holds a *methodMetrics per full method name, so that an RPC
+	// finds its collectors with one lookup instead of hashing its label
+	// values into both vectors.
+	methods sync.Map
 }
 
+// methodMetrics are the collectors of one method.
+type methodMetrics struct {
+	name    string
+	latency prometheus.Observer // nil for an untimed method
+	// codes holds the rpcs counter per status code (an int32, or
+	// transportError), filled as codes occur.
+	codes sync.Map
+}
+
+// transportError is the codes key of RPCs that failed as gRPC errors.
+const transportError = -1
+
 // NewRPCMetrics registers prefix_rpcs_total and prefix_rpc_duration_seconds
-// in reg. Streams named in untimed are not timed.
+// in reg. Methods named in untimed (streams that live as long as their
+// client) are not timed.
 func NewRPCMetrics(reg prometheus.Registerer, prefix string, untimed ...string) *RPCMetrics {
 	m := &RPCMetrics{
 		rpcs: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -111,17 +130,45 @@ type statusCarrier interface{ GetStatus() bfspb.StatusCode }
 
 func methodName(full string) string { return full[strings.LastIndexByte(full, '/')+1:] }
 
+// method returns the collectors of fullMethod.
+func (m *RPCMetrics) method(fullMethod string) *methodMetrics {
+	if mm, ok := m.methods.Load(fullMethod); ok {
+		return mm.(*methodMetrics)
+	}
+	mm := &methodMetrics{name: methodName(fullMethod)}
+	if !slices.Contains(m.untimed, mm.name) {
+		mm.latency = m.latency.WithLabelValues(mm.name)
+	}
+	actual, _ := m.methods.LoadOrStore(fullMethod, mm)
+	return actual.(*methodMetrics)
+}
+
+// count counts one RPC of the method that ended with code.
+func (m *RPCMetrics) count(mm *methodMetrics, code int32) {
+	c, ok := mm.codes.Load(code)
+	if !ok {
+		label := "transport_error"
+		if code != transportError {
+			label = bfspb.StatusCode(code).String()
+		}
+		c, _ = mm.codes.LoadOrStore(code, m.rpcs.WithLabelValues(mm.name, label))
+	}
+	c.(prometheus.Counter).Inc()
+}
+
 // Unary is the server interceptor for unary RPCs.
 func (m *RPCMetrics) Unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 	start := time.Now()
 	resp, err := handler(ctx, req)
-	method := methodName(info.FullMethod)
-	m.latency.WithLabelValues(method).Observe(time.Since(start).Seconds())
-	code := "transport_error"
-	if r, ok := resp.(statusCarrier); ok && err == nil {
-		code = r.GetStatus().String()
+	mm := m.method(info.FullMethod)
+	if mm.latency != nil {
+		mm.latency.Observe(time.Since(start).Seconds())
 	}
-	m.rpcs.WithLabelValues(method, code).Inc()
+	code := int32(transportError)
+	if r, ok := resp.(statusCarrier); ok && err == nil {
+		code = int32(r.GetStatus())
+	}
+	m.count(mm, code)
 	return resp, err
 }
 
@@ -129,12 +176,8 @@ func (m *RPCMetrics) Unary(ctx context.Context, req any, info *grpc.UnaryServerI
 func (m *RPCMetrics) Stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 	start := time.Now()
 	err := handler(srv, ss)
-	method := methodName(info.FullMethod)
-	for _, u := range m.untimed {
-		if u == method {
-			return err
-		}
+	if mm := m.method(info.FullMethod); mm.latency != nil {
+		mm.latency.Observe(time.Since(start).Seconds())
 	}
-	m.latency.WithLabelValues(method).Observe(time.Since(start).Seconds())
 	return err
 }

@@ -2705,14 +2705,15 @@ func (x *PendingFile) GetPendingReplicas() []string {
 }
 
 type DirLock struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
-	Status        LockStatus             `protobuf:"varint,2,opt,name=status,proto3,enum=bfs.LockStatus" json:"status,omitempty"`
-	Holder        string                 `protobuf:"bytes,3,opt,name=holder,proto3" json:"holder,omitempty"`
-	SessionId     string                 `protobuf:"bytes,4,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
-	Epoch         uint64                 `protobuf:"varint,5,opt,name=epoch,proto3" json:"epoch,omitempty"`
-	SinceNs       int64                  `protobuf:"varint,6,opt,name=since_ns,json=sinceNs,proto3" json:"since_ns,omitempty"`
-	Pending       []*PendingFile         `protobuf:"bytes,7,rep,name=pending,proto3" json:"pending,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Path      string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	Status    LockStatus             `protobuf:"varint,2,opt,name=status,proto3,enum=bfs.LockStatus" json:"status,omitempty"`
+	Holder    string                 `protobuf:"bytes,3,opt,name=holder,proto3" json:"holder,omitempty"`
+	SessionId string                 `protobuf:"bytes,4,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	Epoch     uint64                 `protobuf:"varint,5,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	// When the directory entered its status; 0 when unknown.
+	SinceNs       int64          `protobuf:"varint,6,opt,name=since_ns,json=sinceNs,proto3" json:"since_ns,omitempty"`
+	Pending       []*PendingFile `protobuf:"bytes,7,rep,name=pending,proto3" json:"pending,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3023,9 +3024,16 @@ func (x *ListDirLocksResponse) GetLocks() []*DirLock {
 	return nil
 }
 
+// The server sends the response headers once the watch is registered:
+// every transition after the client has received them is delivered.
 type WatchDirLocksRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Prefix        string                 `protobuf:"bytes,1,opt,name=prefix,proto3" json:"prefix,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Only transitions at or under this directory ("" is "/").
+	Prefix string `protobuf:"bytes,1,opt,name=prefix,proto3" json:"prefix,omitempty"`
+	// When set, only the transitions that end this session's locks (to
+	// CLEANING or UNLOCKED). The SDK watches its own locks this way, with one
+	// stream per session.
+	SessionId     string `protobuf:"bytes,2,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3067,11 +3075,22 @@ func (x *WatchDirLocksRequest) GetPrefix() string {
 	return ""
 }
 
+func (x *WatchDirLocksRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
 type DirLockEvent struct {
-	state    protoimpl.MessageState `protogen:"open.v1"`
-	Lock     *DirLock               `protobuf:"bytes,1,opt,name=lock,proto3" json:"lock,omitempty"`
-	Previous LockStatus             `protobuf:"varint,2,opt,name=previous,proto3,enum=bfs.LockStatus" json:"previous,omitempty"`
-	// Why the transition happened: "lock", "unlock", "force", "expiry", "cleaned".
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The lock after the transition. Path, holder, session_id and epoch are
+	// those of the lock the transition concerns, also when it ends it
+	// (status UNLOCKED).
+	Lock     *DirLock   `protobuf:"bytes,1,opt,name=lock,proto3" json:"lock,omitempty"`
+	Previous LockStatus `protobuf:"varint,2,opt,name=previous,proto3,enum=bfs.LockStatus" json:"previous,omitempty"`
+	// Why the transition happened: "lock", "holder" (unlocked by its holder
+	// or its session closed), "force", "expiry", "cleaned".
 	Reason        string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -3182,8 +3201,14 @@ type LockHistoryEntry struct {
 	Reason         string `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`
 	FilesSealed    int64  `protobuf:"varint,6,opt,name=files_sealed,json=filesSealed,proto3" json:"files_sealed,omitempty"`
 	BytesTruncated int64  `protobuf:"varint,7,opt,name=bytes_truncated,json=bytesTruncated,proto3" json:"bytes_truncated,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Bookkeeping of the stored history, as of the directory's newest entry
+	// (the others' are out of date), never set in answers: how many entries
+	// the history holds and the epoch of the oldest, so an unlock drops that
+	// one without reading the others.
+	Stored        int32  `protobuf:"varint,8,opt,name=stored,proto3" json:"stored,omitempty"`
+	OldestEpoch   uint64 `protobuf:"varint,9,opt,name=oldest_epoch,json=oldestEpoch,proto3" json:"oldest_epoch,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *LockHistoryEntry) Reset() {
@@ -3261,6 +3286,20 @@ func (x *LockHistoryEntry) GetFilesSealed() int64 {
 func (x *LockHistoryEntry) GetBytesTruncated() int64 {
 	if x != nil {
 		return x.BytesTruncated
+	}
+	return 0
+}
+
+func (x *LockHistoryEntry) GetStored() int32 {
+	if x != nil {
+		return x.Stored
+	}
+	return 0
+}
+
+func (x *LockHistoryEntry) GetOldestEpoch() uint64 {
+	if x != nil {
+		return x.OldestEpoch
 	}
 	return 0
 }
@@ -4130,15 +4169,17 @@ const file_nameserver_proto_rawDesc = "" +
 	"\x14ListDirLocksResponse\x12'\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
 	"\amessage\x18\x0f \x01(\tR\amessage\x12\"\n" +
-	"\x05locks\x18\x02 \x03(\v2\f.bfs.DirLockR\x05locks\".\n" +
+	"\x05locks\x18\x02 \x03(\v2\f.bfs.DirLockR\x05locks\"M\n" +
 	"\x14WatchDirLocksRequest\x12\x16\n" +
-	"\x06prefix\x18\x01 \x01(\tR\x06prefix\"u\n" +
+	"\x06prefix\x18\x01 \x01(\tR\x06prefix\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x02 \x01(\tR\tsessionId\"u\n" +
 	"\fDirLockEvent\x12 \n" +
 	"\x04lock\x18\x01 \x01(\v2\f.bfs.DirLockR\x04lock\x12+\n" +
 	"\bprevious\x18\x02 \x01(\x0e2\x0f.bfs.LockStatusR\bprevious\x12\x16\n" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\"+\n" +
 	"\x15GetLockHistoryRequest\x12\x12\n" +
-	"\x04path\x18\x01 \x01(\tR\x04path\"\xec\x01\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\"\xa7\x02\n" +
 	"\x10LockHistoryEntry\x12\x16\n" +
 	"\x06holder\x18\x01 \x01(\tR\x06holder\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12 \n" +
@@ -4147,7 +4188,9 @@ const file_nameserver_proto_rawDesc = "" +
 	"\x0eunlocked_at_ns\x18\x04 \x01(\x03R\funlockedAtNs\x12\x16\n" +
 	"\x06reason\x18\x05 \x01(\tR\x06reason\x12!\n" +
 	"\ffiles_sealed\x18\x06 \x01(\x03R\vfilesSealed\x12'\n" +
-	"\x0fbytes_truncated\x18\a \x01(\x03R\x0ebytesTruncated\"\x8c\x01\n" +
+	"\x0fbytes_truncated\x18\a \x01(\x03R\x0ebytesTruncated\x12\x16\n" +
+	"\x06stored\x18\b \x01(\x05R\x06stored\x12!\n" +
+	"\foldest_epoch\x18\t \x01(\x04R\voldestEpoch\"\x8c\x01\n" +
 	"\x16GetLockHistoryResponse\x12'\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
 	"\amessage\x18\x0f \x01(\tR\amessage\x12/\n" +

@@ -58,9 +58,9 @@ type sessionJSON struct {
 	Locks       []string `json:"locks"`
 }
 
-// known reports whether t is a time the nameserver sent: the SDK turns an
-// absent time into the Unix epoch.
-func known(t time.Time) bool { return !t.IsZero() && t.UnixNano() != 0 }
+// known reports whether t is a time the nameserver sent (the SDK leaves
+// an absent one zero).
+func known(t time.Time) bool { return !t.IsZero() }
 
 func timePtr(t time.Time) *time.Time {
 	if !known(t) {

@@ -117,26 +117,17 @@ func (e *env) holdLock(ctx context.Context, path string, f lockFlags) error {
 	if err != nil {
 		return err
 	}
-	if err := e.printGranted(ctx, c, l); err != nil {
+	if err := e.printGranted(l); err != nil {
 		return err
 	}
-	fence := startFenceWatch(ctx, c, l)
-	defer fence.stop()
 	select {
 	case <-l.Done():
 		return lostError(l, l.Err())
-	case err := <-fence.lost:
-		return lostError(l, err)
 	case <-ctx.Done():
 	}
 	// Lost while we were being interrupted? Then say so rather than release.
 	if l.Err() != nil {
 		return lostError(l, l.Err())
-	}
-	select {
-	case err := <-fence.lost:
-		return lostError(l, err)
-	default:
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
@@ -165,7 +156,7 @@ func (e *env) acquire(ctx context.Context, c *sdk.Client, path string, f lockFla
 	}
 	defer cancel()
 	l, err := c.LockDir(wctx, path, sdk.WaitForLock())
-	if err == nil || !e.expired(wctx) {
+	if err == nil || !waitEnded(err) {
 		return l, err
 	}
 	why := "interrupted"
@@ -175,15 +166,10 @@ func (e *env) acquire(ctx context.Context, c *sdk.Client, path string, f lockFla
 	return nil, e.stillBusy(ctx, c, path, why+" waiting for the lock", err)
 }
 
-// expired reports whether ctx has ended. It also looks at the deadline:
-// the nameserver's end of a wait can arrive (as a gRPC DeadlineExceeded)
-// before the local timer has cancelled ctx.
-func (e *env) expired(ctx context.Context) bool {
-	if ctx.Err() != nil {
-		return true
-	}
-	d, ok := ctx.Deadline()
-	return ok && !e.clock.Now().Before(d)
+// waitEnded reports whether err ends a wait that ran out of time or was
+// interrupted (the SDK's errors then match the context's).
+func waitEnded(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
 }
 
 // stillBusy explains a wait that ended before the directory was free: the
@@ -251,11 +237,8 @@ func describe(d *sdk.DirLock) string {
 	return d.Status.String()
 }
 
-func (e *env) printGranted(ctx context.Context, c *sdk.Client, l *sdk.Lock) error {
-	session := ""
-	if s, err := c.Session(ctx); err == nil {
-		session = s.ID()
-	}
+func (e *env) printGranted(l *sdk.Lock) error {
+	session := l.SessionID()
 	if e.json() {
 		return writeJSON(e.stdout, lockJSON{
 			Path: l.Path(), State: sdk.Locked.String(), Holder: l.Holder(), Session: session, Epoch: l.Epoch(),

@@ -143,7 +143,7 @@ func (e *env) unlockWait(ctx context.Context, c *sdk.Client, path string, timeou
 	close(stop)
 	wg.Wait()
 	p.finish()
-	if err == nil || !e.expired(wctx) {
+	if err == nil || !waitEnded(err) {
 		return d, err
 	}
 	why := "interrupted"
