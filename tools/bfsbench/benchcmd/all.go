@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -16,43 +18,50 @@ type suiteEntry struct {
 	name     string
 	validate func() error
 	run      runFunc
+	chart    chartFunc
 }
 
 // The all command runs every benchmark with its own defaults, which are
-// sized so that the whole suite takes under five minutes on a 2-core
-// machine with an SSD (about two minutes on the machine it was written on;
-// fence's 1000 open files are most of it).
+// sized so that the whole suite, etcd included, takes under five minutes
+// on a 2-core machine with an SSD; fence's 1000 open files and io's three
+// 256 MiB puts are most of it.
 func newAllCmd(c *common) *cobra.Command {
-	io, seal, fence, expiry := defaultIOOptions(), defaultSealOptions(), defaultFenceOptions(), defaultExpiryOptions()
+	locks, io, seal, fence, expiry := &locksOptions{}, defaultIOOptions(), defaultSealOptions(), defaultFenceOptions(), defaultExpiryOptions()
+	var plotDir string
 	cmd := &cobra.Command{
 		Use:   "all",
-		Short: "Run meta, locks, io, seal, fence and expiry, each on a fresh cluster, printing every table",
-		Long: `Run meta, locks, io, seal, fence and expiry, each on a fresh cluster, and
-print every table as it completes. --duration and --clients apply to meta and
-locks; the other benchmarks take their flags with a prefix (--io-size,
---seal-blocks, --fence-files, --expiry-ttl, ...). --csv gets every result.
+		Short: "Run meta, locks, io, seal, fence and expiry, each on a fresh cluster, printing every table and a summary against the targets",
+		Long: `Run meta, locks, io, seal, fence and expiry, each on a fresh cluster, print
+every table as it completes, then one summary of the figures the issues name
+against their targets. --duration and --clients apply to meta and locks,
+--vs-etcd to locks; the other benchmarks take their flags with a prefix
+(--io-size, --seal-blocks, --fence-files, --expiry-ttl, ...). --csv gets every
+result; --plot-dir gets every benchmark's chart as <benchmark>.png.
 A benchmark that fails does not stop the others; the exit code says so.`,
 		Args: cobra.NoArgs,
 	}
 	f := cmd.Flags()
+	locks.register(f)
 	io.register(f, "io-")
 	seal.register(f, "seal-")
 	fence.register(f, "fence-")
 	expiry.register(f, "expiry-")
+	f.StringVar(&plotDir, "plot-dir", "", "also draw every benchmark's chart into this directory, as <benchmark>.png")
 	suite := []suiteEntry{
-		{"meta", noValidation, runMeta},
-		{"locks", noValidation, runLocks},
-		{"io", func() error { return io.validate("io-") }, io.run},
-		{"seal", func() error { return seal.validate("seal-") }, seal.run},
-		{"fence", func() error { return fence.validate("fence-") }, fence.run},
-		{"expiry", func() error { return expiry.validate("expiry-") }, expiry.run},
+		{"meta", noValidation, runMeta, metaChart},
+		{"locks", noValidation, locks.run, locksChart},
+		{"io", func() error { return io.validate("io-") }, io.run, ioChart},
+		{"seal", func() error { return seal.validate("seal-") }, seal.run, sealChart},
+		{"fence", func() error { return fence.validate("fence-") }, fence.run, fenceChart},
+		{"expiry", func() error { return expiry.validate("expiry-") }, expiry.run, expiryChart},
 	}
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error { return c.runSuite(cmd.Context(), suite) }
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error { return c.runSuite(cmd.Context(), suite, plotDir) }
 	return cmd
 }
 
-// runSuite runs every benchmark of suite, printing each table as it ends.
-func (c *common) runSuite(ctx context.Context, suite []suiteEntry) error {
+// runSuite runs every benchmark of suite, printing each table as it ends,
+// then the summary; with plotDir it draws each benchmark's chart there.
+func (c *common) runSuite(ctx context.Context, suite []suiteEntry, plotDir string) error {
 	// Bad flags fail before anything runs.
 	if err := c.validate(); err != nil {
 		return err
@@ -60,6 +69,11 @@ func (c *common) runSuite(ctx context.Context, suite []suiteEntry) error {
 	for _, b := range suite {
 		if err := b.validate(); err != nil {
 			return err
+		}
+	}
+	if plotDir != "" {
+		if err := os.MkdirAll(plotDir, 0o755); err != nil {
+			return fmt.Errorf("--plot-dir: %w", err)
 		}
 	}
 	start := time.Now()
@@ -83,6 +97,18 @@ func (c *common) runSuite(ctx context.Context, suite []suiteEntry) error {
 		}
 		fmt.Fprintln(c.stdout)
 		all = append(all, rs...)
+		if plotDir != "" {
+			path := filepath.Join(plotDir, b.name+".png")
+			if err := drawChart(b.chart, rs, path); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", b.name, err))
+			} else {
+				c.progressf("chart written to %s", path)
+			}
+		}
+	}
+	fmt.Fprintf(c.stdout, "== summary (the suite took %v)\n", time.Since(start).Round(time.Second))
+	if err := renderTargets(c.stdout, verdicts(all)); err != nil {
+		return err
 	}
 	c.progressf("suite done in %v", time.Since(start).Round(time.Second))
 	if err := c.writeCSV(all); err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/csv"
+	"image/png"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -68,6 +69,25 @@ func want(t *testing.T, rows map[string][]string, name, clients, param string, c
 	}
 }
 
+// checkPNG checks that path is a PNG of the charts' size.
+func checkPNG(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	defer f.Close()
+	cfg, err := png.DecodeConfig(f)
+	if err != nil {
+		t.Errorf("%s: %v", path, err)
+		return
+	}
+	if cfg.Width != 960 || cfg.Height != 600 {
+		t.Errorf("%s: %dx%d, want 960x600", path, cfg.Width, cfg.Height)
+	}
+}
+
 func keys(m map[string][]string) []string {
 	var out []string
 	for k := range m {
@@ -87,7 +107,9 @@ func indexOf(xs []string, x string) int {
 
 func TestMeta(t *testing.T) {
 	t.Parallel()
-	out, rows := run(t, "meta", "--clients", "1,2", "--duration", "200ms")
+	png := filepath.Join(t.TempDir(), "meta.png")
+	out, rows := run(t, "meta", "--clients", "1,2", "--duration", "200ms", "--plot", png)
+	checkPNG(t, png)
 	for _, n := range []string{"1", "2"} {
 		for _, name := range []string{"create", "create+delete", "create+delete (locked dir)", "stat"} {
 			want(t, rows, name, n, "", "ops_per_s", "p50_ms", "p99_ms")
@@ -101,14 +123,21 @@ func TestMeta(t *testing.T) {
 
 func TestLocks(t *testing.T) {
 	t.Parallel()
-	_, rows := run(t, "locks", "--clients", "1,2", "--duration", "200ms")
+	png := filepath.Join(t.TempDir(), "locks.png")
+	_, rows := run(t, "locks", "--clients", "1,2", "--duration", "200ms", "--plot", png)
 	want(t, rows, "lock+unlock", "1", "", "ops_per_s", "p50_ms", "p90_ms", "p99_ms")
 	want(t, rows, "lock+unlock", "2", "", "ops_per_s", "p50_ms", "p90_ms", "p99_ms")
+	if _, ok := rows["lock+unlock (etcd)|1|"]; ok {
+		t.Error("etcd measured without --vs-etcd")
+	}
+	checkPNG(t, png)
 }
 
 func TestIO(t *testing.T) {
 	t.Parallel()
-	out, rows := run(t, "io", "--size", "2MiB", "--trials", "2")
+	png := filepath.Join(t.TempDir(), "io.png")
+	out, rows := run(t, "io", "--size", "2MiB", "--trials", "2", "--plot", png)
+	checkPNG(t, png)
 	for _, p := range []string{"trial 1", "trial 2", "median"} {
 		for _, name := range []string{"raw write", "raw read", "put", "get"} {
 			want(t, rows, name, "1", p, "value")
@@ -123,7 +152,9 @@ func TestIO(t *testing.T) {
 
 func TestSeal(t *testing.T) {
 	t.Parallel()
-	_, rows := run(t, "seal", "--blocks", "3")
+	png := filepath.Join(t.TempDir(), "seal.png")
+	_, rows := run(t, "seal", "--blocks", "3", "--plot", png)
+	checkPNG(t, png)
 	want(t, rows, "seal→closed", "1", "", "p50_ms", "p99_ms")
 	want(t, rows, "seal RPC", "1", "", "p50_ms", "p99_ms")
 	if n := rows["seal RPC|1|"][2]; n != "9" {
@@ -133,7 +164,9 @@ func TestSeal(t *testing.T) {
 
 func TestFence(t *testing.T) {
 	t.Parallel()
-	_, rows := run(t, "fence", "--files", "1,3", "--trials", "2", "--parallel", "2")
+	png := filepath.Join(t.TempDir(), "fence.png")
+	_, rows := run(t, "fence", "--files", "1,3", "--trials", "2", "--parallel", "2", "--plot", png)
+	checkPNG(t, png)
 	for _, p := range []string{"files=1", "files=3"} {
 		want(t, rows, "fence", "1", p, "p50_ms", "p99_ms")
 		want(t, rows, "holder told", "1", p, "p50_ms")
@@ -145,7 +178,9 @@ func TestFence(t *testing.T) {
 
 func TestExpiry(t *testing.T) {
 	t.Parallel()
-	out, rows := run(t, "expiry", "--ttl", "1s", "--trials", "1")
+	png := filepath.Join(t.TempDir(), "expiry.png")
+	out, rows := run(t, "expiry", "--ttl", "1s", "--trials", "1", "--plot", png)
+	checkPNG(t, png)
 	want(t, rows, "expiry hand-over", "1", "ttl=1s", "p50_ms")
 	// The hand-over cannot come before the TTL: the overshoot is positive.
 	want(t, rows, "expiry overshoot", "1", "ttl=1s", "p50_ms")
@@ -156,13 +191,25 @@ func TestExpiry(t *testing.T) {
 
 func TestAll(t *testing.T) {
 	t.Parallel()
+	plots := t.TempDir()
 	out, rows := run(t, "all", "--clients", "1", "--duration", "100ms", "--io-size", "1MiB", "--io-trials", "1",
-		"--seal-blocks", "1", "--fence-files", "2", "--fence-trials", "1", "--expiry-ttl", "1s", "--expiry-trials", "1")
+		"--seal-blocks", "1", "--fence-files", "2", "--fence-trials", "1", "--expiry-ttl", "1s", "--expiry-trials", "1",
+		"--vs-etcd", "--plot-dir", plots)
 	for _, s := range []string{"meta", "locks", "io", "seal", "fence", "expiry"} {
 		if !strings.Contains(out, "== "+s+" (") {
 			t.Errorf("no %s table in:\n%s", s, out)
 		}
+		checkPNG(t, filepath.Join(plots, s+".png"))
 	}
+	// The summary gathers a figure of every benchmark.
+	for _, s := range []string{"== summary", "meta create+delete, 1 client", "locks bfs/etcd, 1 client", "io put / (raw write / 3)",
+		"seal sent → BlockReceived", "fence K=2", "expiry hand-over, TTL 1s"} {
+		if !strings.Contains(out, s) {
+			t.Errorf("no %q in:\n%s", s, out)
+		}
+	}
+	want(t, rows, "lock+unlock (etcd)", "1", "", "ops_per_s")
+	want(t, rows, "bfs/etcd lock+unlock", "1", "", "value")
 	want(t, rows, "create+delete", "1", "", "ops_per_s")
 	want(t, rows, "lock+unlock", "1", "", "ops_per_s")
 	want(t, rows, "put", "1", "median", "value")
@@ -191,6 +238,8 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"meta", "--duration", "-1s"}, "--duration must be positive"},
 		{[]string{"all", "--fence-trials", "-1"}, "--fence-trials must be at least 1"},
 		{[]string{"all", "--io-size", "1.5"}, "not a whole number of bytes"},
+		{[]string{"locks", "--plot", "locks.gif"}, "must end in .png, .svg or .pdf"},
+		{[]string{"all", "--plot", "x.png"}, "unknown flag: --plot"},
 	} {
 		var stdout, stderr bytes.Buffer
 		if code := Main(context.Background(), tc.args, &stdout, &stderr); code == 0 {

@@ -3,7 +3,13 @@
 // sandbox: a nameserver and three chunkservers on loopback, data in a fresh
 // temporary directory, durable writes as by default) or targets a running
 // cluster with --nameserver, prints progress on stderr, and reports through
-// one table format (and --csv).
+// one table format, then a summary of the figures the issues name against
+// their targets (targets.go); --csv writes every result for machines and
+// --plot draws the benchmark's chart (plot.go).
+//
+// bfsbench is a Go module of its own, so that the product's module graph
+// never holds etcd or the plotting library; it builds against the
+// repository's packages through a replace directive.
 //
 // What each number is, exactly:
 //
@@ -13,7 +19,11 @@
 //     client's session has locked, alternating in halves of --duration, and
 //     reported with their throughput ratio.
 //   - locks: closed-loop SDK LockDir + Lock.Unlock cycles, each client on its
-//     own directory with its own session.
+//     own directory with its own session. With --vs-etcd, the same workload
+//     runs against an embedded one-member etcd (fsync on, data beside the
+//     cluster's) through concurrency.Mutex, each client with its own
+//     connection, session and key prefix; bfs and etcd alternate in halves
+//     of --duration and the table gives their throughput ratio.
 //   - io: one file of --size put (SDK Create, 1 MiB writes, Close) and got
 //     (Open, 1 MiB reads, verified), per trial, next to a raw Go loop on the
 //     same disk: 1 MiB writes and one fdatasync at the end (a put syncs each
@@ -36,7 +46,8 @@
 //     LockDir(WaitForLock) is timed from just before that KeepAlive until it
 //     holds the lock, against the target TTL + 1s.
 //   - all: each of the above on a fresh cluster, with defaults sized for
-//     under five minutes on two cores.
+//     under five minutes on two cores, etcd included; --plot-dir gets every
+//     chart.
 //
 // Every benchmark checks what it measured (file sizes, bytes read back, the
 // fenced writer refused, epochs) and reports failures as errors rather than

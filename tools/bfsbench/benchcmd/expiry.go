@@ -48,7 +48,7 @@ func newExpiryCmd(c *common) *cobra.Command {
 		Args:  cobra.NoArgs,
 	}
 	o.register(cmd.Flags(), "")
-	cmd.RunE = c.command(func() error { return o.validate("") }, o.run)
+	c.benchCommand(cmd, func() error { return o.validate("") }, o.run, expiryChart)
 	return cmd
 }
 

@@ -62,7 +62,7 @@ func newFenceCmd(c *common) *cobra.Command {
 		Args:  cobra.NoArgs,
 	}
 	o.register(cmd.Flags(), "")
-	cmd.RunE = c.command(func() error { return o.validate("") }, o.run)
+	c.benchCommand(cmd, func() error { return o.validate("") }, o.run, fenceChart)
 	return cmd
 }
 

@@ -59,7 +59,7 @@ func newIOCmd(c *common) *cobra.Command {
 		Args:  cobra.NoArgs,
 	}
 	o.register(cmd.Flags(), "")
-	cmd.RunE = c.command(func() error { return o.validate("") }, o.run)
+	c.benchCommand(cmd, func() error { return o.validate("") }, o.run, ioChart)
 	return cmd
 }
 

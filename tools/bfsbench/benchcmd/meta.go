@@ -3,6 +3,7 @@ package benchcmd
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -12,12 +13,13 @@ import (
 )
 
 func newMetaCmd(c *common) *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "meta",
 		Short: "Namespace operations: create, create+delete (unlocked and locked directory) and stat, for each --clients value",
 		Args:  cobra.NoArgs,
-		RunE:  c.command(noValidation, runMeta),
 	}
+	c.benchCommand(cmd, noValidation, runMeta, metaChart)
+	return cmd
 }
 
 const lockedRatioNote = "throughput of create+delete in a directory locked by the creating client's session, over the same in an unlocked directory, measured alternately in halves of --duration (1.00x: the lock check is free)"
@@ -143,13 +145,57 @@ func (c *common) closedLoop(ctx context.Context, name string, n int, op bench.Op
 	return c.closedLoopFor(ctx, name, n, c.duration, op)
 }
 
+// progressEvery is how often a closed loop longer than that reports on
+// stderr how many operations it has done.
+const progressEvery = 5 * time.Second
+
 func (c *common) closedLoopFor(ctx context.Context, name string, n int, d time.Duration, op bench.Op) (bench.Result, error) {
-	c.progressf("%s with %d clients for %v...", name, n, d)
-	r, err := bench.Run(ctx, name, n, d, 0, op)
+	c.progressf("%s with %s for %v...", name, nClients(n), d)
+	var done atomic.Int64
+	counted := func(ctx context.Context, ci, i int) error {
+		err := op(ctx, ci, i)
+		if err == nil {
+			done.Add(1)
+		}
+		return err
+	}
+	stop := func() {}
+	if d > progressEvery {
+		stop = every(progressEvery, func(elapsed time.Duration) {
+			c.progressf("  %s: %d ops in %v", name, done.Load(), elapsed.Round(time.Second))
+		})
+	}
+	r, err := bench.Run(ctx, name, n, d, 0, counted)
+	stop()
 	if err != nil {
 		return r, fmt.Errorf("%s: %w", name, err)
 	}
+	c.progressf("  %s: %.0f ops/s, p50 %s, p99 %s", name, r.OpsPerSec(), ms(r.P50), ms(r.P99))
 	return r, nil
+}
+
+// every calls f with the time elapsed every interval until the returned
+// stop is called; stop waits for a call under way to return.
+func every(interval time.Duration, f func(elapsed time.Duration)) (stop func()) {
+	start := time.Now()
+	stopc, donec := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(donec)
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-stopc:
+				return
+			case <-t.C:
+				f(time.Since(start))
+			}
+		}
+	}()
+	return func() {
+		close(stopc)
+		<-donec
+	}
 }
 
 func dialN(ctx context.Context, addr string, n int, opts ...sdk.Option) ([]*sdk.Client, error) {

@@ -57,3 +57,27 @@ func TestCSVRowMatchesHeader(t *testing.T) {
 		t.Errorf("row %q", row)
 	}
 }
+
+// every reports periodically until stopped, and stop waits for a report
+// under way: nothing is reported after it returns.
+func TestEveryReportsUntilStopped(t *testing.T) {
+	calls := make(chan time.Duration)
+	var after bool
+	stop := every(time.Millisecond, func(elapsed time.Duration) {
+		if after {
+			t.Error("reported after stop returned")
+		}
+		calls <- elapsed
+	})
+	first, second := <-calls, <-calls
+	if first <= 0 || second <= first {
+		t.Errorf("elapsed %v then %v, want growing", first, second)
+	}
+	go func() {
+		for range calls { // a report may be under way as stop is called
+		}
+	}()
+	stop()
+	after = true
+	close(calls)
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"runtime/pprof"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -18,6 +19,9 @@ import (
 
 // Main runs bfsbench with args and returns the exit code.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	// Progress and the embedded etcd's log share stderr from several
+	// goroutines.
+	stderr = &lockedWriter{w: stderr}
 	root := newRoot(stdout, stderr)
 	root.SetArgs(args)
 	if err := root.ExecuteContext(ctx); err != nil {
@@ -25,6 +29,18 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// lockedWriter serializes writes to w.
+type lockedWriter struct {
+	mu sync.Mutex // guards w
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // sandboxChunkservers is how many chunkservers a started cluster has: enough
@@ -223,18 +239,39 @@ func (c *common) cleanUp(ctx context.Context, cl *cluster) {
 	}
 }
 
-// command is the RunE of a single-benchmark subcommand: measure, then
-// print the table (and the CSV).
-func (c *common) command(validate func() error, run runFunc) func(*cobra.Command, []string) error {
-	return func(cmd *cobra.Command, _ []string) error {
-		results, err := c.measure(cmd.Context(), validate, run)
+// benchCommand makes cmd a single-benchmark subcommand: it gets --plot
+// and a RunE that measures, then prints the table and the verdicts on the
+// targets, and writes the CSV and the chart when asked.
+func (c *common) benchCommand(cmd *cobra.Command, validate func() error, run runFunc, chart chartFunc) {
+	var plotPath string
+	cmd.Flags().StringVar(&plotPath, "plot", "", "also draw this benchmark's chart to this file (.png, .svg or .pdf)")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		results, err := c.measure(cmd.Context(), func() error {
+			if err := validatePlotPath("--plot", plotPath); err != nil {
+				return err
+			}
+			return validate()
+		}, run)
 		if err != nil {
 			return err
 		}
 		if err := c.printTable(results); err != nil {
 			return err
 		}
-		return c.writeCSV(results)
+		if err := c.printTargets(results); err != nil {
+			return err
+		}
+		if err := c.writeCSV(results); err != nil {
+			return err
+		}
+		if plotPath == "" {
+			return nil
+		}
+		if err := drawChart(chart, results, plotPath); err != nil {
+			return err
+		}
+		c.progressf("chart written to %s", plotPath)
+		return nil
 	}
 }
 

@@ -46,7 +46,7 @@ func newSealCmd(c *common) *cobra.Command {
 		Args:  cobra.NoArgs,
 	}
 	o.register(cmd.Flags(), "")
-	cmd.RunE = c.command(func() error { return o.validate("") }, o.run)
+	c.benchCommand(cmd, func() error { return o.validate("") }, o.run, sealChart)
 	return cmd
 }
 
