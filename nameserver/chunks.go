@@ -3,6 +3,7 @@ package nameserver
 import (
 	"context"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/golang/glog"
@@ -19,6 +20,7 @@ func (s *Server) Register(_ context.Context, req *bfspb.RegisterRequest) (*bfspb
 	}
 	id := s.blocks.Register(req.Address, req.UsedBytes, s.cfg.Clock.Now())
 	glog.Infof("chunkserver %s registered as %d", req.Address, id)
+	s.peers.Reset(req.Address) // it is listening: seals and truncates need not wait to reconnect
 	s.closer.registered()
 	return &bfspb.RegisterResponse{
 		ChunkserverId:       int64(id),
@@ -89,7 +91,10 @@ func (s *Server) BlockReceived(_ context.Context, req *bfspb.BlockReceivedReques
 // away, or the writer dropped it) is sealed; a sealed one longer than the
 // agreed length is truncated to it; one shorter lacks bytes the file has
 // and is deleted. Blocks of files still open are the closer's business.
-func (s *Server) reconcile(addr string, blocks []*bfspb.ReportedBlock) {
+// It returns at once; wait returns when the truncations it started are
+// over.
+func (s *Server) reconcile(addr string, blocks []*bfspb.ReportedBlock) (wait func()) {
+	var wg sync.WaitGroup
 	for _, rb := range blocks {
 		if s.closer.isOpen(rb.BlockId) {
 			continue
@@ -110,16 +115,21 @@ func (s *Server) reconcile(addr string, blocks []*bfspb.ReportedBlock) {
 		switch {
 		case !rb.Sealed:
 			glog.Infof("block %d on %s missed the close of its file: sealing it", id, addr)
-			s.closer.goRun(func() { s.closer.sealOnce(addr, id) }) // BlockReceived follows
+			s.closer.goRun(func() { s.closer.sealLate(addr, id) }) // BlockReceived follows
 		case rb.Size > size:
 			glog.Infof("block %d on %s has %d bytes, the file %d: truncating it", id, addr, rb.Size, size)
-			s.closer.goRun(func() { s.closer.truncate(addr, id, size) })
+			wg.Add(1)
+			s.closer.goRun(func() {
+				defer wg.Done()
+				s.closer.truncate(addr, id, size)
+			})
 		case rb.Size < size:
 			glog.Warningf("block %d on %s has %d bytes, fewer than the file's %d: deleting the stale replica", id, addr, rb.Size, size)
 			s.blocks.DropReplica(blockmap.BlockID(id), addr)
 			s.deleteReplicas(addr, []int64{id})
 		}
 	}
+	return wg.Wait
 }
 
 func (s *Server) noteSealed(addr string, blocks []*bfspb.ReportedBlock) {

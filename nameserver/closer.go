@@ -324,6 +324,9 @@ func (f *closing) agree() (size int64, dropped []string) {
 // wakes the waiters, so a cleaning that waits for f ends only once every
 // live replica has the agreed length (I5).
 func (c *closer) finalize(f *closing) {
+	if hook := c.s.cfg.TestingKnobs.BeforeClose; hook != nil {
+		hook(f.entry)
+	}
 	size, dropped := f.agree()
 	if err := c.persistClose(f, size, dropped); err != nil {
 		glog.Errorf("closing file %d: %v", f.entry, err)
@@ -346,7 +349,32 @@ func (c *closer) finalize(f *closing) {
 		delete(c.mu.openBlocks, f.block)
 	}
 	c.mu.Unlock()
+	c.reconcileLate(f, dropped)
 	close(f.done)
+}
+
+// reconcileLate brings in line the replicas of f's block that the close
+// did not count: a chunkserver that came back (registered, reported the
+// replica sealed or not) after f was found ready, whose report then found
+// the file still open and was set aside. Now that the file is closed they
+// are reconciled as any later report would be, and the close waits for
+// their truncation, so a cleaning ends with every live replica at the
+// agreed length (I5).
+func (c *closer) reconcileLate(f *closing, dropped []string) {
+	if f.block == 0 {
+		return
+	}
+	var waits []func()
+	for _, r := range c.s.blocks.Replicas(blockmap.BlockID(f.block)) {
+		if _, counted := f.reports[r.Addr]; counted && !slices.Contains(dropped, r.Addr) {
+			continue // finalize brought it to the agreed length
+		}
+		rb := &bfspb.ReportedBlock{BlockId: f.block, Size: r.Size, Version: r.Version, Sealed: r.Sealed}
+		waits = append(waits, c.s.reconcile(r.Addr, []*bfspb.ReportedBlock{rb}))
+	}
+	for _, wait := range waits {
+		wait()
+	}
 }
 
 // persistClose applies the CloseFile command, retrying while the file is
@@ -458,6 +486,19 @@ func (c *closer) sealOnce(addr string, block int64) bool {
 		return false
 	}
 	return true
+}
+
+// sealLate seals a replica that missed the close of its file, retrying
+// with backoff until the chunkserver accepts (its BlockReceived then
+// reconciles the length), it is declared dead (its next registration's
+// block report brings the replica up again), or the closer stops. A
+// chunkserver that just came back may not be reachable at once.
+func (c *closer) sealLate(addr string, block int64) {
+	for backoff := 50 * time.Millisecond; ; backoff = min(2*backoff, 2*time.Second) {
+		if c.sealOnce(addr, block) || c.dead(addr) || !c.sleep(backoff) {
+			return
+		}
+	}
 }
 
 // truncate cuts a longer replica down to the agreed length, retrying with

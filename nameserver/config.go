@@ -26,6 +26,16 @@ type Config struct {
 	SealConcurrency int
 	// Clock is the source of time; the real clock if nil.
 	Clock clock.Clock
+	// TestingKnobs are seams for tests; the zero value is production.
+	TestingKnobs TestingKnobs
+}
+
+// TestingKnobs let tests hold a nameserver at chosen points.
+type TestingKnobs struct {
+	// BeforeClose, if set, is called when a file being closed has been
+	// found ready (every awaited replica reported or declared dead), before
+	// its close is decided and persisted.
+	BeforeClose func(entry uint64)
 }
 
 // DefaultConfig returns the configuration of a nameserver on this host.

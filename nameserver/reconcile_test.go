@@ -3,8 +3,11 @@ package nameserver_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,6 +16,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/bfs-go/bfs/internal/testcluster"
+	"github.com/bfs-go/bfs/nameserver"
 	"github.com/bfs-go/bfs/proto/bfspb"
 	"github.com/bfs-go/bfs/sdk"
 )
@@ -64,4 +68,85 @@ func TestStaleReplicaRejoins(t *testing.T) {
 	got, err := io.ReadAll(r)
 	require.NoError(t, err)
 	require.Equal(t, data, got)
+}
+
+// TestReplicaBackDuringCloseIsReconciled: a chunkserver that comes back
+// just as an abandoned file is being closed without it (it was declared
+// dead) reports its replica while the close is being decided, when the
+// file still counts as open. The close must not forget it: once the
+// directory is UNLOCKED that replica is sealed at the agreed length like
+// the others (I5), not left writable until its next full block report.
+func TestReplicaBackDuringCloseIsReconciled(t *testing.T) {
+	ready, proceed := make(chan uint64), make(chan struct{})
+	var armed atomic.Bool
+	cl := testcluster.Start(t, testcluster.WithChunkservers(3), testcluster.WithNameServerConfig(func(cfg *nameserver.Config) {
+		cfg.ReportInterval = time.Hour // only a registration's first report
+		cfg.TestingKnobs.BeforeClose = func(entry uint64) {
+			if armed.CompareAndSwap(true, false) {
+				ready <- entry
+				<-proceed
+			}
+		}
+	}))
+	var release sync.Once
+	t.Cleanup(func() { release.Do(func() { close(proceed) }) })
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	holder, err := sdk.Dial(ctx, cl.NameServerAddr, sdk.WithHolder("holder"))
+	require.NoError(t, err)
+	defer holder.Close()
+	master, err := sdk.Dial(ctx, cl.NameServerAddr, sdk.WithHolder("master"))
+	require.NoError(t, err)
+	defer master.Close()
+	require.NoError(t, holder.Mkdir(ctx, "/d", 0o755))
+	lock, err := holder.LockDir(ctx, "/d")
+	require.NoError(t, err)
+	w, err := holder.Create(ctx, "/d/f")
+	require.NoError(t, err)
+	_, err = w.Write(bytes.Repeat([]byte("x"), 64<<10))
+	require.NoError(t, err)
+	require.NoError(t, w.Sync(ctx))
+	loc, err := holder.Locate(ctx, "/d/f")
+	require.NoError(t, err)
+	block, late := loc.Blocks[0].ID, loc.Blocks[0].Replicas[0]
+	victim := slices.Index(cl.ChunkserverAddrs(), late)
+	require.GreaterOrEqual(t, victim, 0)
+	cl.StopChunkserver(victim)
+
+	armed.Store(true)
+	unlocked := make(chan error, 1)
+	go func() {
+		d, err := master.UnlockDir(ctx, "/d", sdk.Force(), sdk.AtEpoch(lock.Epoch()), sdk.WaitUnlocked())
+		if err == nil && d.Status != sdk.Unlocked {
+			err = fmt.Errorf("unlock answered %s", d.Status)
+		}
+		unlocked <- err
+	}()
+	select {
+	case <-ready: // the two live replicas sealed, the victim declared dead
+	case err := <-unlocked:
+		t.Fatalf("the unlock ended before the close was decided: %v", err)
+	case <-ctx.Done():
+		t.Fatal("the file was never found ready to close")
+	}
+	cl.RestartChunkserver(victim)
+	require.Eventually(t, func() bool {
+		loc, err := master.Locate(ctx, "/d/f")
+		return err == nil && slices.Contains(loc.Blocks[0].Replicas, late)
+	}, 30*time.Second, 10*time.Millisecond, "the nameserver never heard of the replica on %s again", late)
+	release.Do(func() { close(proceed) })
+	require.NoError(t, <-unlocked)
+
+	fi, err := master.Stat(ctx, "/d/f")
+	require.NoError(t, err)
+	require.Empty(t, fi.WriterSession)
+	conn, err := grpc.NewClient(late, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	defer conn.Close()
+	cs := bfspb.NewChunkServerClient(conn)
+	require.Eventually(t, func() bool {
+		info, err := cs.GetBlockInfo(ctx, &bfspb.GetBlockInfoRequest{BlockId: block})
+		return err == nil && info.Status == bfspb.StatusCode_OK && info.Sealed && info.Size == fi.Size
+	}, 30*time.Second, 10*time.Millisecond, "the replica on %s that came back during the close was left unsealed or at another length", late)
 }

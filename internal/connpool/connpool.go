@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 )
 
 // ErrClosed is returned by Conn after Close.
@@ -24,9 +26,19 @@ type Pool struct {
 	}
 }
 
-// New returns a pool that dials with opts.
+// reconnect is how a pooled connection retries a peer it lost: gRPC's
+// default waits up to two minutes between attempts, so a chunkserver back
+// after an outage would stay unreachable that long. Reset cuts the wait
+// short when the peer is known to be back.
+var reconnect = grpc.WithConnectParams(grpc.ConnectParams{
+	Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 2 * time.Second},
+	MinConnectTimeout: 5 * time.Second,
+})
+
+// New returns a pool that dials with opts (after its own reconnect
+// policy, which opts may override).
 func New(opts ...grpc.DialOption) *Pool {
-	p := &Pool{opts: opts}
+	p := &Pool{opts: append([]grpc.DialOption{reconnect}, opts...)}
 	p.mu.conns = make(map[string]*grpc.ClientConn)
 	return p
 }
@@ -48,6 +60,17 @@ func (p *Pool) Conn(addr string) (*grpc.ClientConn, error) {
 	}
 	p.mu.conns[addr] = c
 	return c, nil
+}
+
+// Reset tells the connection to addr, if there is one, that its peer is
+// back: a connection waiting to retry it tries at once.
+func (p *Pool) Reset(addr string) {
+	p.mu.Lock()
+	c := p.mu.conns[addr]
+	p.mu.Unlock()
+	if c != nil {
+		c.ResetConnectBackoff()
+	}
 }
 
 // Close closes every connection; later calls to Conn fail.
