@@ -38,6 +38,9 @@ type TestingKnobs struct {
 	// WritePacket, if set, is called with the wire format of every write
 	// packet received, before it is decoded. It must not keep wire.
 	WritePacket func(wire []byte)
+	// Seal, if set, is called before every Seal; an error fails the Seal
+	// as a failing disk would.
+	Seal func(block int64) error
 }
 
 // DefaultConfig returns the configuration of a chunkserver on this host

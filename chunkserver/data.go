@@ -164,6 +164,12 @@ func sendReadError(stream grpc.ServerStreamingServer[bfspb.ReadChunk], off int64
 // Seal stops all writing to a block (also one never seen), syncs it and
 // queues its BlockReceived report.
 func (s *Server) Seal(_ context.Context, req *bfspb.SealRequest) (*bfspb.SealResponse, error) {
+	if fail := s.cfg.TestingKnobs.Seal; fail != nil {
+		if err := fail(req.BlockId); err != nil {
+			code, msg := statusOf(err)
+			return &bfspb.SealResponse{Status: code, Message: msg}, nil
+		}
+	}
 	size, version, err := s.store.Seal(blockstore.BlockID(req.BlockId))
 	code, msg := statusOf(err)
 	if err == nil {

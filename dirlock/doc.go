@@ -13,6 +13,12 @@
 // locks tablet/ and then tablet/<lg>/); a lock above or below another
 // session's lock is refused.
 //
+// A lock never moves: renaming a locked directory, or one above a lock,
+// is refused for everyone, the holder included (CheckMove), because the
+// holder's handle, the master, lockctl and the history all know the lock
+// by its path. The holder may delete its locked directory; its locks end
+// with it.
+//
 // # Purity
 //
 // A Table does no I/O, starts no goroutines and reads no clock: times are

@@ -64,13 +64,22 @@ var (
 // LockedError says which lock refused a request.
 type LockedError struct {
 	Lock Lock
+	// Move is set when the request would have moved the lock (a rename of
+	// its directory or of one above it), which nobody may do.
+	Move bool
 }
 
 func (e *LockedError) Error() string {
+	var msg string
 	if e.Lock.Status == Cleaning {
-		return fmt.Sprintf("%s is being cleaned (epoch %d)", e.Lock.Path, e.Lock.Epoch)
+		msg = fmt.Sprintf("%s is being cleaned (epoch %d)", e.Lock.Path, e.Lock.Epoch)
+	} else {
+		msg = fmt.Sprintf("%s is locked by %s (epoch %d)", e.Lock.Path, e.Lock.Holder, e.Lock.Epoch)
 	}
-	return fmt.Sprintf("%s is locked by %s (epoch %d)", e.Lock.Path, e.Lock.Holder, e.Lock.Epoch)
+	if e.Move {
+		msg += ": a locked directory cannot be moved; unlock it first"
+	}
+	return msg
 }
 
 // Is matches ErrLocked or ErrCleaning, by the lock's status.
@@ -114,6 +123,26 @@ func (t *Table) CheckSubtree(target string, session SessionID) error {
 		return err
 	}
 	return t.checkBelowLocked(target, session)
+}
+
+// CheckMove is Check for moving target (a rename's source): besides,
+// no directory at or below target may be locked or cleaning at all, not
+// even by session. Everyone knows a lock by its path (the holder's
+// handle, the master, lockctl, the history); moving it would leave them
+// all watching a directory that is not the locked one.
+func (t *Table) CheckMove(target string, session SessionID) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if err := t.checkAboveLocked(target, session); err != nil {
+		return err
+	}
+	if l := t.mu.byPath[target]; l != nil {
+		return &LockedError{Lock: *l, Move: true}
+	}
+	if below := t.belowLocked(target); len(below) > 0 {
+		return &LockedError{Lock: *t.mu.byPath[below[0]], Move: true}
+	}
+	return nil
 }
 
 func (t *Table) checkAboveLocked(target string, session SessionID) error {
@@ -238,30 +267,6 @@ func (t *Table) removeLocked(path string) {
 	delete(t.mu.byPath, path)
 	if i, ok := slices.BinarySearch(t.mu.paths, path); ok {
 		t.mu.paths = slices.Delete(t.mu.paths, i, i+1)
-	}
-}
-
-// Rename moves the locks at and below src to dst (the directory was
-// renamed by the holder).
-func (t *Table) Rename(src, dst string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	var moved []*Lock
-	if l := t.mu.byPath[src]; l != nil {
-		moved = append(moved, l)
-	}
-	for _, p := range t.belowLocked(src) {
-		moved = append(moved, t.mu.byPath[p])
-	}
-	for _, l := range moved {
-		t.removeLocked(l.Path)
-	}
-	for _, l := range moved {
-		nl := *l
-		nl.Path = dst + strings.TrimPrefix(l.Path, src)
-		i, _ := slices.BinarySearch(t.mu.paths, nl.Path)
-		t.mu.paths = slices.Insert(t.mu.paths, i, nl.Path)
-		t.mu.byPath[nl.Path] = &nl
 	}
 }
 

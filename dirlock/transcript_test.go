@@ -125,9 +125,8 @@ func (m *machine) do(line string) string {
 		return describe(m.table.Check(arg(1), SessionID(arg(2))))
 	case "checktree":
 		return describe(m.table.CheckSubtree(arg(1), SessionID(arg(2))))
-	case "rename":
-		m.table.Rename(arg(1), arg(2))
-		return "ok"
+	case "move":
+		return describe(m.table.CheckMove(arg(1), SessionID(arg(2))))
 	case "list":
 		prefix := arg(1)
 		if prefix == "" {
@@ -158,6 +157,8 @@ func describe(err error) string {
 		return "ok"
 	case errors.As(err, &le) && errors.Is(err, ErrCleaning):
 		return fmt.Sprintf("CLEANING %s epoch=%d", le.Lock.Path, le.Lock.Epoch)
+	case errors.As(err, &le) && le.Move:
+		return fmt.Sprintf("LOCKED %s by %s epoch=%d (move)", le.Lock.Path, le.Lock.Holder, le.Lock.Epoch)
 	case errors.As(err, &le):
 		return fmt.Sprintf("LOCKED %s by %s epoch=%d", le.Lock.Path, le.Lock.Holder, le.Lock.Epoch)
 	case errors.Is(err, ErrUnlocked):

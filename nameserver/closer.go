@@ -58,7 +58,11 @@ type closing struct {
 	// reports holds the sealed length each write-set replica reported.
 	// Once finishing is set, reports and writeSet no longer change, so
 	// finalize reads them without the lock.
-	reports   map[string]int64
+	reports map[string]int64
+	// failed holds the replicas whose chunkserver, alive, kept refusing
+	// or failing their Seal for a dead timeout: awaited no more, like a
+	// dead one's.
+	failed    map[string]bool
 	sealing   bool
 	finishing bool
 	// truncated is how many bytes longer replicas were cut; set before
@@ -171,7 +175,7 @@ func (c *closer) track(entry uint64, seal bool) *closing {
 		}
 		return closedFile
 	}
-	f := &closing{entry: entry, reports: make(map[string]int64), done: make(chan struct{})}
+	f := &closing{entry: entry, reports: make(map[string]int64), failed: make(map[string]bool), done: make(chan struct{})}
 	if n := len(info.Blocks); n > 0 {
 		last := info.Blocks[n-1]
 		f.block, f.synced, f.writeSet = last.Id, last.Size, slices.Clone(last.WriteSet)
@@ -287,7 +291,7 @@ func (c *closer) readyLocked(f *closing) bool {
 			return false
 		}
 		for _, addr := range f.writeSet {
-			if _, ok := f.reports[addr]; !ok && !c.dead(addr) {
+			if _, ok := f.reports[addr]; !ok && !f.failed[addr] && !c.dead(addr) {
 				return false
 			}
 		}
@@ -328,7 +332,12 @@ func (c *closer) finalize(f *closing) {
 		hook(f.entry)
 	}
 	size, dropped := f.agree()
-	if err := c.persistClose(f, size, dropped); err != nil {
+	err := c.persistClose(f, size, dropped)
+	if errors.Is(err, namespace.ErrBlockChanged) {
+		c.restart(f)
+		return
+	}
+	if err != nil {
 		glog.Errorf("closing file %d: %v", f.entry, err)
 		return // shutting down; recovery resumes after restart
 	}
@@ -351,6 +360,28 @@ func (c *closer) finalize(f *closing) {
 	c.mu.Unlock()
 	c.reconcileLate(f, dropped)
 	close(f.done)
+}
+
+// restart closes f anew: a block was added to the file after the closer
+// looked at it (its writer's AddBlock raced the end of its session), and
+// that block, not the one f agreed on, must be sealed and agreed on. f's
+// waiters are woken when the new close ends.
+func (c *closer) restart(f *closing) {
+	glog.Infof("closing file %d: its last block changed; closing it anew", f.entry)
+	c.mu.Lock()
+	delete(c.mu.files, f.entry)
+	if f.block != 0 && c.mu.openBlocks[f.block] == f.entry {
+		delete(c.mu.openBlocks, f.block)
+	}
+	seal := f.sealing
+	c.mu.Unlock()
+	next := c.track(f.entry, seal)
+	select {
+	case <-next.done:
+		f.truncated = next.truncated
+		close(f.done)
+	case <-c.ctx.Done():
+	}
 }
 
 // reconcileLate brings in line the replicas of f's block that the close
@@ -389,12 +420,15 @@ func (c *closer) persistClose(f *closing, size int64, dropped []string) error {
 			_, err = c.s.ns.Apply(&bfspb.Command{
 				TimeNs: c.s.cfg.Clock.Now().UnixNano(),
 				Op: &bfspb.Command_CloseFile{CloseFile: &bfspb.CloseFileCmd{
-					Path: path, EntryId: f.entry, BlockSize: size, Dropped: dropped,
+					Path: path, EntryId: f.entry, BlockId: f.block, BlockSize: size, Dropped: dropped,
 				}},
 			})
 			if err == nil {
 				glog.V(1).Infof("closed %s at %d bytes", path, size)
 				return nil
+			}
+			if errors.Is(err, namespace.ErrBlockChanged) {
+				return err
 			}
 		}
 		if !errors.Is(err, namespace.ErrNotFound) {
@@ -442,7 +476,13 @@ func (c *closer) startSealsLocked(f *closing) {
 // chunkserver is declared dead it waits for it to register again: the
 // file may close without it (another replica reported), or it may be the
 // only way the file ever closes (every replica was away).
+//
+// A live chunkserver that keeps failing the Seal (a replica or a disk in
+// error, or a network that lets its heartbeats through but not our calls)
+// is given up on after a dead timeout, as if it were dead: cleaning ends
+// whenever one replica can be sealed (I7).
 func (c *closer) sealReplica(f *closing, addr string) {
+	var failingSince time.Time
 	for backoff := 50 * time.Millisecond; ; backoff = min(2*backoff, 2*time.Second) {
 		c.mu.Lock()
 		_, reported := f.reports[addr]
@@ -453,6 +493,7 @@ func (c *closer) sealReplica(f *closing, addr string) {
 			return
 		}
 		if c.dead(addr) {
+			failingSince = time.Time{}
 			if !c.sleepUntil(backoff, registered) {
 				return
 			}
@@ -461,9 +502,29 @@ func (c *closer) sealReplica(f *closing, addr string) {
 		if c.sealOnce(addr, f.block) {
 			return // its BlockReceived follows
 		}
+		now := c.s.cfg.Clock.Now()
+		if failingSince.IsZero() {
+			failingSince = now
+		} else if now.Sub(failingSince) >= c.s.cfg.DeadTimeout {
+			c.giveUp(f, addr)
+			return
+		}
 		if !c.sleep(backoff) {
 			return
 		}
+	}
+}
+
+// giveUp stops waiting for the replica of f at addr, whose seal kept
+// failing.
+func (c *closer) giveUp(f *closing, addr string) {
+	glog.Warningf("block %d on %s: seal failing for over %v on a live chunkserver; closing the file without it", f.block, addr, c.s.cfg.DeadTimeout)
+	c.mu.Lock()
+	f.failed[addr] = true
+	ready := c.readyLocked(f)
+	c.mu.Unlock()
+	if ready {
+		c.goRun(func() { c.finalize(f) })
 	}
 }
 
@@ -505,7 +566,13 @@ func (c *closer) sealLate(addr string, block int64) {
 // backoff until it is done, the chunkserver is declared dead, or the
 // closer stops. A replica left long (its chunkserver died) is still
 // consistent up to the agreed length, which is all a reader is given.
+//
+// A live chunkserver that keeps failing is given up on after a dead
+// timeout too: its replica stays longer than the file (still correct up
+// to the file's length, which is all a reader is given) until its next
+// block report tries again.
 func (c *closer) truncate(addr string, block, size int64) {
+	start := c.s.cfg.Clock.Now()
 	for backoff := 50 * time.Millisecond; ; backoff = min(2*backoff, 2*time.Second) {
 		cl, err := c.s.chunkserver(addr)
 		if err == nil {
@@ -524,6 +591,10 @@ func (c *closer) truncate(addr string, block, size int64) {
 			glog.Warningf("truncate block %d on %s to %d: %v; chunkserver is dead, leaving the replica long", block, addr, size, err)
 			return
 		}
+		if c.s.cfg.Clock.Now().Sub(start) >= c.s.cfg.DeadTimeout {
+			glog.Warningf("truncate block %d on %s to %d: %v; failing for over %v, leaving the replica long until its next report", block, addr, size, err, c.s.cfg.DeadTimeout)
+			return
+		}
 		if !c.sleep(backoff) {
 			return
 		}
@@ -537,7 +608,7 @@ func (c *closer) pending() map[uint64][]string {
 	out := make(map[uint64][]string, len(c.mu.files))
 	for e, f := range c.mu.files {
 		for _, addr := range f.writeSet {
-			if _, ok := f.reports[addr]; !ok {
+			if _, ok := f.reports[addr]; !ok && !f.failed[addr] {
 				out[e] = append(out[e], addr)
 			}
 		}

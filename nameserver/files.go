@@ -88,6 +88,13 @@ func (s *Server) SyncBlock(_ context.Context, req *bfspb.SyncBlockRequest) (*bfs
 // FinishFile is the writer saying it is done: its last packet sealed the
 // replicas, whose BlockReceived reports close the file. With wait, it
 // returns once the file is closed.
+//
+// It is not gated by directory locks (SPEC §6 lists Finish among the
+// gated calls): the close it waits for is the nameserver's own, driven by
+// the replicas' reports, which no lock stops (a cleaning closes files the
+// same way). What a lock refuses a non-holder is any new block or synced
+// length (AddBlock, SyncBlock); refusing this call would only tell the
+// writer "locked" about a file that closes anyway.
 func (s *Server) FinishFile(ctx context.Context, req *bfspb.FinishFileRequest) (*bfspb.FinishFileResponse, error) {
 	info, err := s.finishFile(ctx, req)
 	code, msg := statusOf(err)

@@ -144,3 +144,37 @@ func TestCleaningEventsNameTheLock(t *testing.T) {
 		requireEnd(t, recv(t, stream), want, bfspb.LockStatus_LOCK_STATUS_UNLOCKED, bfspb.LockStatus_LOCK_STATUS_CLEANING, "cleaned")
 	}
 }
+
+// TestLockedDirectoryDeletedOrMoved: the holder may delete its locked
+// directory, and the locks that end with it are published like any end
+// (naming the lock, reason "deleted"), so its handles learn of it. Nobody
+// may move a lock: renaming a locked directory, or one above a lock, is
+// refused with LOCKED, also for the holder.
+func TestLockedDirectoryDeletedOrMoved(t *testing.T) {
+	c := testcluster.Start(t)
+	ns := bfspb.NewNameServerClient(dial(t, c.NameServerAddr))
+	ctx := context.Background()
+	mk, err := ns.Mkdir(ctx, &bfspb.MkdirRequest{Path: "/t/lg0", Parents: true})
+	require.NoError(t, err)
+	require.Equal(t, bfspb.StatusCode_OK, mk.Status)
+	a := openSession(t, ns, "tablet-a")
+	mine := watchLocks(t, ns, &bfspb.WatchDirLocksRequest{SessionId: a})
+	parent := lockAs(t, ns, "/t", a)
+	nested := lockAs(t, ns, "/t/lg0", a)
+
+	for _, src := range []string{"/t", "/t/lg0"} {
+		mv, err := ns.Rename(ctx, &bfspb.RenameRequest{Src: src, Dst: "/moved", SessionId: a})
+		require.NoError(t, err)
+		require.Equal(t, bfspb.StatusCode_LOCKED, mv.Status, "rename %s: %s", src, mv.Message)
+		require.Contains(t, mv.Message, "cannot be moved")
+	}
+
+	rm, err := ns.DeleteDir(ctx, &bfspb.DeleteDirRequest{Path: "/t", Recursive: true, SessionId: a})
+	require.NoError(t, err)
+	require.Equal(t, bfspb.StatusCode_OK, rm.Status, rm.Message)
+	requireEnd(t, recv(t, mine), parent, bfspb.LockStatus_LOCK_STATUS_UNLOCKED, bfspb.LockStatus_LOCK_STATUS_LOCKED, "deleted")
+	requireEnd(t, recv(t, mine), nested, bfspb.LockStatus_LOCK_STATUS_UNLOCKED, bfspb.LockStatus_LOCK_STATUS_LOCKED, "deleted")
+	list, err := ns.ListDirLocks(ctx, &bfspb.ListDirLocksRequest{Prefix: "/"})
+	require.NoError(t, err)
+	require.Empty(t, list.Locks)
+}

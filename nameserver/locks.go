@@ -24,6 +24,10 @@ const (
 	reasonHolder = "holder"
 	reasonForce  = "force"
 	reasonExpiry = "expiry"
+	// Reasons of the other transitions watchers see.
+	reasonLock    = "lock"
+	reasonCleaned = "cleaned"
+	reasonDeleted = "deleted"
 )
 
 // cleanings are the directories being cleaned, by directory entry id.
@@ -43,10 +47,14 @@ func (c *cleanings) put(dir uint64, rec *bfspb.CleaningRecord) {
 	c.mu.byDir[dir] = rec
 }
 
-func (c *cleanings) remove(dir uint64) {
+// remove forgets rec, if it is still dir's cleaning (a newer one of the
+// same directory may have replaced it).
+func (c *cleanings) remove(dir uint64, rec *bfspb.CleaningRecord) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	delete(c.mu.byDir, dir)
+	if c.mu.byDir[dir] == rec {
+		delete(c.mu.byDir, dir)
+	}
 }
 
 func (c *cleanings) get(dir uint64) *bfspb.CleaningRecord {
@@ -125,17 +133,18 @@ func (s *Server) lockDir(req *bfspb.LockDirRequest) (*namespace.Result, error) {
 	res, err := s.ns.Apply(&bfspb.Command{
 		TimeNs: s.cfg.Clock.Now().UnixNano(),
 		Op: &bfspb.Command_LockDir{LockDir: &bfspb.LockDirCmd{
-			Path: p, SessionId: req.SessionId, Holder: holder, Epoch: s.ns.AllocEpoch(), Operator: req.Operator,
+			Path: p, SessionId: req.SessionId, Holder: holder, Operator: req.Operator,
 		}},
 	})
 	if err != nil {
 		return res, err
 	}
-	s.publish(res, "lock")
 	// The session may have ended between the check above and the grant;
-	// its end found no such lock, so release it here.
+	// its end found no such lock, so release it here (this grant only: a
+	// newer lock of the directory is not ours to release).
 	if !req.Operator && !s.sessions.Valid(session.ID(req.SessionId)) {
-		s.closer.goRun(func() { s.unlock(p, "", true, 0, reasonExpiry) })
+		epoch := uint64(res.Lock.Epoch)
+		s.closer.goRun(func() { s.unlock(p, "", true, epoch, reasonExpiry) })
 		return res, errSessionInvalid
 	}
 	return res, nil
@@ -224,7 +233,6 @@ func (s *Server) unlock(path, sessionID string, force bool, epoch uint64, reason
 	} else if glog.V(1) {
 		glog.Infof("unlock %s (%s): %v", path, reason, res.Lock.Status)
 	}
-	s.publish(res, reason)
 	if res.Lock.Status == dirlock.Cleaning {
 		s.clean(path, res.Info.EntryId, res.Cleaning)
 	}
@@ -249,14 +257,17 @@ func (s *Server) clean(path string, dir uint64, rec *bfspb.CleaningRecord) {
 				}},
 			})
 			if err == nil {
-				s.cleanings.remove(dir)
-				glog.Infof("%s cleaned: %d files sealed, %d bytes truncated", path, len(rec.Files), truncated)
-				s.publish(res, "cleaned")
+				s.cleanings.remove(dir, rec)
+				if len(res.RemovedLocks) > 0 {
+					glog.Infof("%s cleaned: %d files sealed, %d bytes truncated", path, len(rec.Files), truncated)
+				} else {
+					glog.Infof("%s: its cleaning of epoch %d was taken over by a cleaning above it", path, rec.Epoch)
+				}
 				return
 			}
 			if errors.Is(err, namespace.ErrNotFound) || errors.Is(err, dirlock.ErrStaleEpoch) {
 				glog.Errorf("finishing the cleaning of %s: %v", path, err)
-				s.cleanings.remove(dir)
+				s.cleanings.remove(dir, rec)
 				return
 			}
 			glog.Warningf("finishing the cleaning of %s: %v; retrying", path, err)
@@ -267,13 +278,14 @@ func (s *Server) clean(path string, dir uint64, rec *bfspb.CleaningRecord) {
 	})
 }
 
-// publish tells watchers about the lock transitions res made. Every
-// event names the lock it concerns (path, holder, session, epoch), also
-// one that ends it: the SDK's handle of that lock matches on them.
-func (s *Server) publish(res *namespace.Result, reason string) {
-	if len(res.SetLocks) == 0 && len(res.RemovedLocks) == 0 {
-		return
-	}
+// publish tells watchers about the lock transitions a command made. The
+// store calls it for every such command once committed, under the
+// command's path locks, so the transitions of a directory are published
+// in the order they happened. Every event names the lock it concerns
+// (path, holder, session, epoch), also one that ends it: the SDK's handle
+// of that lock matches on them.
+func (s *Server) publish(cmd *bfspb.Command, res *namespace.Result) {
+	reason := transitionReason(cmd)
 	events := make([]*bfspb.DirLockEvent, 0, len(res.SetLocks)+len(res.RemovedLocks))
 	for _, l := range res.SetLocks {
 		if slices.Contains(res.RemovedLocks, l.Path) {
@@ -290,6 +302,21 @@ func (s *Server) publish(res *namespace.Result, reason string) {
 		events = append(events, endEvent(res, p, now, reason))
 	}
 	s.watch.publish(events...)
+}
+
+// transitionReason says why a command changed locks, for watchers.
+func transitionReason(cmd *bfspb.Command) string {
+	switch op := cmd.Op.(type) {
+	case *bfspb.Command_LockDir:
+		return reasonLock
+	case *bfspb.Command_UnlockDir:
+		return op.UnlockDir.Reason
+	case *bfspb.Command_FinishCleaning:
+		return reasonCleaned
+	case *bfspb.Command_DeleteDir:
+		return reasonDeleted
+	}
+	return "unknown"
 }
 
 // endEvent is the UNLOCKED event of path. The lock that ended is in

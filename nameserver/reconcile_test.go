@@ -3,6 +3,7 @@ package nameserver_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/bfs-go/bfs/chunkserver"
 	"github.com/bfs-go/bfs/internal/testcluster"
 	"github.com/bfs-go/bfs/nameserver"
 	"github.com/bfs-go/bfs/proto/bfspb"
@@ -149,4 +151,50 @@ func TestReplicaBackDuringCloseIsReconciled(t *testing.T) {
 		info, err := cs.GetBlockInfo(ctx, &bfspb.GetBlockInfoRequest{BlockId: block})
 		return err == nil && info.Status == bfspb.StatusCode_OK && info.Sealed && info.Size == fi.Size
 	}, 30*time.Second, 10*time.Millisecond, "the replica on %s that came back during the close was left unsealed or at another length", late)
+}
+
+// TestCleaningEndsDespiteAFailingSeal: one chunkserver stays alive
+// (heartbeating) but fails every Seal, as a chunkserver with a failing
+// disk would. Cleaning gives up on its replica after the dead timeout and
+// ends with the two replicas that sealed (I7), at the synced length.
+func TestCleaningEndsDespiteAFailingSeal(t *testing.T) {
+	var failing atomic.Bool
+	cl := testcluster.Start(t, testcluster.WithChunkservers(3), testcluster.WithChunkserverConfig(func(i int, cfg *chunkserver.Config) {
+		if i == 0 {
+			cfg.TestingKnobs.Seal = func(int64) error {
+				if failing.Load() {
+					return errors.New("injected: disk failing")
+				}
+				return nil
+			}
+		}
+	}))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	holder, err := sdk.Dial(ctx, cl.NameServerAddr, sdk.WithHolder("holder"))
+	require.NoError(t, err)
+	defer holder.Close()
+	master, err := sdk.Dial(ctx, cl.NameServerAddr, sdk.WithHolder("master"))
+	require.NoError(t, err)
+	defer master.Close()
+	require.NoError(t, holder.Mkdir(ctx, "/d", 0o755))
+	lock, err := holder.LockDir(ctx, "/d")
+	require.NoError(t, err)
+	w, err := holder.Create(ctx, "/d/f")
+	require.NoError(t, err)
+	_, err = w.Write(bytes.Repeat([]byte("x"), 64<<10))
+	require.NoError(t, err)
+	require.NoError(t, w.Sync(ctx))
+
+	failing.Store(true)
+	d, err := master.UnlockDir(ctx, "/d", sdk.Force(), sdk.AtEpoch(lock.Epoch()), sdk.WaitUnlocked())
+	require.NoError(t, err)
+	require.Equal(t, sdk.Unlocked, d.Status)
+	fi, err := master.Stat(ctx, "/d/f")
+	require.NoError(t, err)
+	require.Empty(t, fi.WriterSession)
+	require.EqualValues(t, 64<<10, fi.Size)
+	loc, err := master.Locate(ctx, "/d/f")
+	require.NoError(t, err)
+	require.NotContains(t, loc.Blocks[0].Replicas, cl.ChunkserverAddrs()[0], "readers are sent to the replica that never sealed")
 }

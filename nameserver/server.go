@@ -84,6 +84,7 @@ func New(cfg Config) (*Server, error) {
 		Dir:           filepath.Join(cfg.DataDir, "namespace"),
 		Logger:        glogLogger{},
 		EventListener: s.metrics.pebbleListener(),
+		OnLockChange:  s.publish,
 	})
 	if err != nil {
 		return nil, err

@@ -34,6 +34,20 @@ func WithNameServerConfig(fn func(*nameserver.Config)) Option {
 	}
 }
 
+// WithChunkserverConfig lets a test change chunkserver i's configuration
+// (after WithChunkservers, which it must follow).
+func WithChunkserverConfig(fn func(i int, cfg *chunkserver.Config)) Option {
+	return func(c *sandbox.Config) {
+		prev := c.Chunkserver
+		c.Chunkserver = func(i int, cfg *chunkserver.Config) {
+			if prev != nil {
+				prev(i, cfg)
+			}
+			fn(i, cfg)
+		}
+	}
+}
+
 // WithChunkservers starts n chunkservers (none by default). They heartbeat
 // every 100ms and the nameserver declares them dead after 1s of silence,
 // so tests of failures run quickly.

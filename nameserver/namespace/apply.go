@@ -81,6 +81,9 @@ func (s *Store) applyLocked(cmd *bfspb.Command, reads, writes []string) (*Result
 	if err := guard(s.locks, cmd); err != nil {
 		return nil, err
 	}
+	if l := cmd.GetLockDir(); l != nil && l.Epoch == 0 {
+		l.Epoch = s.allocEpoch()
+	}
 	res, err := apply(r, b, s.locks, cmd)
 	if err != nil {
 		return res, err
@@ -97,6 +100,9 @@ func (s *Store) applyLocked(cmd *bfspb.Command, reads, writes []string) (*Result
 		s.observeID(id)
 	}
 	s.updateLocks(cmd, res)
+	if s.onLocks != nil && (len(res.SetLocks) > 0 || len(res.RemovedLocks) > 0) {
+		s.onLocks(cmd, res) // still under the path locks: in commit order
+	}
 	return res, nil
 }
 
@@ -105,11 +111,13 @@ func (s *Store) applyLocked(cmd *bfspb.Command, reads, writes []string) (*Result
 func (s *Store) updateLocks(cmd *bfspb.Command, res *Result) {
 	switch op := cmd.Op.(type) {
 	case *bfspb.Command_DeleteDir:
+		// The holder deleted its locked directory: the locks end with it.
+		// Like every lock that ends, each is in SetLocks as it was and in
+		// RemovedLocks (see finishCleaning).
 		for _, l := range s.locks.Subtree(op.DeleteDir.Path) {
+			res.SetLocks = append(res.SetLocks, l)
 			res.RemovedLocks = append(res.RemovedLocks, l.Path)
 		}
-	case *bfspb.Command_Rename:
-		s.locks.Rename(op.Rename.Src, op.Rename.Dst)
 	case *bfspb.Command_LockDir:
 		s.observeEpoch(op.LockDir.Epoch)
 	}

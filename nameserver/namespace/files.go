@@ -78,6 +78,9 @@ func applyCloseFile(r pebble.Reader, b *pebble.Batch, c *bfspb.CloseFileCmd, now
 	if info.WriterSession == "" {
 		return &Result{Info: info}, nil // closed already: a retry
 	}
+	if blk := lastBlock(info); (blk == nil && c.BlockId != 0) || (blk != nil && blk.Id != c.BlockId) {
+		return nil, fmt.Errorf("%w: %s has another last block than %d", ErrBlockChanged, c.Path, c.BlockId)
+	}
 	if err := b.Delete(openKey(info.WriterSession, info.EntryId), nil); err != nil {
 		return nil, err
 	}

@@ -71,7 +71,9 @@ func TestOpenFileLifecycle(t *testing.T) {
 
 	_, err = apply1(t, s, &bfspb.CloseFileCmd{Path: "/e/d2/f", EntryId: id + 1000, BlockSize: 90})
 	require.ErrorIs(t, err, ErrNotFound, "close names the entry it means")
-	res, err = apply1(t, s, &bfspb.CloseFileCmd{Path: "/e/d2/f", EntryId: id, BlockSize: 90})
+	_, err = apply1(t, s, &bfspb.CloseFileCmd{Path: "/e/d2/f", EntryId: id, BlockSize: 90})
+	require.ErrorIs(t, err, ErrBlockChanged, "a close decided before the file had a block does not close it")
+	res, err = apply1(t, s, &bfspb.CloseFileCmd{Path: "/e/d2/f", EntryId: id, BlockId: blk.Id, BlockSize: 90})
 	require.NoError(t, err)
 	require.Empty(t, res.Info.WriterSession)
 	require.EqualValues(t, 90, res.Info.Size)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/golang/glog"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/bfs-go/bfs/dirlock"
@@ -20,10 +21,12 @@ const MaxHistory = 64
 // changed only by Apply (and by Open, which loads it).
 func (s *Store) Locks() *dirlock.Table { return s.locks }
 
-// AllocEpoch reserves a new lock epoch. Like ids, epochs are handed out in
+// allocEpoch reserves a new lock epoch. Like ids, epochs are handed out in
 // memory and recorded by the batch that uses them, max-merged, so they
-// never go back, also across restarts.
-func (s *Store) AllocEpoch() uint64 { return s.lastEpoch.Add(1) }
+// never go back, also across restarts. Apply takes one for a LockDir under
+// the directory's path lock, so the grants of one directory get epochs
+// that grow in the order they commit.
+func (s *Store) allocEpoch() uint64 { return s.lastEpoch.Add(1) }
 
 // loadLocks fills the lock table from the lock index.
 func (s *Store) loadLocks() error {
@@ -90,7 +93,7 @@ func guard(locks *dirlock.Table, cmd *bfspb.Command) error {
 		return locks.CheckSubtree(op.DeleteDir.Path, dirlock.SessionID(op.DeleteDir.SessionId))
 	case *bfspb.Command_Rename:
 		sid := dirlock.SessionID(op.Rename.SessionId)
-		if err := locks.CheckSubtree(op.Rename.Src, sid); err != nil {
+		if err := locks.CheckMove(op.Rename.Src, sid); err != nil {
 			return err
 		}
 		return locks.Check(op.Rename.Dst, sid)
@@ -163,6 +166,9 @@ func applyUnlockDir(r pebble.Reader, b *pebble.Batch, locks *dirlock.Table, c *b
 	if err != nil {
 		return nil, err
 	}
+	if files, err = takeOverCleanings(r, b, dirs, files); err != nil {
+		return nil, err
+	}
 	rec := &bfspb.CleaningRecord{Epoch: uint64(l.Epoch), Reason: c.Reason, Files: files, StartedNs: now}
 	for _, d := range dirs {
 		rec.Dirs = append(rec.Dirs, d.info.EntryId)
@@ -173,6 +179,9 @@ func applyUnlockDir(r pebble.Reader, b *pebble.Batch, locks *dirlock.Table, c *b
 	res := &Result{Cleaning: rec}
 	for _, d := range dirs {
 		info := d.info
+		if d.lock.Status == dirlock.Cleaning {
+			continue // cleaning already, now as part of this one
+		}
 		info.LockStatus, info.LockSinceNs = bfspb.LockStatus_LOCK_STATUS_CLEANING, now
 		if err := putInfo(b, keyOf(info), info); err != nil {
 			return nil, err
@@ -188,6 +197,51 @@ func applyUnlockDir(r pebble.Reader, b *pebble.Batch, locks *dirlock.Table, c *b
 		return nil, err
 	}
 	return res, b.Set(cleanKey(res.Info.EntryId), v, nil)
+}
+
+// takeOverCleanings makes the cleaning an unlock starts the only one of
+// its subtree: a directory below that is CLEANING already (its holder
+// unlocked it first) hands its files over to it and its record is
+// deleted in b. Its coordinator then finds nothing to finish, and no
+// record of it is left to finish a later lock of that directory, here or
+// after a restart. It returns files with the handed-over ones added.
+func takeOverCleanings(r pebble.Reader, b *pebble.Batch, dirs []lockedDir, files []uint64) ([]uint64, error) {
+	for _, d := range dirs {
+		if d.lock.Status != dirlock.Cleaning {
+			continue
+		}
+		rec, err := getCleaning(r, d.info.EntryId)
+		if err != nil || rec == nil {
+			return nil, err
+		}
+		for _, f := range rec.Files {
+			if !slices.Contains(files, f) {
+				files = append(files, f)
+			}
+		}
+		if err := b.Delete(cleanKey(d.info.EntryId), nil); err != nil {
+			return nil, err
+		}
+	}
+	return files, nil
+}
+
+// getCleaning reads the cleaning record of directory dir; nil if it has
+// none.
+func getCleaning(r pebble.Reader, dir uint64) (*bfspb.CleaningRecord, error) {
+	v, closer, err := r.Get(cleanKey(dir))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("namespace: read: %w", err)
+	}
+	defer closer.Close()
+	rec := &bfspb.CleaningRecord{}
+	if err := proto.Unmarshal(v, rec); err != nil {
+		return nil, fmt.Errorf("namespace: corrupt cleaning record of directory %d: %w", dir, err)
+	}
+	return rec, nil
 }
 
 // lockedDir is a directory an unlock releases: its lock as the table has
@@ -213,8 +267,8 @@ func lockedDirs(r pebble.Reader, locks []dirlock.Lock) ([]lockedDir, error) {
 }
 
 // getLockedDir reads the directory of a lock the table holds, by its
-// path (which the table keeps current across renames), checking that it
-// is still the locked directory.
+// path (a locked directory never moves), checking that it is still the
+// locked directory.
 func getLockedDir(r pebble.Reader, l dirlock.Lock) (*bfspb.FileInfo, error) {
 	info, err := lookupDir(r, l.Path)
 	if err == nil && info.EntryId == l.EntryID {
@@ -295,21 +349,19 @@ func applyFinishCleaning(r pebble.Reader, b *pebble.Batch, locks *dirlock.Table,
 	if info.EntryId != c.EntryId {
 		return nil, fmt.Errorf("%w: %s is no longer directory %d", ErrNotFound, c.Path, c.EntryId)
 	}
-	v, closer, err := r.Get(cleanKey(info.EntryId))
-	if errors.Is(err, pebble.ErrNotFound) {
-		return &Result{Info: info}, nil // finished already: a retry
-	}
+	rec, err := getCleaning(r, info.EntryId)
 	if err != nil {
-		return nil, fmt.Errorf("namespace: read: %w", err)
+		return nil, err
 	}
-	rec := &bfspb.CleaningRecord{}
-	err = proto.Unmarshal(v, rec)
-	closer.Close()
-	if err != nil {
-		return nil, fmt.Errorf("namespace: corrupt cleaning record of %s: %w", c.Path, err)
+	if rec == nil {
+		// Finished already (a retry), or handed over to the cleaning of a
+		// directory above (see takeOverCleanings): nothing of this epoch
+		// is left to finish.
+		return &Result{Info: info}, nil
 	}
-	if rec.Epoch != c.Epoch {
-		return nil, fmt.Errorf("%w: %s is cleaning epoch %d, not %d", dirlock.ErrStaleEpoch, c.Path, rec.Epoch, c.Epoch)
+	if rec.Epoch != c.Epoch || info.LockStatus != bfspb.LockStatus_LOCK_STATUS_CLEANING || info.Epoch != c.Epoch {
+		return nil, fmt.Errorf("%w: %s is %v at epoch %d (record of epoch %d), not cleaning epoch %d",
+			dirlock.ErrStaleEpoch, c.Path, info.LockStatus, info.Epoch, rec.Epoch, c.Epoch)
 	}
 	if err := b.Delete(cleanKey(info.EntryId), nil); err != nil {
 		return nil, err
@@ -524,6 +576,12 @@ func (s *Store) Cleanings() ([]Cleaning, error) {
 			return fmt.Errorf("namespace: corrupt cleaning record %x: %w", k, err)
 		}
 		path, info, err := pathOf(s.db, decodeUint64(k[1:]))
+		if errors.Is(err, ErrNotFound) {
+			// A record outliving its directory cannot finish anything;
+			// refusing to start over it would take the namespace down.
+			glog.Errorf("namespace: cleaning record of epoch %d names directory %d, which is gone; ignoring it", rec.Epoch, decodeUint64(k[1:]))
+			return nil
+		}
 		if err != nil {
 			return err
 		}

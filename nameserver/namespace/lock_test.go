@@ -1,9 +1,13 @@
 package namespace
 
 import (
+	"fmt"
+	"sync"
 	"testing"
 
+	"github.com/cockroachdb/pebble/v2"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/bfs-go/bfs/dirlock"
 	"github.com/bfs-go/bfs/proto/bfspb"
@@ -11,7 +15,7 @@ import (
 
 func lockDir(s *Store, path, session string) (*Result, error) {
 	return s.Apply(&bfspb.Command{TimeNs: 5, Op: &bfspb.Command_LockDir{LockDir: &bfspb.LockDirCmd{
-		Path: path, SessionId: session, Holder: "h-" + session, Epoch: s.AllocEpoch()}}})
+		Path: path, SessionId: session, Holder: "h-" + session}}})
 }
 
 func unlockDir(s *Store, path, session string, force bool) (*Result, error) {
@@ -106,7 +110,7 @@ func TestCleaningRecordsOpenFilesAndSurvivesReopen(t *testing.T) {
 	require.Len(t, cl, 1)
 	require.Equal(t, "/t", cl[0].Path)
 	require.Len(t, cl[0].Record.Files, 2)
-	require.Greater(t, s.AllocEpoch(), epoch+1, "epochs never go back after a restart")
+	require.Greater(t, s.allocEpoch(), epoch+1, "epochs never go back after a restart")
 
 	_, err = s.Apply(&bfspb.Command{TimeNs: 9, Op: &bfspb.Command_FinishCleaning{FinishCleaning: &bfspb.FinishCleaningCmd{
 		Path: "/t", EntryId: cl[0].Dir.EntryId, Epoch: epoch + 100}}})
@@ -126,21 +130,45 @@ func TestCleaningRecordsOpenFilesAndSurvivesReopen(t *testing.T) {
 	require.EqualValues(t, 7, hist[0].BytesTruncated)
 }
 
+func renameAs(s *Store, src, dst, session string) error {
+	_, err := s.Apply(&bfspb.Command{Op: &bfspb.Command_Rename{Rename: &bfspb.RenameCmd{Src: src, Dst: dst, SessionId: session}}})
+	return err
+}
+
+// TestHolderRenamesAndDeletesInsideItsLock: the holder renames and
+// deletes freely inside its lock, but no lock moves: a locked directory,
+// or one above a lock, cannot be renamed, not even by the holder (the
+// lock is known everywhere by its path). The holder may delete a locked
+// directory; its locks end with it, and the result says which ended.
 func TestHolderRenamesAndDeletesInsideItsLock(t *testing.T) {
 	s := open(t, t.TempDir())
 	require.NoError(t, mkdir(s, "/t/a/b", true))
+	require.NoError(t, mkdir(s, "/t/c", false))
 	_, err := lockDir(s, "/t", "A")
 	require.NoError(t, err)
 	_, err = lockDir(s, "/t/a/b", "A")
 	require.NoError(t, err)
-	_, err = s.Apply(&bfspb.Command{Op: &bfspb.Command_Rename{Rename: &bfspb.RenameCmd{Src: "/t/a", Dst: "/t/z", SessionId: "A"}}})
+	require.NoError(t, renameAs(s, "/t/c", "/t/d", "A"), "an unlocked directory inside the lock moves")
+	require.NoError(t, createAs(s, "/t/a/b/f", "A", false))
+	require.NoError(t, renameAs(s, "/t/a/b/f", "/t/a/b/g", "A"), "a file inside a nested lock moves")
+	for _, src := range []string{"/t/a", "/t/a/b", "/t"} {
+		err := renameAs(s, src, "/t/z", "A")
+		require.ErrorIs(t, err, dirlock.ErrLocked, "rename %s", src)
+		var le *dirlock.LockedError
+		require.ErrorAs(t, err, &le)
+		require.True(t, le.Move, "rename %s", src)
+	}
+	_, ok := s.Locks().Get("/t/a/b")
+	require.True(t, ok, "the nested lock stayed where it was")
+
+	res, err := s.Apply(&bfspb.Command{Op: &bfspb.Command_DeleteDir{DeleteDir: &bfspb.DeleteDirCmd{Path: "/t/a", Recursive: true, SessionId: "A"}}})
 	require.NoError(t, err)
-	_, ok := s.Locks().Get("/t/z/b")
-	require.True(t, ok, "the nested lock moved with its directory")
-	_, err = s.Apply(&bfspb.Command{Op: &bfspb.Command_DeleteDir{DeleteDir: &bfspb.DeleteDirCmd{Path: "/t/z", Recursive: true, SessionId: "A"}}})
-	require.NoError(t, err)
-	_, ok = s.Locks().Get("/t/z/b")
+	_, ok = s.Locks().Get("/t/a/b")
 	require.False(t, ok)
+	require.Equal(t, []string{"/t/a/b"}, res.RemovedLocks)
+	require.Len(t, res.SetLocks, 1, "the lock the delete ended, as it was")
+	require.Equal(t, dirlock.SessionID("A"), res.SetLocks[0].Session)
+	require.NotZero(t, res.SetLocks[0].Epoch)
 	require.Len(t, s.Locks().List("/", false, 0), 1)
 }
 
@@ -159,4 +187,126 @@ func TestHistoryIsBounded(t *testing.T) {
 	for i := 1; i < len(hist); i++ {
 		require.Greater(t, hist[i].Epoch, hist[i-1].Epoch)
 	}
+}
+
+func finishCleaningOf(s *Store, path string, epoch uint64) (*Result, error) {
+	info, err := s.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	return s.Apply(&bfspb.Command{TimeNs: 9, Op: &bfspb.Command_FinishCleaning{FinishCleaning: &bfspb.FinishCleaningCmd{
+		Path: path, EntryId: info.EntryId, Epoch: epoch}}})
+}
+
+// TestParentUnlockTakesOverNestedCleaning: a tablet server unlocks its
+// locality group (CLEANING, a file still open in it), then the master
+// force-unlocks the tablet above. The tablet's cleaning takes the
+// group's over: it waits for the group's file too, and the group's own
+// record is gone, so the group's coordinator finishing late changes
+// nothing, above all not a newer lock of the group.
+func TestParentUnlockTakesOverNestedCleaning(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir)
+	require.NoError(t, mkdir(s, "/a/b", true))
+	a, err := lockDir(s, "/a", "S")
+	require.NoError(t, err)
+	b, err := lockDir(s, "/a/b", "S")
+	require.NoError(t, err)
+	require.NoError(t, createAs(s, "/a/b/f", "S", true))
+	res, err := unlockDir(s, "/a/b", "S", false)
+	require.NoError(t, err)
+	require.Equal(t, dirlock.Cleaning, res.Lock.Status)
+	f := res.Cleaning.Files
+
+	res, err = s.Apply(&bfspb.Command{TimeNs: 6, Op: &bfspb.Command_UnlockDir{UnlockDir: &bfspb.UnlockDirCmd{
+		Path: "/a", Force: true, Epoch: uint64(a.Lock.Epoch), Reason: "force"}}})
+	require.NoError(t, err)
+	require.Equal(t, dirlock.Cleaning, res.Lock.Status)
+	require.Equal(t, f, res.Cleaning.Files, "the tablet's cleaning waits for the group's file")
+	cl, err := s.Cleanings()
+	require.NoError(t, err)
+	require.Len(t, cl, 1, "one cleaning for the subtree")
+	require.Equal(t, "/a", cl[0].Path)
+
+	// The group's coordinator finishes: nothing is left for it to do.
+	res, err = finishCleaningOf(s, "/a/b", uint64(b.Lock.Epoch))
+	require.NoError(t, err)
+	require.Empty(t, res.RemovedLocks)
+	l, ok := s.Locks().Get("/a/b")
+	require.True(t, ok)
+	require.Equal(t, dirlock.Cleaning, l.Status, "the group is cleaning until the tablet's cleaning ends")
+
+	_, err = finishCleaningOf(s, "/a", uint64(a.Lock.Epoch))
+	require.NoError(t, err)
+	require.Empty(t, s.Locks().List("/", false, 0))
+	t2, err := lockDir(s, "/a/b", "T")
+	require.NoError(t, err)
+	res, err = finishCleaningOf(s, "/a/b", uint64(b.Lock.Epoch))
+	require.NoError(t, err)
+	require.Empty(t, res.RemovedLocks)
+	l, ok = s.Locks().Get("/a/b")
+	require.True(t, ok)
+	require.Equal(t, dirlock.Locked, l.Status, "a late finish of an old cleaning released a newer lock")
+	require.Equal(t, t2.Lock.Epoch, l.Epoch)
+
+	// And nothing of the old cleaning comes back after a restart.
+	require.NoError(t, s.Close())
+	s = open(t, dir)
+	cl, err = s.Cleanings()
+	require.NoError(t, err)
+	require.Empty(t, cl)
+	l, ok = s.Locks().Get("/a/b")
+	require.True(t, ok)
+	require.Equal(t, dirlock.Locked, l.Status)
+}
+
+// TestEpochsOfADirectoryGrowInCommitOrder: lock grants of one directory,
+// racing with forced unlocks, commit with epochs that only grow, as the
+// store reports them (OnLockChange, in commit order). An epoch taken
+// before waiting for the directory would let an older grant commit after
+// a newer one.
+func TestEpochsOfADirectoryGrowInCommitOrder(t *testing.T) {
+	var mu sync.Mutex
+	var granted []dirlock.Epoch
+	s, err := Open(Options{Dir: t.TempDir(), OnLockChange: func(cmd *bfspb.Command, res *Result) {
+		if cmd.GetLockDir() == nil {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for _, l := range res.SetLocks {
+			granted = append(granted, l.Epoch)
+		}
+	}})
+	require.NoError(t, err)
+	defer s.Close()
+	require.NoError(t, mkdir(s, "/t", false))
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			for range 50 {
+				_, _ = lockDir(s, "/t", fmt.Sprintf("s%d", i))
+				_, _ = s.Apply(&bfspb.Command{Op: &bfspb.Command_UnlockDir{UnlockDir: &bfspb.UnlockDirCmd{
+					Path: "/t", Force: true, Reason: "force"}}})
+			}
+		})
+	}
+	wg.Wait()
+	require.NotEmpty(t, granted)
+	for i := 1; i < len(granted); i++ {
+		require.Greater(t, granted[i], granted[i-1], "grant %d of /t", i)
+	}
+}
+
+// TestCleaningRecordOfAMissingDirectoryIsIgnored: a cleaning record whose
+// directory is gone (it cannot happen through Apply) is skipped at
+// startup rather than keeping the namespace from opening.
+func TestCleaningRecordOfAMissingDirectoryIsIgnored(t *testing.T) {
+	s := open(t, t.TempDir())
+	v, err := proto.Marshal(&bfspb.CleaningRecord{Epoch: 3})
+	require.NoError(t, err)
+	require.NoError(t, s.db.Set(cleanKey(12345), v, pebble.Sync))
+	cl, err := s.Cleanings()
+	require.NoError(t, err)
+	require.Empty(t, cl)
 }

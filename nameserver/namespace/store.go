@@ -32,6 +32,11 @@ type Options struct {
 	// DirCacheEntries bounds the directory cache (see dirCache); 0 means
 	// 256Ki directories.
 	DirCacheEntries int
+	// OnLockChange, if set, is called after every command that changed a
+	// directory lock has committed, before the command's path locks are
+	// released: calls for the same directory come in commit order. It
+	// must not block or call back into the Store.
+	OnLockChange func(cmd *bfspb.Command, res *Result)
 }
 
 // Store is the namespace. See the package documentation.
@@ -45,6 +50,8 @@ type Store struct {
 	view *reader
 	// locks mirrors the stored directory locks; see Locks.
 	locks *dirlock.Table
+	// onLocks is Options.OnLockChange.
+	onLocks func(cmd *bfspb.Command, res *Result)
 	// lastID is the highest entry id handed out; lastEpoch the highest
 	// lock epoch.
 	lastID    atomic.Uint64
@@ -84,7 +91,7 @@ func Open(opts Options) (*Store, error) {
 	if dirEntries == 0 {
 		dirEntries = defaultDirCacheEntries
 	}
-	s := &Store{db: db, paths: newPathLocks(), dirs: newDirCache(dirEntries), locks: dirlock.NewTable()}
+	s := &Store{db: db, paths: newPathLocks(), dirs: newDirCache(dirEntries), locks: dirlock.NewTable(), onLocks: opts.OnLockChange}
 	s.view = &reader{Reader: db, dirs: s.dirs}
 	if err := s.init(); err != nil {
 		db.Close()

@@ -1018,7 +1018,11 @@ type CloseFileCmd struct {
 	// Agreed length of the last block (the file's only block).
 	BlockSize int64 `protobuf:"varint,3,opt,name=block_size,json=blockSize,proto3" json:"block_size,omitempty"`
 	// Replicas that were dropped from the write set before the close.
-	Dropped       []string `protobuf:"bytes,4,rep,name=dropped,proto3" json:"dropped,omitempty"`
+	Dropped []string `protobuf:"bytes,4,rep,name=dropped,proto3" json:"dropped,omitempty"`
+	// The block whose replicas agreed on block_size (0: the file had none).
+	// A file whose last block is another one (added since the closer looked)
+	// is not closed: the closer must seal that block first.
+	BlockId       int64 `protobuf:"varint,5,opt,name=block_id,json=blockId,proto3" json:"block_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1079,6 +1083,13 @@ func (x *CloseFileCmd) GetDropped() []string {
 		return x.Dropped
 	}
 	return nil
+}
+
+func (x *CloseFileCmd) GetBlockId() int64 {
+	if x != nil {
+		return x.BlockId
+	}
+	return 0
 }
 
 // LockDirCmd locks a directory for a session (or, with operator, for no
@@ -1477,13 +1488,14 @@ const file_command_proto_rawDesc = "" +
 	"session_id\x18\x02 \x01(\tR\tsessionId\x12\x19\n" +
 	"\bblock_id\x18\x03 \x01(\x03R\ablockId\x12\x12\n" +
 	"\x04size\x18\x04 \x01(\x03R\x04size\x12\x18\n" +
-	"\adropped\x18\x05 \x03(\tR\adropped\"v\n" +
+	"\adropped\x18\x05 \x03(\tR\adropped\"\x91\x01\n" +
 	"\fCloseFileCmd\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x19\n" +
 	"\bentry_id\x18\x02 \x01(\x04R\aentryId\x12\x1d\n" +
 	"\n" +
 	"block_size\x18\x03 \x01(\x03R\tblockSize\x12\x18\n" +
-	"\adropped\x18\x04 \x03(\tR\adropped\"\x89\x01\n" +
+	"\adropped\x18\x04 \x03(\tR\adropped\x12\x19\n" +
+	"\bblock_id\x18\x05 \x01(\x03R\ablockId\"\x89\x01\n" +
 	"\n" +
 	"LockDirCmd\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x1d\n" +
