@@ -95,20 +95,7 @@ func TestReplicaBackDuringCloseIsReconciled(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 
-	holder, err := sdk.Dial(ctx, cl.NameServerAddr, sdk.WithHolder("holder"))
-	require.NoError(t, err)
-	defer holder.Close()
-	master, err := sdk.Dial(ctx, cl.NameServerAddr, sdk.WithHolder("master"))
-	require.NoError(t, err)
-	defer master.Close()
-	require.NoError(t, holder.Mkdir(ctx, "/d", 0o755))
-	lock, err := holder.LockDir(ctx, "/d")
-	require.NoError(t, err)
-	w, err := holder.Create(ctx, "/d/f")
-	require.NoError(t, err)
-	_, err = w.Write(bytes.Repeat([]byte("x"), 64<<10))
-	require.NoError(t, err)
-	require.NoError(t, w.Sync(ctx))
+	holder, master, lock := abandonedWrite(ctx, t, cl.NameServerAddr)
 	loc, err := holder.Locate(ctx, "/d/f")
 	require.NoError(t, err)
 	block, late := loc.Blocks[0].ID, loc.Blocks[0].Replicas[0]
@@ -171,20 +158,8 @@ func TestCleaningEndsDespiteAFailingSeal(t *testing.T) {
 	}))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	holder, err := sdk.Dial(ctx, cl.NameServerAddr, sdk.WithHolder("holder"))
-	require.NoError(t, err)
-	defer holder.Close()
-	master, err := sdk.Dial(ctx, cl.NameServerAddr, sdk.WithHolder("master"))
-	require.NoError(t, err)
-	defer master.Close()
-	require.NoError(t, holder.Mkdir(ctx, "/d", 0o755))
-	lock, err := holder.LockDir(ctx, "/d")
-	require.NoError(t, err)
-	w, err := holder.Create(ctx, "/d/f")
-	require.NoError(t, err)
-	_, err = w.Write(bytes.Repeat([]byte("x"), 64<<10))
-	require.NoError(t, err)
-	require.NoError(t, w.Sync(ctx))
+
+	_, master, lock := abandonedWrite(ctx, t, cl.NameServerAddr)
 
 	failing.Store(true)
 	d, err := master.UnlockDir(ctx, "/d", sdk.Force(), sdk.AtEpoch(lock.Epoch()), sdk.WaitUnlocked())
@@ -197,4 +172,26 @@ func TestCleaningEndsDespiteAFailingSeal(t *testing.T) {
 	loc, err := master.Locate(ctx, "/d/f")
 	require.NoError(t, err)
 	require.NotContains(t, loc.Blocks[0].Replicas, cl.ChunkserverAddrs()[0], "readers are sent to the replica that never sealed")
+}
+
+// abandonedWrite has a holder lock /d and write 64 KiB, synced, into
+// /d/f, which it leaves open; it returns the holder, a master to unlock
+// it, and the lock. Both clients close with the test.
+func abandonedWrite(ctx context.Context, t *testing.T, addr string) (holder, master *sdk.Client, lock *sdk.Lock) {
+	t.Helper()
+	holder, err := sdk.Dial(ctx, addr, sdk.WithHolder("holder"))
+	require.NoError(t, err)
+	t.Cleanup(func() { holder.Close() })
+	master, err = sdk.Dial(ctx, addr, sdk.WithHolder("master"))
+	require.NoError(t, err)
+	t.Cleanup(func() { master.Close() })
+	require.NoError(t, holder.Mkdir(ctx, "/d", 0o755))
+	lock, err = holder.LockDir(ctx, "/d")
+	require.NoError(t, err)
+	w, err := holder.Create(ctx, "/d/f")
+	require.NoError(t, err)
+	_, err = w.Write(bytes.Repeat([]byte("x"), 64<<10))
+	require.NoError(t, err)
+	require.NoError(t, w.Sync(ctx))
+	return holder, master, lock
 }
