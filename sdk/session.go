@@ -144,35 +144,42 @@ func (c *Client) openSession(ctx context.Context) (*Session, error) {
 	return s, nil
 }
 
-// keepAlive renews s every ttl/3 until s is stopped or lost. s is lost when
-// the nameserver says it expired, or when no renewal has succeeded for a
-// whole TTL (the nameserver counts from when it received one; the loop
-// counts from when it sent it, which errs on the side of declaring loss
-// early).
+// keepAlive renews s every ttl/3 until s is stopped or lost. s is lost
+// when the nameserver says it expired, or when no renewal has succeeded
+// for nearly a whole TTL: the nameserver expires a session a TTL after it
+// received the last renewal, which is after it was sent, so counting from
+// the sending, on a timer of its own, declares the loss before the
+// nameserver acts on it (a little before, for clocks that run apart),
+// however long a renewal hangs in a partition.
 func (c *Client) keepAlive(s *Session, lastOK time.Time) {
 	defer c.keepalives.Done()
 	ttl := s.ttl
 	t := c.clock.NewTimer(ttl / 3)
 	defer t.Stop()
+	lost := c.clock.NewTimer(lossAfter(ttl))
+	defer lost.Stop()
 	for {
 		select {
 		case <-s.stopCtx.Done():
 			return
+		case <-lost.C():
+			c.lose(s, errors.New("no renewal succeeded for a TTL"))
+			return
 		case <-t.C():
 		}
 		sent := c.clock.Now()
-		granted, err := c.renew(s, ttl/3)
+		granted, err := c.renew(s, min(ttl/3, lastOK.Add(lossAfter(ttl)).Sub(sent)))
 		switch {
 		case err == nil:
 			lastOK = sent
 			if granted > 0 {
 				ttl = granted
 			}
+			lost.Reset(lastOK.Add(lossAfter(ttl)).Sub(c.clock.Now()))
 		case s.stopCtx.Err() != nil:
 			return
-		case errors.Is(err, ErrSessionExpired) || c.clock.Now().Sub(lastOK) >= ttl:
-			glog.V(1).Infof("bfs sdk: session %s lost: %v", s.id, err)
-			s.end(ErrSessionExpired)
+		case errors.Is(err, ErrSessionExpired) || !c.clock.Now().Before(lastOK.Add(lossAfter(ttl))):
+			c.lose(s, err)
 			return
 		default:
 			glog.V(1).Infof("bfs sdk: keep-alive of session %s: %v", s.id, err)
@@ -181,11 +188,26 @@ func (c *Client) keepAlive(s *Session, lastOK time.Time) {
 	}
 }
 
+// lossAfter is how long after the sending of its last successful renewal
+// a session of this TTL is declared lost: lossMargin (a tenth of it, at
+// most a second) before the nameserver would expire it.
+func lossAfter(ttl time.Duration) time.Duration {
+	return ttl - min(ttl/10, time.Second)
+}
+
+func (c *Client) lose(s *Session, why error) {
+	glog.V(1).Infof("bfs sdk: session %s lost: %v", s.id, why)
+	s.end(ErrSessionExpired)
+}
+
 // renew sends one KeepAlive and returns the TTL granted (0 if the answer
 // did not say).
 func (c *Client) renew(s *Session, timeout time.Duration) (time.Duration, error) {
-	ctx, cancel := context.WithTimeout(s.stopCtx, timeout)
+	// Bounded on the client's clock, like the loss it must not outlast.
+	ctx, cancel := context.WithCancel(s.stopCtx)
 	defer cancel()
+	bound := c.clock.AfterFunc(timeout, cancel)
+	defer bound.Stop()
 	resp, err := c.ns.KeepAlive(ctx, &bfspb.KeepAliveRequest{SessionId: s.id})
 	if err != nil {
 		return 0, err

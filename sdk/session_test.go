@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -206,7 +207,9 @@ func TestSessionLostWhenKeepAliveFailsForTTL(t *testing.T) {
 	s, err := c.Session(context.Background())
 	require.NoError(t, err)
 	waitClosed(t, s.Done(), "session loss")
-	assert.GreaterOrEqual(t, time.Since(opened), ttl, "declared lost before a TTL without renewal")
+	// Lost a tenth of a TTL before the nameserver would expire it, and
+	// not before: renewals failing for less than that are no loss.
+	assert.GreaterOrEqual(t, time.Since(opened), ttl-ttl/10, "declared lost before nearly a TTL without renewal")
 	assert.ErrorIs(t, s.Err(), sdk.ErrSessionExpired)
 }
 
@@ -334,4 +337,62 @@ func TestBadArgumentsNeverReachTheServer(t *testing.T) {
 	_, err := sdk.Dial(ctx, addr, sdk.WithSessionTTL(0))
 	assert.ErrorIs(t, err, sdk.ErrInvalidArgument)
 	f.set(func() { assert.Empty(t, f.mu.mkdirSessions) })
+}
+
+// hangingNS answers OpenSession and the first KeepAlive, then lets every
+// KeepAlive hang, as a nameserver behind a partition would; it records
+// when it received the last renewal it answered.
+type hangingNS struct {
+	bfspb.UnimplementedNameServerServer
+	renewals  atomic.Int32
+	lastOKRcv atomic.Int64
+}
+
+func (f *hangingNS) OpenSession(_ context.Context, req *bfspb.OpenSessionRequest) (*bfspb.OpenSessionResponse, error) {
+	f.lastOKRcv.Store(time.Now().UnixNano())
+	return &bfspb.OpenSessionResponse{SessionId: "s1", TtlMs: req.GetTtlMs()}, nil
+}
+
+func (f *hangingNS) KeepAlive(ctx context.Context, _ *bfspb.KeepAliveRequest) (*bfspb.KeepAliveResponse, error) {
+	if f.renewals.Add(1) == 1 {
+		f.lastOKRcv.Store(time.Now().UnixNano())
+		return &bfspb.KeepAliveResponse{}, nil
+	}
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+func (f *hangingNS) CloseSession(context.Context, *bfspb.CloseSessionRequest) (*bfspb.CloseSessionResponse, error) {
+	return &bfspb.CloseSessionResponse{}, nil
+}
+
+// TestSessionLossDeclaredBeforeServerExpiry: renewals hang (a partition).
+// The client must declare its session lost before the nameserver, which
+// counts a TTL from the last renewal it received, expires it and may
+// hand its locks to another holder: a tablet server has to stop first.
+func TestSessionLossDeclaredBeforeServerExpiry(t *testing.T) {
+	f := &hangingNS{}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	srv := grpc.NewServer()
+	bfspb.RegisterNameServerServer(srv, f)
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = srv.Serve(lis)
+	}()
+	t.Cleanup(func() {
+		srv.Stop()
+		<-served
+	})
+	const ttl = 2 * time.Second
+	c := dial(t, lis.Addr().String(), sdk.WithSessionTTL(ttl))
+	s, err := c.Session(context.Background())
+	require.NoError(t, err)
+	waitClosed(t, s.Done(), "session loss")
+	lost := time.Now()
+	require.GreaterOrEqual(t, f.renewals.Load(), int32(2), "lost before a renewal hung")
+	expiry := time.Unix(0, f.lastOKRcv.Load()).Add(ttl)
+	require.True(t, lost.Before(expiry), "loss declared %v after the nameserver's expiry", lost.Sub(expiry))
+	require.ErrorIs(t, s.Err(), sdk.ErrSessionExpired)
 }
