@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -133,6 +134,11 @@ func (c *Client) lockDir(ctx context.Context, path string, opts []LockOption) (*
 	var recheck bool
 	err = c.mutateLock(ctx, func(s *Session) (response, error) {
 		w, err := c.sessionWatch(ctx, s)
+		if err != nil && s.Err() != nil {
+			// The session ended under us: like an answer that it expired,
+			// this is retried once with a new session.
+			return &bfspb.LockDirResponse{Status: bfspb.StatusCode_SESSION_EXPIRED, Message: err.Error()}, nil
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -153,8 +159,8 @@ func (c *Client) lockDir(ctx context.Context, path string, opts []LockOption) (*
 	case err == nil && l == nil:
 		return nil, fmt.Errorf("%w: lock answer without the lock", ErrInternal)
 	case err == nil:
-		if recheck {
-			l.recheck(ctx)
+		if recheck && !l.recheck(ctx) {
+			l.watch.uncheck(l) // the watch looks it up until it can
 		}
 		return l, nil
 	case resp == nil || (resp.Status != bfspb.StatusCode_LOCKED && resp.Status != bfspb.StatusCode_CLEANING):
@@ -227,17 +233,20 @@ func (l *Lock) lose(err error) {
 }
 
 // recheck looks the lock up, for a handle whose end may have passed while
-// its session's watch was being restarted, and reports whether it could.
-// A handle it could not check is looked at again once a stream is up.
+// its session's watch was being restarted, and reports whether it could:
+// any answer of the nameserver settles it (a path that is gone, or no
+// longer a directory, lost its lock); only a call that got no answer
+// leaves it to be looked up again.
 func (l *Lock) recheck(ctx context.Context) bool {
 	d, err := l.c.GetDirLock(ctx, l.path)
 	switch {
-	case errors.Is(err, ErrNotFound):
-		l.lose(fmt.Errorf("%w: %s was deleted", ErrLockLost, l.path))
-	case err != nil:
-		return false
-	case d.Status != Locked || d.Epoch != l.epoch:
+	case err == nil && (d.Status != Locked || d.Epoch != l.epoch):
 		l.lose(fmt.Errorf("%w: %s is %s (epoch %d)", ErrLockLost, l.path, d.Status, d.Epoch))
+	case err == nil:
+	case errors.Is(err, ErrUnavailable), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return false
+	default:
+		l.lose(fmt.Errorf("%w: %w", ErrLockLost, err))
 	}
 	return true
 }
@@ -422,7 +431,11 @@ type sessionWatch struct {
 		stopped bool
 		locks   map[string][]*Lock
 		pending map[string]*pendingLocks
+		// unchecked are the handles to look up (see recheck), by the
+		// rechecker goroutine, which kick wakes.
+		unchecked map[*Lock]bool
 	}
+	kick chan struct{}
 }
 
 // watchAttempt is a try to start the stream: err is set before done
@@ -465,7 +478,8 @@ func (c *Client) watchOf(s *Session) (*sessionWatch, error) {
 	if closed {
 		return nil, ErrClosed
 	}
-	w := &sessionWatch{c: c, s: s}
+	w := &sessionWatch{c: c, s: s, kick: make(chan struct{}, 1)}
+	w.mu.unchecked = make(map[*Lock]bool)
 	w.mu.started = make(chan struct{})
 	w.mu.attempt = &watchAttempt{done: make(chan struct{})}
 	w.mu.locks = make(map[string][]*Lock)
@@ -496,12 +510,16 @@ func (w *sessionWatch) await(ctx context.Context) error {
 	}
 }
 
-// run keeps a stream up until the session stops. Until the first stream
-// is up, LockDir calls wait for each try: those are not backed off.
+// run keeps a stream up until the session stops, with a rechecker beside
+// it. Until the first stream is up, LockDir calls wait for each try:
+// those are not backed off.
 func (w *sessionWatch) run() {
 	defer w.c.lockWatches.Done()
 	defer w.stop()
 	ctx := w.s.stopCtx
+	var rechecker sync.WaitGroup
+	rechecker.Go(func() { w.rechecks(ctx) })
+	defer rechecker.Wait()
 	for backoff := watchRetryMin; ; {
 		err := w.watchOnce(ctx)
 		switch {
@@ -541,7 +559,7 @@ func (w *sessionWatch) watchOnce(ctx context.Context) error {
 		return err
 	}
 	if w.setUp(true) {
-		w.recheckAll(ctx)
+		w.uncheckAll()
 	}
 	err = w.receive(stream)
 	w.setUp(false)
@@ -622,21 +640,74 @@ func (w *sessionWatch) setUp(up bool) (restarted bool) {
 	}
 }
 
-// recheckAll looks up the lock of every handle, retrying those it could
-// not look up while ctx (the stream) lasts.
-func (w *sessionWatch) recheckAll(ctx context.Context) {
+// uncheckAll has every handle looked up: a new stream replaced a broken
+// one, and ends may have passed in between.
+func (w *sessionWatch) uncheckAll() {
 	w.mu.Lock()
-	var todo []*Lock
 	for _, ls := range w.mu.locks {
-		todo = append(todo, ls...)
-	}
-	w.mu.Unlock()
-	for backoff := watchRetryMin; len(todo) > 0; backoff = min(2*backoff, watchRetryMax) {
-		todo = slices.DeleteFunc(todo, func(l *Lock) bool { return l.recheck(ctx) })
-		if len(todo) > 0 && !w.sleep(ctx, backoff) {
-			return
+		for _, l := range ls {
+			w.mu.unchecked[l] = true
 		}
 	}
+	w.mu.Unlock()
+	w.wake()
+}
+
+// uncheck has l looked up.
+func (w *sessionWatch) uncheck(l *Lock) {
+	w.mu.Lock()
+	w.mu.unchecked[l] = true
+	w.mu.Unlock()
+	w.wake()
+}
+
+func (w *sessionWatch) wake() {
+	select {
+	case w.kick <- struct{}{}:
+	default:
+	}
+}
+
+// rechecks looks up the unchecked handles until ctx (the session) ends,
+// retrying with backoff those it could not. It runs beside the stream, so
+// a lookup that keeps failing never holds up the events of other locks.
+func (w *sessionWatch) rechecks(ctx context.Context) {
+	retry := w.c.clock.NewTimer(watchRetryMax)
+	defer retry.Stop()
+	retry.Stop()
+	backoff := watchRetryMin
+	for {
+		if w.recheckUnchecked(ctx) {
+			backoff = watchRetryMin
+		} else {
+			retry.Reset(backoff)
+			backoff = min(2*backoff, watchRetryMax)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.kick:
+		case <-retry.C():
+		}
+	}
+}
+
+// recheckUnchecked looks the unchecked handles up once and reports
+// whether none is left.
+func (w *sessionWatch) recheckUnchecked(ctx context.Context) bool {
+	w.mu.Lock()
+	todo := slices.Collect(maps.Keys(w.mu.unchecked))
+	w.mu.Unlock()
+	for _, l := range todo {
+		if l.recheck(ctx) {
+			w.mu.Lock()
+			delete(w.mu.unchecked, l)
+			w.mu.Unlock()
+		}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.mu.unchecked) == 0
 }
 
 // dispatch closes the handles an event ends: those of its path at its
@@ -711,6 +782,7 @@ func (w *sessionWatch) settle(path string, gen uint64, l *Lock) (recheck bool) {
 func (w *sessionWatch) forget(l *Lock) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	delete(w.mu.unchecked, l)
 	ls := w.mu.locks[l.path]
 	i := slices.Index(ls, l)
 	if i < 0 {
