@@ -16,7 +16,7 @@
 //   - meta: closed-loop creates, create+delete pairs and stats; each client
 //     has its own connection, session and directory. create+delete is
 //     measured in an empty unlocked directory and in an empty directory the
-//     client's session has locked, alternating in halves of --duration, and
+//     client's session has locked, alternating in quarters of --duration (ABBA), and
 //     reported with their throughput ratio.
 //   - locks: closed-loop SDK LockDir + Lock.Unlock cycles, each client on its
 //     own directory with its own session. With --vs-etcd, the same workload

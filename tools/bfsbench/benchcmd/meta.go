@@ -22,7 +22,7 @@ func newMetaCmd(c *common) *cobra.Command {
 	return cmd
 }
 
-const lockedRatioNote = "throughput of create+delete in a directory locked by the creating client's session, over the same in an unlocked directory, measured alternately in halves of --duration (1.00x: the lock check is free)"
+const lockedRatioNote = "throughput of create+delete in a directory locked by the creating client's session, over the same in an unlocked directory, measured alternately in quarters of --duration (unlocked, locked, locked, unlocked; 1.00x: the lock check is free)"
 
 // runMeta measures, for each client count: creates of new files (in a
 // directory per client), create+delete pairs (one op is a create and a
@@ -90,8 +90,8 @@ func metaRound(ctx context.Context, c *common, clients []*sdk.Client, root strin
 // createDeleteLockedVsUnlocked measures create+delete with every client
 // in its own unlocked directory, and in its own directory that its session
 // has locked (so each mutation passes the lock check as the holder). The
-// two alternate in halves of --duration (unlocked, locked, unlocked,
-// locked), so that drift in the nameserver (Pebble flushes and
+// two alternate in quarters of --duration, in the order unlocked, locked,
+// locked, unlocked, so that drift in the nameserver (Pebble flushes and
 // compactions as the run goes on) does not favor either.
 func createDeleteLockedVsUnlocked(ctx context.Context, c *common, clients []*sdk.Client, root string) (unlocked, locked bench.Result, err error) {
 	locks := make([]*sdk.Lock, 0, len(clients))
@@ -107,19 +107,26 @@ func createDeleteLockedVsUnlocked(ctx context.Context, c *common, clients []*sdk
 		}
 		locks = append(locks, l)
 	}
-	n, half := len(clients), c.duration/2
+	n, quarter := len(clients), c.duration/4
 	var us, ls []bench.Result
-	for round := range 2 {
-		// Distinct names per round: a file of an interrupted op may be left.
-		u, err := c.closedLoopFor(ctx, "create+delete", n, half, createDelete(clients, root+fmt.Sprintf("/u%%d/r%d-f%%d", round)))
+	// ABBA: the nameserver slows down as a run goes on (the deletes'
+	// tombstones pile up in Pebble), so the order that cancels a steady
+	// drift is unlocked, locked, locked, unlocked.
+	for i, inLocked := range []bool{false, true, true, false} {
+		// Distinct names per measurement: a file of an interrupted op may be left.
+		if !inLocked {
+			u, err := c.closedLoopFor(ctx, "create+delete", n, quarter, createDelete(clients, root+fmt.Sprintf("/u%%d/r%d-f%%d", i)))
+			if err != nil {
+				return unlocked, locked, err
+			}
+			us = append(us, u)
+			continue
+		}
+		l, err := c.closedLoopFor(ctx, "create+delete (locked dir)", n, quarter, createDelete(clients, root+fmt.Sprintf("/l%%d/r%d-f%%d", i)))
 		if err != nil {
 			return unlocked, locked, err
 		}
-		l, err := c.closedLoopFor(ctx, "create+delete (locked dir)", n, half, createDelete(clients, root+fmt.Sprintf("/l%%d/r%d-f%%d", round)))
-		if err != nil {
-			return unlocked, locked, err
-		}
-		us, ls = append(us, u), append(ls, l)
+		ls = append(ls, l)
 	}
 	for _, l := range locks {
 		if l.Err() != nil {

@@ -31,11 +31,11 @@ type verdict struct {
 const (
 	// manyClients is the client count the meta and locks targets are set
 	// at.
-	manyClients      = 64
+	manyClients = 64
 	// scalingTarget is the durable meta throughput (create, create+delete)
 	// at 64 clients over 1 client: the issue set it as the sign of group
 	// commit working, so it is not held to stat, which commits nothing.
-	scalingTarget = 10.0
+	scalingTarget    = 10.0
 	lockedTarget     = 0.95 // create+delete in a locked over an unlocked directory
 	ioTarget         = 0.7  // put over raw write / replication, and get over raw read
 	etcdTarget       = 3.0  // bfs over etcd lock+unlock throughput at 64 clients
