@@ -22,7 +22,10 @@ type Config struct {
 	// DeadTimeout is how long a silent chunkserver counts as alive;
 	// ReportInterval is how often they send full block reports.
 	HeartbeatInterval, DeadTimeout, ReportInterval time.Duration
-	// SealConcurrency bounds the Seal RPCs in flight at once.
+	// SealConcurrency bounds the Seal RPCs in flight at once. A fence of
+	// many open files is bound by the chunkservers' fdatasyncs, one per
+	// replica with unsynced bytes; enough in flight lets the disks overlap
+	// them (256 fenced 1,000 files a quarter faster than 64 on one disk).
 	SealConcurrency int
 	// Clock is the source of time; the real clock if nil.
 	Clock clock.Clock
@@ -49,7 +52,7 @@ func DefaultConfig() Config {
 		HeartbeatInterval: time.Second,
 		DeadTimeout:       10 * time.Second,
 		ReportInterval:    time.Minute,
-		SealConcurrency:   64,
+		SealConcurrency:   256,
 	}
 }
 

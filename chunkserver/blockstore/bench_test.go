@@ -83,7 +83,7 @@ func BenchmarkRawWrite(b *testing.B) {
 
 // BenchmarkSealConcurrent seals blocks the way a fence does: every block
 // has 4 KiB synced and a 256 KiB packet written but not synced, and the
-// seals come from 21 goroutines at once (a nameserver's 64 Seal RPCs in
+// seals come from 85 goroutines at once (a nameserver's 256 Seal RPCs in
 // flight spread over three chunkservers). Reported per seal.
 func BenchmarkSealConcurrent(b *testing.B) {
 	s := openStore(b, b.TempDir())
@@ -104,7 +104,7 @@ func BenchmarkSealConcurrent(b *testing.B) {
 	close(ids)
 	b.ResetTimer()
 	var wg sync.WaitGroup
-	for range 21 {
+	for range 85 {
 		wg.Go(func() {
 			for id := range ids {
 				if _, _, err := s.Seal(id); err != nil {
