@@ -86,7 +86,7 @@ func Dial(ctx context.Context, addr string, opts ...Option) (*Client, error) {
 		ns:      bfspb.NewNameServerClient(conn),
 		holder:  o.holder,
 		ttl:     o.ttl,
-		clock:   clock.Real{},
+		clock:   o.clock,
 		opening: make(chan struct{}, 1),
 	}
 	c.peers = connpool.New(append(append([]grpc.DialOption(nil), o.dialOptions...), dataDialOptions...)...)

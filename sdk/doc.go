@@ -18,9 +18,12 @@
 // that needs one (every namespace mutation carries the session id, which is
 // what directory locks are checked against). A goroutine owned by the
 // Client renews it every TTL/3. The session is lost when the nameserver
-// answers SESSION_EXPIRED or when no renewal succeeded for a whole TTL;
-// Session(ctx).Done() is closed then, and the next call that needs a
-// session opens a new one. A mutation refused with SESSION_EXPIRED is
+// answers SESSION_EXPIRED or when no renewal succeeded for nearly a TTL,
+// on a timer counting from the sending of the last renewal that did, so
+// the client gives the session up before the nameserver expires it (and
+// before the session's locks can go to another holder), however long a
+// renewal hangs. Session(ctx).Done() is closed then, with the Done of the
+// session's locks, and the next call that needs a session opens a new one. A mutation refused with SESSION_EXPIRED is
 // retried once under the new session: the refusal means nothing changed.
 // Close stops the renewals and closes the session on the nameserver (best
 // effort, with a short timeout; the nameserver expires it anyway), then

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/golang/glog"
+	"google.golang.org/grpc/status"
 
 	"github.com/bfs-go/bfs/proto/bfspb"
 )
@@ -91,8 +92,9 @@ func WaitForLock() LockOption { return func(o *lockOptions) { o.wait = true } }
 
 // Lock is a directory lock held by this client's session. Its Done
 // channel is closed when the lock is lost: the session expired or was
-// closed (also by Client.Close), or the directory was unlocked by anyone
-// else (the master's forced unlock) or by this session through UnlockDir.
+// closed (also by Client.Close), the directory was unlocked by anyone
+// else (the master's forced unlock) or by this session through UnlockDir,
+// or it was deleted.
 // A tablet server stops serving the directory when Done closes.
 //
 // The handles of a session learn of their loss from one WatchDirLocks
@@ -134,9 +136,9 @@ func (c *Client) lockDir(ctx context.Context, path string, opts []LockOption) (*
 	var recheck bool
 	err = c.mutateLock(ctx, func(s *Session) (response, error) {
 		w, err := c.sessionWatch(ctx, s)
-		if err != nil && s.Err() != nil {
-			// The session ended under us: like an answer that it expired,
-			// this is retried once with a new session.
+		if err != nil && c.lostUnder(ctx, s) {
+			// Like an answer that the session expired: nothing was asked
+			// of the nameserver yet, so it is retried with a new session.
 			return &bfspb.LockDirResponse{Status: bfspb.StatusCode_SESSION_EXPIRED, Message: err.Error()}, nil
 		}
 		if err != nil {
@@ -172,6 +174,15 @@ func (c *Client) lockDir(ctx context.Context, path string, opts []LockOption) (*
 	}
 	// The nameserver ends a wait only at (just before) the deadline.
 	return nil, &waitEndedError{refused: le, ctxErr: deadlineErr(ctx)}
+}
+
+// lostUnder reports whether s was lost while a call of the caller's ctx,
+// which is still live, used it. A session stopped by Close is not lost:
+// Close marks the Client closed before it stops the session, so a stopped
+// session of an open Client was stopped by its loss (its Err may not say
+// so yet: end stops the session before it records why).
+func (c *Client) lostUnder(ctx context.Context, s *Session) bool {
+	return ctx.Err() == nil && s.stopCtx.Err() != nil && c.checkOpen() == nil
 }
 
 // deadlineErr is ctx's error, or DeadlineExceeded if it has not ended
@@ -234,19 +245,37 @@ func (l *Lock) lose(err error) {
 
 // recheck looks the lock up, for a handle whose end may have passed while
 // its session's watch was being restarted, and reports whether it could:
-// any answer of the nameserver settles it (a path that is gone, or no
-// longer a directory, lost its lock); only a call that got no answer
-// leaves it to be looked up again.
+// an answer about the path settles it (a path that is gone, or no longer
+// a directory, lost its lock); a call that got no answer, or a nameserver
+// that could not answer then, leaves it to be looked up again.
 func (l *Lock) recheck(ctx context.Context) bool {
 	d, err := l.c.GetDirLock(ctx, l.path)
 	switch {
 	case err == nil && (d.Status != Locked || d.Epoch != l.epoch):
 		l.lose(fmt.Errorf("%w: %s is %s (epoch %d)", ErrLockLost, l.path, d.Status, d.Epoch))
 	case err == nil:
-	case errors.Is(err, ErrUnavailable), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+	case !answered(err):
+		glog.V(1).Infof("bfs sdk: looking up lock %s (epoch %d): %v", l.path, l.epoch, err)
 		return false
 	default:
 		l.lose(fmt.Errorf("%w: %w", ErrLockLost, err))
+	}
+	return true
+}
+
+// answered reports whether err, from a nameserver call, is the
+// nameserver's answer about the request: not a call that got no answer
+// (a gRPC error, a cancellation, a deadline), nor one the nameserver
+// could not answer at the time (not the leader, unavailable, an internal
+// error), which another try may get answered.
+func answered(err error) bool {
+	if _, ok := status.FromError(err); ok {
+		return false
+	}
+	for _, transient := range []error{context.Canceled, context.DeadlineExceeded, ErrUnavailable, ErrNotLeader, ErrInternal} {
+		if errors.Is(err, transient) {
+			return false
+		}
 	}
 	return true
 }
@@ -386,11 +415,15 @@ func (c *Client) GetDirLock(ctx context.Context, path string) (*DirLock, error) 
 	return dirLockFromWire(resp.Lock), nil
 }
 
-// Backoff between attempts to start a session's lock watch.
+// Backoff between attempts to start a session's lock watch, and to look
+// up the locks it could not.
 const (
 	watchRetryMin = 50 * time.Millisecond
 	watchRetryMax = 2 * time.Second
 )
+
+// lockLookupTimeout bounds a lookup of a lock by a session's watch.
+const lockLookupTimeout = 5 * time.Second
 
 // sessionWatches holds the lock watch of every session that has one, so
 // the handles of a session share its stream.
@@ -432,8 +465,12 @@ type sessionWatch struct {
 		locks   map[string][]*Lock
 		pending map[string]*pendingLocks
 		// unchecked are the handles to look up (see recheck), by the
-		// rechecker goroutine, which kick wakes.
-		unchecked map[*Lock]bool
+		// rechecker goroutine, which kick wakes. Each is marked with
+		// the value of marks when it was last asked for: a lookup clears
+		// only the mark it was made for, not one added meanwhile (after
+		// another stream restart) that needs a lookup of its own.
+		unchecked map[*Lock]uint64
+		marks     uint64
 	}
 	kick chan struct{}
 }
@@ -468,6 +505,10 @@ func (c *Client) watchOf(s *Session) (*sessionWatch, error) {
 	if w := sessionWatches.m[s]; w != nil {
 		return w, nil
 	}
+	if s.stopCtx.Err() != nil {
+		// Its watch stopped with it, or would at once.
+		return nil, c.sessionLost(s)
+	}
 	// Counted under c.mu, so Close (which sets closed first) waits for it.
 	c.mu.Lock()
 	closed := c.mu.closed
@@ -479,7 +520,7 @@ func (c *Client) watchOf(s *Session) (*sessionWatch, error) {
 		return nil, ErrClosed
 	}
 	w := &sessionWatch{c: c, s: s, kick: make(chan struct{}, 1)}
-	w.mu.unchecked = make(map[*Lock]bool)
+	w.mu.unchecked = make(map[*Lock]uint64)
 	w.mu.started = make(chan struct{})
 	w.mu.attempt = &watchAttempt{done: make(chan struct{})}
 	w.mu.locks = make(map[string][]*Lock)
@@ -515,11 +556,13 @@ func (w *sessionWatch) await(ctx context.Context) error {
 // those are not backed off.
 func (w *sessionWatch) run() {
 	defer w.c.lockWatches.Done()
-	defer w.stop()
 	ctx := w.s.stopCtx
 	var rechecker sync.WaitGroup
 	rechecker.Go(func() { w.rechecks(ctx) })
 	defer rechecker.Wait()
+	// Before the rechecker is waited for: the handles are lost as soon
+	// as the session is.
+	defer w.stop()
 	for backoff := watchRetryMin; ; {
 		err := w.watchOnce(ctx)
 		switch {
@@ -646,19 +689,29 @@ func (w *sessionWatch) uncheckAll() {
 	w.mu.Lock()
 	for _, ls := range w.mu.locks {
 		for _, l := range ls {
-			w.mu.unchecked[l] = true
+			w.markLocked(l)
 		}
 	}
 	w.mu.Unlock()
 	w.wake()
 }
 
-// uncheck has l looked up.
+// uncheck has l looked up, unless it was dropped meanwhile (lost).
 func (w *sessionWatch) uncheck(l *Lock) {
 	w.mu.Lock()
-	w.mu.unchecked[l] = true
+	held := slices.Contains(w.mu.locks[l.path], l)
+	if held {
+		w.markLocked(l)
+	}
 	w.mu.Unlock()
-	w.wake()
+	if held {
+		w.wake()
+	}
+}
+
+func (w *sessionWatch) markLocked(l *Lock) {
+	w.mu.marks++
+	w.mu.unchecked[l] = w.mu.marks
 }
 
 func (w *sessionWatch) wake() {
@@ -674,10 +727,11 @@ func (w *sessionWatch) wake() {
 func (w *sessionWatch) rechecks(ctx context.Context) {
 	retry := w.c.clock.NewTimer(watchRetryMax)
 	defer retry.Stop()
-	retry.Stop()
+	retry.Stop() // armed only while some lookup has to be tried again
 	backoff := watchRetryMin
 	for {
 		if w.recheckUnchecked(ctx) {
+			retry.Stop()
 			backoff = watchRetryMin
 		} else {
 			retry.Reset(backoff)
@@ -696,18 +750,28 @@ func (w *sessionWatch) rechecks(ctx context.Context) {
 // whether none is left.
 func (w *sessionWatch) recheckUnchecked(ctx context.Context) bool {
 	w.mu.Lock()
-	todo := slices.Collect(maps.Keys(w.mu.unchecked))
+	todo := maps.Clone(w.mu.unchecked)
 	w.mu.Unlock()
-	for _, l := range todo {
-		if l.recheck(ctx) {
+	for l, mark := range todo {
+		if w.recheck(ctx, l) {
 			w.mu.Lock()
-			delete(w.mu.unchecked, l)
+			if w.mu.unchecked[l] == mark {
+				delete(w.mu.unchecked, l)
+			}
 			w.mu.Unlock()
 		}
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return len(w.mu.unchecked) == 0
+}
+
+// recheck is l.recheck bounded on the client's clock, so one lookup that
+// hangs (a nameserver out of reach) does not hold up the others for long.
+func (w *sessionWatch) recheck(ctx context.Context, l *Lock) bool {
+	ctx, cancel := w.c.withTimeout(ctx, lockLookupTimeout)
+	defer cancel()
+	return l.recheck(ctx)
 }
 
 // dispatch closes the handles an event ends: those of its path at its
@@ -771,7 +835,7 @@ func (w *sessionWatch) settle(path string, gen uint64, l *Lock) (recheck bool) {
 	w.mu.Unlock()
 	switch {
 	case stopped:
-		l.lose(w.sessionLost())
+		l.lose(w.c.sessionLost(w.s))
 	case gone:
 		l.lose(fmt.Errorf("%w: %s unlocked as it was granted", ErrLockLost, path))
 	}
@@ -802,7 +866,7 @@ func (w *sessionWatch) stop() {
 		delete(sessionWatches.m, w.s)
 	}
 	sessionWatches.Unlock()
-	why := w.sessionLost()
+	why := w.c.sessionLost(w.s)
 	w.mu.Lock()
 	w.mu.stopped = true
 	select {
@@ -821,12 +885,12 @@ func (w *sessionWatch) stop() {
 	}
 }
 
-// sessionLost is why the handles of a stopped session are lost.
-func (w *sessionWatch) sessionLost() error {
-	why := w.s.Err()
+// sessionLost is why the handles of s, stopped, are lost.
+func (c *Client) sessionLost(s *Session) error {
+	why := s.Err()
 	switch {
 	case why != nil:
-	case w.c.checkOpen() != nil:
+	case c.checkOpen() != nil:
 		why = ErrClosed
 	default:
 		why = ErrSessionExpired

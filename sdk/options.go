@@ -7,6 +7,8 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/bfs-go/bfs/internal/clock"
 )
 
 // DefaultSessionTTL is the session time-to-live the SDK asks for unless
@@ -23,11 +25,15 @@ type options struct {
 	holder      string
 	ttl         time.Duration
 	dialOptions []grpc.DialOption
+	// clock is where the Client takes time and timers from; only tests
+	// set another than the real one (export_test.go).
+	clock clock.Clock
 }
 
 func defaultOptions() options {
 	return options{
 		ttl:         DefaultSessionTTL,
+		clock:       clock.Real{},
 		dialOptions: []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())},
 	}
 }

@@ -1,6 +1,7 @@
 package sdk
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -51,8 +52,9 @@ func (s *Session) Holder() string { return s.holder }
 // TTL returns the time-to-live the nameserver granted.
 func (s *Session) TTL() time.Duration { return s.ttl }
 
-// Done returns a channel closed when the session is lost (expired, or the
-// keep-alive failed for longer than the TTL) or closed with the Client.
+// Done returns a channel closed when the session is lost (the nameserver
+// said it expired, or no renewal succeeded for nearly the TTL: before the
+// nameserver would expire it) or closed with the Client.
 func (s *Session) Done() <-chan struct{} { return s.done }
 
 // Err returns nil while the session is live, then ErrSessionExpired if it
@@ -146,74 +148,108 @@ func (c *Client) openSession(ctx context.Context) (*Session, error) {
 
 // keepAlive renews s every ttl/3 until s is stopped or lost. s is lost
 // when the nameserver says it expired, or when no renewal has succeeded
-// for nearly a whole TTL: the nameserver expires a session a TTL after it
-// received the last renewal, which is after it was sent, so counting from
-// the sending, on a timer of its own, declares the loss before the
-// nameserver acts on it (a little before, for clocks that run apart),
-// however long a renewal hangs in a partition.
+// for nearly a whole TTL. The nameserver expires a session a TTL (the one
+// it last granted) after it received the last renewal, which is after that
+// renewal was sent; so a loss timer counting from the sending, a margin
+// short of the TTL (lossAfter), declares the loss before the nameserver
+// acts on it and can give the session's locks to another holder. Renewals
+// run on goroutines of their own, so the timer fires on time however long
+// one of them hangs in a partition.
 func (c *Client) keepAlive(s *Session, lastOK time.Time) {
 	defer c.keepalives.Done()
+	var inflight sync.WaitGroup
+	// Last to run: every way out has stopped s, which ends the renewal.
+	defer inflight.Wait()
 	ttl := s.ttl
-	t := c.clock.NewTimer(ttl / 3)
-	defer t.Stop()
-	lost := c.clock.NewTimer(lossAfter(ttl))
+	next := c.clock.NewTimer(c.until(lastOK.Add(ttl / 3)))
+	defer next.Stop()
+	lost := c.clock.NewTimer(c.until(lastOK.Add(lossAfter(ttl))))
 	defer lost.Stop()
+	// At most one renewal is in flight: next is re-armed by its result.
+	results := make(chan renewal, 1)
 	for {
 		select {
 		case <-s.stopCtx.Done():
 			return
 		case <-lost.C():
-			c.lose(s, errors.New("no renewal succeeded for a TTL"))
+			c.lose(s, fmt.Errorf("no renewal succeeded since the one sent at %v (TTL %v)", lastOK, ttl))
 			return
-		case <-t.C():
-		}
-		sent := c.clock.Now()
-		granted, err := c.renew(s, min(ttl/3, lastOK.Add(lossAfter(ttl)).Sub(sent)))
-		switch {
-		case err == nil:
-			lastOK = sent
-			if granted > 0 {
-				ttl = granted
+		case <-next.C():
+			timeout := ttl / 3
+			inflight.Go(func() { results <- c.renew(s, timeout) })
+		case r := <-results:
+			switch {
+			case r.err == nil:
+				lastOK, ttl = r.sent, cmp.Or(r.granted, ttl)
+				lost.Reset(c.until(lastOK.Add(lossAfter(ttl))))
+			case s.stopCtx.Err() != nil:
+				return
+			case errors.Is(r.err, ErrSessionExpired):
+				c.lose(s, r.err)
+				return
+			default:
+				glog.V(1).Infof("bfs sdk: keep-alive of session %s: %v", s.id, r.err)
 			}
-			lost.Reset(lastOK.Add(lossAfter(ttl)).Sub(c.clock.Now()))
-		case s.stopCtx.Err() != nil:
-			return
-		case errors.Is(err, ErrSessionExpired) || !c.clock.Now().Before(lastOK.Add(lossAfter(ttl))):
-			c.lose(s, err)
-			return
-		default:
-			glog.V(1).Infof("bfs sdk: keep-alive of session %s: %v", s.id, err)
+			// Counted from the sending, so a renewal that hung until its
+			// timeout is followed by the next one at once.
+			next.Reset(c.until(r.sent.Add(ttl / 3)))
 		}
-		t.Reset(ttl / 3)
 	}
 }
 
 // lossAfter is how long after the sending of its last successful renewal
-// a session of this TTL is declared lost: lossMargin (a tenth of it, at
-// most a second) before the nameserver would expire it.
+// a session of this TTL is declared lost: the margin (a tenth of the TTL,
+// at most a second) covers the nameserver's clock running a little faster
+// than the client's.
 func lossAfter(ttl time.Duration) time.Duration {
 	return ttl - min(ttl/10, time.Second)
 }
 
+// until is the time left on the client's clock until t (<= 0 if past).
+func (c *Client) until(t time.Time) time.Duration { return t.Sub(c.clock.Now()) }
+
+// lose ends s as lost, unless it was stopped meanwhile: then Close (or
+// another loss) is ending it, and the reason it gives stands.
 func (c *Client) lose(s *Session, why error) {
+	if s.stopCtx.Err() != nil {
+		return
+	}
 	glog.V(1).Infof("bfs sdk: session %s lost: %v", s.id, why)
 	s.end(ErrSessionExpired)
 }
 
-// renew sends one KeepAlive and returns the TTL granted (0 if the answer
-// did not say).
-func (c *Client) renew(s *Session, timeout time.Duration) (time.Duration, error) {
-	// Bounded on the client's clock, like the loss it must not outlast.
-	ctx, cancel := context.WithCancel(s.stopCtx)
+// renewal is the outcome of one KeepAlive.
+type renewal struct {
+	sent    time.Time
+	granted time.Duration // 0 if the answer did not say
+	err     error
+}
+
+// renew sends one KeepAlive, bounded by timeout on the client's clock.
+func (c *Client) renew(s *Session, timeout time.Duration) renewal {
+	r := renewal{sent: c.clock.Now()}
+	ctx, cancel := c.withTimeout(s.stopCtx, timeout)
 	defer cancel()
-	bound := c.clock.AfterFunc(timeout, cancel)
-	defer bound.Stop()
 	resp, err := c.ns.KeepAlive(ctx, &bfspb.KeepAliveRequest{SessionId: s.id})
+	if err == nil {
+		err = responseError(resp)
+	}
 	if err != nil {
-		return 0, err
+		r.err = err
+		return r
 	}
-	if err := responseError(resp); err != nil {
-		return 0, err
+	r.granted = time.Duration(resp.GetTtlMs()) * time.Millisecond
+	return r
+}
+
+// withTimeout is context.WithTimeout on the client's clock, so the
+// timeouts of the SDK's own background calls follow a fake clock in tests
+// like the timers they race with.
+func (c *Client) withTimeout(parent context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(parent)
+	t := c.clock.AfterFunc(d, cancel)
+	return ctx, func() {
+		t.Stop()
+		cancel()
 	}
-	return time.Duration(resp.GetTtlMs()) * time.Millisecond, nil
 }

@@ -1,6 +1,7 @@
 package sdk_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net"
@@ -8,7 +9,6 @@ import (
 	"regexp"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/bfs-go/bfs/internal/clock"
 	"github.com/bfs-go/bfs/proto/bfspb"
 	"github.com/bfs-go/bfs/sdk"
 )
@@ -339,39 +340,33 @@ func TestBadArgumentsNeverReachTheServer(t *testing.T) {
 	f.set(func() { assert.Empty(t, f.mu.mkdirSessions) })
 }
 
-// hangingNS answers OpenSession and the first KeepAlive, then lets every
-// KeepAlive hang, as a nameserver behind a partition would; it records
-// when it received the last renewal it answered.
-type hangingNS struct {
+// leaseNS is a scripted nameserver for session loss, driven with a fake
+// clock on the client: it opens sessions s1, s2, ... with the TTL asked
+// for (or grant, if set), answers each KeepAlive as renew says, confirms the lock watch of
+// every session but those in unconfirmed, and grants every LockDir. The
+// arrival of each KeepAlive, watch and LockDir is sent, with its session
+// id, on the channel of that name.
+type leaseNS struct {
 	bfspb.UnimplementedNameServerServer
-	renewals  atomic.Int32
-	lastOKRcv atomic.Int64
-}
+	// renew answers the n-th KeepAlive (from 1) of session id; nil
+	// answers OK without a TTL. Set before the first call.
+	renew       func(ctx context.Context, id string, n int) (*bfspb.KeepAliveResponse, error)
+	unconfirmed map[string]bool
+	grant       time.Duration
 
-func (f *hangingNS) OpenSession(_ context.Context, req *bfspb.OpenSessionRequest) (*bfspb.OpenSessionResponse, error) {
-	f.lastOKRcv.Store(time.Now().UnixNano())
-	return &bfspb.OpenSessionResponse{SessionId: "s1", TtlMs: req.GetTtlMs()}, nil
-}
+	keepalives, watches, locks chan string
 
-func (f *hangingNS) KeepAlive(ctx context.Context, _ *bfspb.KeepAliveRequest) (*bfspb.KeepAliveResponse, error) {
-	if f.renewals.Add(1) == 1 {
-		f.lastOKRcv.Store(time.Now().UnixNano())
-		return &bfspb.KeepAliveResponse{}, nil
+	mu struct {
+		sync.Mutex
+		opened  int
+		renewed map[string]int
 	}
-	<-ctx.Done()
-	return nil, ctx.Err()
 }
 
-func (f *hangingNS) CloseSession(context.Context, *bfspb.CloseSessionRequest) (*bfspb.CloseSessionResponse, error) {
-	return &bfspb.CloseSessionResponse{}, nil
-}
-
-// TestSessionLossDeclaredBeforeServerExpiry: renewals hang (a partition).
-// The client must declare its session lost before the nameserver, which
-// counts a TTL from the last renewal it received, expires it and may
-// hand its locks to another holder: a tablet server has to stop first.
-func TestSessionLossDeclaredBeforeServerExpiry(t *testing.T) {
-	f := &hangingNS{}
+func startLeaseNS(t *testing.T, f *leaseNS) string {
+	t.Helper()
+	f.keepalives, f.watches, f.locks = make(chan string, 100), make(chan string, 100), make(chan string, 100)
+	f.mu.renewed = map[string]int{}
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	srv := grpc.NewServer()
@@ -385,14 +380,160 @@ func TestSessionLossDeclaredBeforeServerExpiry(t *testing.T) {
 		srv.Stop()
 		<-served
 	})
-	const ttl = 2 * time.Second
-	c := dial(t, lis.Addr().String(), sdk.WithSessionTTL(ttl))
-	s, err := c.Session(context.Background())
+	return lis.Addr().String()
+}
+
+func (f *leaseNS) OpenSession(_ context.Context, req *bfspb.OpenSessionRequest) (*bfspb.OpenSessionResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.mu.opened++
+	ttl := cmp.Or(f.grant.Milliseconds(), req.GetTtlMs())
+	return &bfspb.OpenSessionResponse{SessionId: fmt.Sprintf("s%d", f.mu.opened), TtlMs: ttl}, nil
+}
+
+func (f *leaseNS) KeepAlive(ctx context.Context, req *bfspb.KeepAliveRequest) (*bfspb.KeepAliveResponse, error) {
+	f.keepalives <- req.SessionId
+	f.mu.Lock()
+	f.mu.renewed[req.SessionId]++
+	n := f.mu.renewed[req.SessionId]
+	f.mu.Unlock()
+	if f.renew == nil {
+		return &bfspb.KeepAliveResponse{}, nil
+	}
+	return f.renew(ctx, req.SessionId, n)
+}
+
+func (f *leaseNS) CloseSession(context.Context, *bfspb.CloseSessionRequest) (*bfspb.CloseSessionResponse, error) {
+	return &bfspb.CloseSessionResponse{}, nil
+}
+
+func (f *leaseNS) WatchDirLocks(req *bfspb.WatchDirLocksRequest, stream bfspb.NameServer_WatchDirLocksServer) error {
+	f.watches <- req.SessionId
+	if !f.unconfirmed[req.SessionId] {
+		if err := stream.SendHeader(nil); err != nil {
+			return err
+		}
+	}
+	<-stream.Context().Done()
+	return nil
+}
+
+func (f *leaseNS) LockDir(_ context.Context, req *bfspb.LockDirRequest) (*bfspb.LockDirResponse, error) {
+	f.locks <- req.SessionId
+	return &bfspb.LockDirResponse{Lock: &bfspb.DirLock{Path: req.Path, Status: bfspb.LockStatus_LOCK_STATUS_LOCKED,
+		SessionId: req.SessionId, Holder: "h", Epoch: 1}}, nil
+}
+
+// hang is a KeepAlive that gets no answer, as behind a partition.
+func hang(ctx context.Context) (*bfspb.KeepAliveResponse, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// recv returns the next value from ch, failing the test if none comes
+// within a generous deadline.
+func recv[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(10 * time.Second):
+		t.Fatalf("timed out waiting for %s", what)
+		panic("unreachable")
+	}
+}
+
+// TestSessionLostBeforeServerExpiryWhileRenewalsHang: the nameserver
+// grants a session a TTL (shorter than the one asked for), then every
+// renewal hangs (a partition). It expires the session that TTL after it
+// received the OpenSession, which was after the client sent it, and may
+// then give the session's locks to another holder; so the session and its
+// lock handles must be lost before the client's clock reaches sent+TTL,
+// though no renewal has returned by then. The fake clock is never
+// advanced that far: Done closing at all proves it.
+func TestSessionLostBeforeServerExpiryWhileRenewalsHang(t *testing.T) {
+	const asked, granted = 30 * time.Second, 12 * time.Second
+	f := &leaseNS{grant: granted, renew: func(ctx context.Context, _ string, _ int) (*bfspb.KeepAliveResponse, error) {
+		return hang(ctx)
+	}}
+	addr := startLeaseNS(t, f)
+	clk := clock.NewFake(time.Unix(1_000_000, 0))
+	c := dial(t, addr, sdk.WithSessionTTL(asked), sdk.WithClock(clk))
+	ctx := context.Background()
+	sent := clk.Now()
+	s, err := c.Session(ctx)
 	require.NoError(t, err)
-	waitClosed(t, s.Done(), "session loss")
-	lost := time.Now()
-	require.GreaterOrEqual(t, f.renewals.Load(), int32(2), "lost before a renewal hung")
-	expiry := time.Unix(0, f.lastOKRcv.Load()).Add(ttl)
-	require.True(t, lost.Before(expiry), "loss declared %v after the nameserver's expiry", lost.Sub(expiry))
+	l, err := c.LockDir(ctx, "/d")
+	require.NoError(t, err)
+	require.NoError(t, clk.BlockUntil(ctx, 1)) // the keep-alive is waiting for its first renewal
+
+	clk.Advance(granted / 3)
+	recv(t, f.keepalives, "the first renewal, which hangs")
+	clk.Advance(sent.Add(granted - time.Millisecond).Sub(clk.Now()))
+	waitClosed(t, s.Done(), "session loss before the nameserver's expiry")
 	require.ErrorIs(t, s.Err(), sdk.ErrSessionExpired)
+	waitClosed(t, l.Done(), "the lock handle's loss with its session")
+	require.ErrorIs(t, l.Err(), sdk.ErrLockLost)
+	require.ErrorIs(t, l.Err(), sdk.ErrSessionExpired)
+}
+
+// TestSessionLossCountsFromTheLastRenewal: the nameserver answers one
+// renewal, granting a TTL shorter than the session had, then renewals
+// hang. The loss is due that TTL (less the margin) after that renewal was
+// sent: before the client's clock reaches sent+TTL.
+func TestSessionLossCountsFromTheLastRenewal(t *testing.T) {
+	const opened, granted = 30 * time.Second, 12 * time.Second
+	f := &leaseNS{renew: func(ctx context.Context, _ string, n int) (*bfspb.KeepAliveResponse, error) {
+		if n == 1 {
+			return &bfspb.KeepAliveResponse{TtlMs: granted.Milliseconds()}, nil
+		}
+		return hang(ctx)
+	}}
+	addr := startLeaseNS(t, f)
+	clk := clock.NewFake(time.Unix(1_000_000, 0))
+	c := dial(t, addr, sdk.WithSessionTTL(opened), sdk.WithClock(clk))
+	ctx := context.Background()
+	s, err := c.Session(ctx)
+	require.NoError(t, err)
+	require.NoError(t, clk.BlockUntil(ctx, 1))
+
+	clk.Advance(opened / 3)
+	recv(t, f.keepalives, "the first renewal")
+	sent := clk.Now() // answered: the nameserver now expires the session at sent+granted or later
+	// The next renewal is due a third of the granted TTL after the first
+	// was sent: its arrival shows the answer was taken in.
+	clk.Advance(granted / 3)
+	recv(t, f.keepalives, "the second renewal, which hangs")
+	require.NoError(t, s.Err())
+	clk.Advance(sent.Add(granted - time.Millisecond).Sub(clk.Now()))
+	waitClosed(t, s.Done(), "session loss before the nameserver's expiry")
+	require.ErrorIs(t, s.Err(), sdk.ErrSessionExpired)
+}
+
+// TestHungRenewalIsFollowedAtOnce: a renewal that hangs until its timeout
+// (a third of the TTL) is followed by the next one at once, not a third
+// of a TTL later: counted from the sending, the next was already due. So
+// a session survives a single lost renewal, with two more tries before
+// it is declared lost.
+func TestHungRenewalIsFollowedAtOnce(t *testing.T) {
+	const ttl = 30 * time.Second
+	f := &leaseNS{renew: func(ctx context.Context, _ string, n int) (*bfspb.KeepAliveResponse, error) {
+		if n == 1 {
+			return hang(ctx)
+		}
+		return &bfspb.KeepAliveResponse{}, nil
+	}}
+	addr := startLeaseNS(t, f)
+	clk := clock.NewFake(time.Unix(1_000_000, 0))
+	c := dial(t, addr, sdk.WithSessionTTL(ttl), sdk.WithClock(clk))
+	ctx := context.Background()
+	s, err := c.Session(ctx)
+	require.NoError(t, err)
+	require.NoError(t, clk.BlockUntil(ctx, 1))
+
+	clk.Advance(ttl / 3)
+	recv(t, f.keepalives, "the first renewal, which hangs")
+	clk.Advance(ttl / 3) // its timeout
+	recv(t, f.keepalives, "the second renewal, right after the first timed out")
+	require.NoError(t, s.Err())
 }
