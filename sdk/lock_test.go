@@ -3,13 +3,11 @@ package sdk_test
 import (
 	"context"
 	"errors"
-	"net"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -337,7 +335,7 @@ func TestLockTimesAbsentOnTheWireAreZero(t *testing.T) {
 // ended by gRPC before the caller's context. Everything else about locks
 // is tested against the real nameserver.
 type lockFake struct {
-	bfspb.UnimplementedNameServerServer
+	steadySession
 
 	// confirm is received from before each watch sends its headers;
 	// watches counts the watches started; breakWatch ends the current
@@ -359,32 +357,7 @@ func startLockFake(t *testing.T) (*lockFake, string) {
 	t.Helper()
 	f := &lockFake{confirm: make(chan struct{}), watches: make(chan string, 10), breakWatch: make(chan struct{})}
 	f.mu.status = bfspb.LockStatus_LOCK_STATUS_LOCKED
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	srv := grpc.NewServer()
-	bfspb.RegisterNameServerServer(srv, f)
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		_ = srv.Serve(lis)
-	}()
-	t.Cleanup(func() {
-		srv.Stop()
-		<-served
-	})
-	return f, lis.Addr().String()
-}
-
-func (f *lockFake) OpenSession(context.Context, *bfspb.OpenSessionRequest) (*bfspb.OpenSessionResponse, error) {
-	return &bfspb.OpenSessionResponse{SessionId: "s1", TtlMs: 60000}, nil
-}
-
-func (f *lockFake) KeepAlive(context.Context, *bfspb.KeepAliveRequest) (*bfspb.KeepAliveResponse, error) {
-	return &bfspb.KeepAliveResponse{TtlMs: 60000}, nil
-}
-
-func (f *lockFake) CloseSession(context.Context, *bfspb.CloseSessionRequest) (*bfspb.CloseSessionResponse, error) {
-	return &bfspb.CloseSessionResponse{}, nil
+	return f, serveFake(t, f)
 }
 
 func (f *lockFake) WatchDirLocks(req *bfspb.WatchDirLocksRequest, stream bfspb.NameServer_WatchDirLocksServer) error {

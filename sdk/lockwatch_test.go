@@ -2,13 +2,11 @@ package sdk_test
 
 import (
 	"context"
-	"net"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -21,7 +19,7 @@ import (
 // holds each WatchDirLocks stream (to send events on it or break it),
 // may hold LockDir calls, and decides what GetDirLock answers per path.
 type watchNS struct {
-	bfspb.UnimplementedNameServerServer
+	steadySession
 	streams chan *heldStream
 	lockIn  chan string   // a LockDir arrived (its path)
 	lockGo  chan struct{} // nil: LockDir answers at once
@@ -68,32 +66,7 @@ func startWatchNS(t *testing.T) (*watchNS, string) {
 	t.Helper()
 	f := &watchNS{streams: make(chan *heldStream, 10), lockIn: make(chan string, 10), gets: make(chan string, 100)}
 	f.mu.gets = map[string]*scriptedGet{}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	srv := grpc.NewServer()
-	bfspb.RegisterNameServerServer(srv, f)
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		_ = srv.Serve(lis)
-	}()
-	t.Cleanup(func() {
-		srv.Stop()
-		<-served
-	})
-	return f, lis.Addr().String()
-}
-
-func (f *watchNS) OpenSession(context.Context, *bfspb.OpenSessionRequest) (*bfspb.OpenSessionResponse, error) {
-	return &bfspb.OpenSessionResponse{SessionId: "s1", TtlMs: 60000}, nil
-}
-
-func (f *watchNS) KeepAlive(context.Context, *bfspb.KeepAliveRequest) (*bfspb.KeepAliveResponse, error) {
-	return &bfspb.KeepAliveResponse{TtlMs: 60000}, nil
-}
-
-func (f *watchNS) CloseSession(context.Context, *bfspb.CloseSessionRequest) (*bfspb.CloseSessionResponse, error) {
-	return &bfspb.CloseSessionResponse{}, nil
+	return f, serveFake(t, f)
 }
 
 func (f *watchNS) WatchDirLocks(_ *bfspb.WatchDirLocksRequest, stream bfspb.NameServer_WatchDirLocksServer) error {

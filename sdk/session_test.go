@@ -14,7 +14,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -50,20 +49,7 @@ func startFake(t *testing.T) (*fakeNS, string) {
 	t.Helper()
 	f := &fakeNS{keepalives: make(chan string, 100)}
 	f.mu.expireOnMkdir = map[string]bool{}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	srv := grpc.NewServer()
-	bfspb.RegisterNameServerServer(srv, f)
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		_ = srv.Serve(lis)
-	}()
-	t.Cleanup(func() {
-		srv.Stop()
-		<-served
-	})
-	return f, lis.Addr().String()
+	return f, serveFake(t, f)
 }
 
 func (f *fakeNS) OpenSession(_ context.Context, req *bfspb.OpenSessionRequest) (*bfspb.OpenSessionResponse, error) {
@@ -367,20 +353,7 @@ func startLeaseNS(t *testing.T, f *leaseNS) string {
 	t.Helper()
 	f.keepalives, f.watches, f.locks = make(chan string, 100), make(chan string, 100), make(chan string, 100)
 	f.mu.renewed = map[string]int{}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	srv := grpc.NewServer()
-	bfspb.RegisterNameServerServer(srv, f)
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		_ = srv.Serve(lis)
-	}()
-	t.Cleanup(func() {
-		srv.Stop()
-		<-served
-	})
-	return lis.Addr().String()
+	return serveFake(t, f)
 }
 
 func (f *leaseNS) OpenSession(_ context.Context, req *bfspb.OpenSessionRequest) (*bfspb.OpenSessionResponse, error) {
