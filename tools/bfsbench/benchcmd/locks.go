@@ -29,7 +29,7 @@ func newLocksCmd(c *common) *cobra.Command {
 	return cmd
 }
 
-const locksNote = "one op = SDK LockDir + Lock.Unlock of an empty directory (two durable nameserver commits, plus the lock handle's WatchDirLocks stream and GetDirLock check); each client its own directory, connection and session"
+const locksNote = "one op = SDK LockDir + Lock.Unlock of an empty directory (two durable nameserver commits, plus the unlock event its session's WatchDirLocks stream delivers to the handle); each client its own directory, connection and session"
 
 // run measures lock+unlock cycles with each client count, and the same
 // against etcd when asked.
