@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/bfs-go/bfs/dirlock"
 	"github.com/bfs-go/bfs/nameserver/blockmap"
 	"github.com/bfs-go/bfs/nameserver/namespace"
 	"github.com/bfs-go/bfs/proto/bfspb"
@@ -89,12 +90,12 @@ func (s *Server) SyncBlock(_ context.Context, req *bfspb.SyncBlockRequest) (*bfs
 // replicas, whose BlockReceived reports close the file. With wait, it
 // returns once the file is closed.
 //
-// It is not gated by directory locks (SPEC §6 lists Finish among the
-// gated calls): the close it waits for is the nameserver's own, driven by
-// the replicas' reports, which no lock stops (a cleaning closes files the
-// same way). What a lock refuses a non-holder is any new block or synced
-// length (AddBlock, SyncBlock); refusing this call would only tell the
-// writer "locked" about a file that closes anyway.
+// Like AddBlock and SyncBlock it is gated by directory locks: in a subtree
+// locked by another session the writer gets LOCKED, and during a cleaning
+// everyone gets CLEANING, also for a file the cleaning closed already (a
+// fenced writer is never told its finish went through). The close itself
+// is the nameserver's, driven by the replicas' reports, so a refused
+// finish still ends with the file closed.
 func (s *Server) FinishFile(ctx context.Context, req *bfspb.FinishFileRequest) (*bfspb.FinishFileResponse, error) {
 	info, err := s.finishFile(ctx, req)
 	code, msg := statusOf(err)
@@ -104,6 +105,9 @@ func (s *Server) FinishFile(ctx context.Context, req *bfspb.FinishFileRequest) (
 func (s *Server) finishFile(ctx context.Context, req *bfspb.FinishFileRequest) (*bfspb.FileInfo, error) {
 	p, err := cleanPath(req.Path)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.ns.Locks().Check(p, dirlock.SessionID(req.SessionId)); err != nil {
 		return nil, err
 	}
 	info, err := s.ns.Stat(p)
