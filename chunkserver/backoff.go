@@ -1,11 +1,8 @@
 package chunkserver
 
 import (
-	"context"
 	"math/rand/v2"
 	"time"
-
-	"github.com/bfs-go/bfs/internal/clock"
 )
 
 // backoff yields retry delays that double from min to max, with jitter
@@ -24,15 +21,3 @@ func (b *backoff) next() time.Duration {
 }
 
 func (b *backoff) reset() { b.cur = b.min }
-
-// sleep waits d on c; it returns false if ctx ends first.
-func sleep(ctx context.Context, c clock.Clock, d time.Duration) bool {
-	t := c.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C():
-		return true
-	}
-}

@@ -67,7 +67,7 @@ func (m *membership) register(ctx context.Context) bool {
 		} else if ctx.Err() == nil {
 			glog.Warningf("register with the nameserver as %s: %v", m.addr, err)
 		}
-		if !sleep(ctx, m.clock, bo.next()) {
+		if !clock.Sleep(ctx, m.clock, bo.next()) {
 			return false
 		}
 	}

@@ -74,7 +74,7 @@ func (r *reporter) run(ctx context.Context) {
 		case <-r.kick:
 		}
 		for !r.flush(ctx) {
-			if !sleep(ctx, r.clock, bo.next()) {
+			if !clock.Sleep(ctx, r.clock, bo.next()) {
 				return
 			}
 		}

@@ -26,6 +26,14 @@ func watchLocks(t *testing.T, ns bfspb.NameServerClient, req *bfspb.WatchDirLock
 	return stream
 }
 
+// mkdirAll makes the directory path and its parents.
+func mkdirAll(t *testing.T, ns bfspb.NameServerClient, path string) {
+	t.Helper()
+	r, err := ns.Mkdir(context.Background(), &bfspb.MkdirRequest{Path: path, Parents: true})
+	require.NoError(t, err)
+	require.Equal(t, bfspb.StatusCode_OK, r.Status, r.Message)
+}
+
 func openSession(t *testing.T, ns bfspb.NameServerClient, holder string) string {
 	t.Helper()
 	r, err := ns.OpenSession(context.Background(), &bfspb.OpenSessionRequest{Holder: holder, TtlMs: 10000})
@@ -71,12 +79,8 @@ func TestUnlockWithNothingToDrainNamesTheLock(t *testing.T) {
 	c := testcluster.Start(t)
 	ns := bfspb.NewNameServerClient(dial(t, c.NameServerAddr))
 	ctx := context.Background()
-	mk, err := ns.Mkdir(ctx, &bfspb.MkdirRequest{Path: "/t/lg0", Parents: true})
-	require.NoError(t, err)
-	require.Equal(t, bfspb.StatusCode_OK, mk.Status)
-	mk, err = ns.Mkdir(ctx, &bfspb.MkdirRequest{Path: "/other", Parents: true})
-	require.NoError(t, err)
-	require.Equal(t, bfspb.StatusCode_OK, mk.Status)
+	mkdirAll(t, ns, "/t/lg0")
+	mkdirAll(t, ns, "/other")
 	a := openSession(t, ns, "tablet-a")
 	b := openSession(t, ns, "tablet-b")
 
@@ -154,9 +158,7 @@ func TestLockedDirectoryDeletedOrMoved(t *testing.T) {
 	c := testcluster.Start(t)
 	ns := bfspb.NewNameServerClient(dial(t, c.NameServerAddr))
 	ctx := context.Background()
-	mk, err := ns.Mkdir(ctx, &bfspb.MkdirRequest{Path: "/t/lg0", Parents: true})
-	require.NoError(t, err)
-	require.Equal(t, bfspb.StatusCode_OK, mk.Status)
+	mkdirAll(t, ns, "/t/lg0")
 	a := openSession(t, ns, "tablet-a")
 	mine := watchLocks(t, ns, &bfspb.WatchDirLocksRequest{SessionId: a})
 	parent := lockAs(t, ns, "/t", a)

@@ -18,9 +18,7 @@ func TestLockHistoryKeepsTheNewest(t *testing.T) {
 	c := testcluster.Start(t)
 	ns := bfspb.NewNameServerClient(dial(t, c.NameServerAddr))
 	ctx := context.Background()
-	mk, err := ns.Mkdir(ctx, &bfspb.MkdirRequest{Path: "/d"})
-	require.NoError(t, err)
-	require.Equal(t, bfspb.StatusCode_OK, mk.Status)
+	mkdirAll(t, ns, "/d")
 	var epochs []uint64
 	cycle := func(n int) {
 		session := openSession(t, ns, "h")

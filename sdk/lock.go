@@ -12,6 +12,7 @@ import (
 	"github.com/golang/glog"
 	"google.golang.org/grpc/status"
 
+	"github.com/bfs-go/bfs/internal/clock"
 	"github.com/bfs-go/bfs/proto/bfspb"
 )
 
@@ -574,7 +575,7 @@ func (w *sessionWatch) run() {
 			glog.V(1).Infof("bfs sdk: lock watch of session %s: %v", w.s.id, err)
 			backoff = min(2*backoff, watchRetryMax)
 		}
-		if !w.sleep(ctx, backoff) {
+		if !clock.Sleep(ctx, w.c.clock, backoff) {
 			return
 		}
 	}
@@ -635,17 +636,6 @@ func (w *sessionWatch) receive(stream bfspb.NameServer_WatchDirLocksClient) erro
 			return err
 		}
 		w.dispatch(ev)
-	}
-}
-
-func (w *sessionWatch) sleep(ctx context.Context, d time.Duration) bool {
-	t := w.c.clock.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C():
-		return true
-	case <-ctx.Done():
-		return false
 	}
 }
 

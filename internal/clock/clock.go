@@ -3,7 +3,10 @@
 // use Go's monotonic reading.
 package clock
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // Clock is the source of time and timers.
 type Clock interface {
@@ -39,3 +42,15 @@ type realTimer struct{ t *time.Timer }
 func (r realTimer) C() <-chan time.Time        { return r.t.C }
 func (r realTimer) Stop() bool                 { return r.t.Stop() }
 func (r realTimer) Reset(d time.Duration) bool { return r.t.Reset(d) }
+
+// Sleep waits d on c; it returns false if ctx ends first.
+func Sleep(ctx context.Context, c Clock, d time.Duration) bool {
+	t := c.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C():
+		return true
+	}
+}
