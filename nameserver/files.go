@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/bfs-go/bfs/dirlock"
 	"github.com/bfs-go/bfs/nameserver/blockmap"
 	"github.com/bfs-go/bfs/nameserver/namespace"
 	"github.com/bfs-go/bfs/proto/bfspb"
@@ -27,6 +26,12 @@ func (s *Server) addBlock(req *bfspb.AddBlockRequest) (*bfspb.LocatedBlock, erro
 	if err != nil {
 		return nil, err
 	}
+	// Checked here first so that a refused writer hears why before
+	// anything is picked (and a retry, answered from the file, is gated
+	// too); the command checks again, atomically with its commit.
+	if err := s.gate(p, req.SessionId, req.Fences); err != nil {
+		return nil, err
+	}
 	info, err := s.ns.Stat(p)
 	if err != nil {
 		return nil, err
@@ -42,7 +47,7 @@ func (s *Server) addBlock(req *bfspb.AddBlockRequest) (*bfspb.LocatedBlock, erro
 		return nil, err
 	}
 	meta := &bfspb.BlockMeta{Id: int64(s.ns.AllocIDs(1)[0]), Version: 1, WriteSet: addrs}
-	res, err := s.mutate(req.SessionId, &bfspb.Command{Op: &bfspb.Command_AddBlock{AddBlock: &bfspb.AddBlockCmd{
+	res, err := s.mutate(req.SessionId, req.Fences, &bfspb.Command{Op: &bfspb.Command_AddBlock{AddBlock: &bfspb.AddBlockCmd{
 		Path: p, SessionId: req.SessionId, Block: meta,
 	}}})
 	if err != nil {
@@ -75,7 +80,7 @@ func locate(b *bfspb.BlockMeta, open bool, replicas []blockmap.Replica) *bfspb.L
 // SyncBlock records how much of a block every replica has on disk.
 func (s *Server) SyncBlock(_ context.Context, req *bfspb.SyncBlockRequest) (*bfspb.SyncBlockResponse, error) {
 	res, err := s.withPath(req.Path, func(p string) (*namespace.Result, error) {
-		return s.mutate(req.SessionId, &bfspb.Command{Op: &bfspb.Command_SyncBlock{SyncBlock: &bfspb.SyncBlockCmd{
+		return s.mutate(req.SessionId, req.Fences, &bfspb.Command{Op: &bfspb.Command_SyncBlock{SyncBlock: &bfspb.SyncBlockCmd{
 			Path: p, SessionId: req.SessionId, BlockId: req.BlockId, Size: req.Size, Dropped: req.Dropped,
 		}}})
 	})
@@ -107,7 +112,7 @@ func (s *Server) finishFile(ctx context.Context, req *bfspb.FinishFileRequest) (
 	if err != nil {
 		return nil, err
 	}
-	if err := s.ns.Locks().Check(p, dirlock.SessionID(req.SessionId)); err != nil {
+	if err := s.gate(p, req.SessionId, req.Fences); err != nil {
 		return nil, err
 	}
 	info, err := s.ns.Stat(p)
@@ -121,7 +126,7 @@ func (s *Server) finishFile(ctx context.Context, req *bfspb.FinishFileRequest) (
 		return nil, namespace.ErrNotOpen
 	}
 	if len(info.Blocks) > 0 && len(req.Dropped) > 0 {
-		_, err := s.mutate(req.SessionId, &bfspb.Command{Op: &bfspb.Command_SyncBlock{SyncBlock: &bfspb.SyncBlockCmd{
+		_, err := s.mutate(req.SessionId, req.Fences, &bfspb.Command{Op: &bfspb.Command_SyncBlock{SyncBlock: &bfspb.SyncBlockCmd{
 			Path: p, SessionId: req.SessionId, BlockId: info.Blocks[0].Id, Dropped: req.Dropped,
 		}}})
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/bfs-go/bfs/dirlock"
 	"github.com/bfs-go/bfs/internal/fspath"
 	"github.com/bfs-go/bfs/nameserver/namespace"
 	"github.com/bfs-go/bfs/nameserver/session"
@@ -20,17 +21,58 @@ func cleanPath(p string) (string, error) {
 }
 
 // mutate applies cmd on behalf of sessionID (empty: a caller without a
-// session), stamping it with the time.
-func (s *Server) mutate(sessionID string, cmd *bfspb.Command) (*namespace.Result, error) {
+// session) with the fences the request carried, stamping it with the time.
+func (s *Server) mutate(sessionID string, fences []*bfspb.Fence, cmd *bfspb.Command) (*namespace.Result, error) {
 	if err := s.checkSession(sessionID); err != nil {
 		return nil, err
 	}
+	f, err := cleanFences(fences)
+	if err != nil {
+		return nil, err
+	}
+	cmd.Fences = f
 	cmd.TimeNs = s.cfg.Clock.Now().UnixNano()
 	res, err := s.ns.Apply(cmd)
 	if err == nil && len(res.Freed) > 0 {
 		s.dropBlocks(res.Freed)
 	}
 	return res, err
+}
+
+// cleanFences normalizes the paths of fences from the wire.
+func cleanFences(fences []*bfspb.Fence) ([]*bfspb.Fence, error) {
+	if len(fences) == 0 {
+		return nil, nil
+	}
+	out := make([]*bfspb.Fence, len(fences))
+	for i, f := range fences {
+		p, err := cleanPath(f.GetPath())
+		if err != nil {
+			return nil, fmt.Errorf("fence: %w", err)
+		}
+		if f.Epoch == 0 {
+			return nil, namespaceInvalid("fence " + p + " without an epoch")
+		}
+		out[i] = &bfspb.Fence{Path: p, Epoch: f.Epoch}
+	}
+	return out, nil
+}
+
+// gate is the lock check of a request that is not applied as one command
+// (FinishFile, a retried AddBlock): the fences, then the locks over path.
+// Unlike a command's check, it is not atomic with what follows it; what
+// follows is the nameserver's own close, which locks drain rather than
+// stop.
+func (s *Server) gate(path, sessionID string, fences []*bfspb.Fence) error {
+	f, err := cleanFences(fences)
+	if err != nil {
+		return err
+	}
+	locks := s.ns.Locks()
+	if err := locks.CheckFences([]string{path}, dirlock.SessionID(sessionID), namespace.Fences(f)); err != nil {
+		return err
+	}
+	return locks.Check(path, dirlock.SessionID(sessionID))
 }
 
 // checkSession refuses a session id that is not live; "" is a caller
@@ -65,7 +107,7 @@ func (s *Server) mkdir(req *bfspb.MkdirRequest) (*namespace.Result, error) {
 	if req.Parents {
 		n = max(len(fspath.Split(p)), 1)
 	}
-	return s.mutate(req.SessionId, &bfspb.Command{Op: &bfspb.Command_Mkdir{Mkdir: &bfspb.MkdirCmd{
+	return s.mutate(req.SessionId, req.Fences, &bfspb.Command{Op: &bfspb.Command_Mkdir{Mkdir: &bfspb.MkdirCmd{
 		Path: p, Mode: req.Mode, Parents: req.Parents, Ids: s.ns.AllocIDs(n), SessionId: req.SessionId,
 	}}})
 }
@@ -82,7 +124,7 @@ func (s *Server) create(req *bfspb.CreateRequest) (*namespace.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := s.mutate(req.SessionId, &bfspb.Command{Op: &bfspb.Command_Create{Create: &bfspb.CreateCmd{
+	res, err := s.mutate(req.SessionId, req.Fences, &bfspb.Command{Op: &bfspb.Command_Create{Create: &bfspb.CreateCmd{
 		Path: p, Mode: req.Mode, Replication: req.Replication, Overwrite: req.Overwrite,
 		Id: s.ns.AllocIDs(1)[0], SessionId: req.SessionId, OpenForWrite: req.OpenForWrite,
 	}}})
@@ -112,7 +154,7 @@ func (s *Server) List(_ context.Context, req *bfspb.ListRequest) (*bfspb.ListRes
 // DeleteFile deletes a file.
 func (s *Server) DeleteFile(_ context.Context, req *bfspb.DeleteFileRequest) (*bfspb.DeleteFileResponse, error) {
 	_, err := s.withPath(req.Path, func(p string) (*namespace.Result, error) {
-		return s.mutate(req.SessionId, &bfspb.Command{Op: &bfspb.Command_DeleteFile{DeleteFile: &bfspb.DeleteFileCmd{
+		return s.mutate(req.SessionId, req.Fences, &bfspb.Command{Op: &bfspb.Command_DeleteFile{DeleteFile: &bfspb.DeleteFileCmd{
 			Path: p, SessionId: req.SessionId}}})
 	})
 	code, msg := statusOf(err)
@@ -123,7 +165,7 @@ func (s *Server) DeleteFile(_ context.Context, req *bfspb.DeleteFileRequest) (*b
 // subtree.
 func (s *Server) DeleteDir(_ context.Context, req *bfspb.DeleteDirRequest) (*bfspb.DeleteDirResponse, error) {
 	_, err := s.withPath(req.Path, func(p string) (*namespace.Result, error) {
-		return s.mutate(req.SessionId, &bfspb.Command{Op: &bfspb.Command_DeleteDir{DeleteDir: &bfspb.DeleteDirCmd{
+		return s.mutate(req.SessionId, req.Fences, &bfspb.Command{Op: &bfspb.Command_DeleteDir{DeleteDir: &bfspb.DeleteDirCmd{
 			Path: p, Recursive: req.Recursive, SessionId: req.SessionId}}})
 	})
 	code, msg := statusOf(err)
@@ -146,7 +188,7 @@ func (s *Server) rename(req *bfspb.RenameRequest) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.mutate(req.SessionId, &bfspb.Command{Op: &bfspb.Command_Rename{Rename: &bfspb.RenameCmd{
+	_, err = s.mutate(req.SessionId, req.Fences, &bfspb.Command{Op: &bfspb.Command_Rename{Rename: &bfspb.RenameCmd{
 		Src: src, Dst: dst, SessionId: req.SessionId}}})
 	return err
 }
@@ -154,7 +196,7 @@ func (s *Server) rename(req *bfspb.RenameRequest) error {
 // Chmod changes the mode bits of an entry.
 func (s *Server) Chmod(_ context.Context, req *bfspb.ChmodRequest) (*bfspb.ChmodResponse, error) {
 	_, err := s.withPath(req.Path, func(p string) (*namespace.Result, error) {
-		return s.mutate(req.SessionId, &bfspb.Command{Op: &bfspb.Command_Chmod{Chmod: &bfspb.ChmodCmd{
+		return s.mutate(req.SessionId, req.Fences, &bfspb.Command{Op: &bfspb.Command_Chmod{Chmod: &bfspb.ChmodCmd{
 			Path: p, Mode: req.Mode, SessionId: req.SessionId}}})
 	})
 	code, msg := statusOf(err)

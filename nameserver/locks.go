@@ -390,10 +390,20 @@ func lockStatusOf(st dirlock.Status) bfspb.LockStatus {
 // conflictOf says which lock refused a mutation, for the answer.
 func conflictOf(err error) *bfspb.LockConflict {
 	var le *dirlock.LockedError
-	if !errors.As(err, &le) {
-		return nil
+	if errors.As(err, &le) {
+		return conflictWith(le.Lock)
 	}
-	return &bfspb.LockConflict{Path: le.Lock.Path, Holder: le.Lock.Holder, Epoch: uint64(le.Lock.Epoch), LockStatus: lockStatusOf(le.Lock.Status)}
+	var se *dirlock.StaleEpochError
+	if errors.As(err, &se) {
+		c := conflictWith(se.Lock)
+		c.FencedEpoch = uint64(se.Fence.Epoch)
+		return c
+	}
+	return nil
+}
+
+func conflictWith(l dirlock.Lock) *bfspb.LockConflict {
+	return &bfspb.LockConflict{Path: l.Path, Holder: l.Holder, Epoch: uint64(l.Epoch), LockStatus: lockStatusOf(l.Status)}
 }
 
 // GetDirLock returns the lock state of one directory.

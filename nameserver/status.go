@@ -41,6 +41,7 @@ var statusTable = []struct {
 	{dirlock.ErrCleaning, bfspb.StatusCode_CLEANING},
 	{dirlock.ErrUnlocked, bfspb.StatusCode_UNLOCKED},
 	{dirlock.ErrStaleEpoch, bfspb.StatusCode_STALE_EPOCH},
+	{dirlock.ErrFenceUnrelated, bfspb.StatusCode_INVALID_ARGUMENT},
 	{context.Canceled, bfspb.StatusCode_UNAVAILABLE},
 	{context.DeadlineExceeded, bfspb.StatusCode_UNAVAILABLE},
 }

@@ -25,6 +25,8 @@ type Client struct {
 	clock  clock.Clock
 	// peers are the connections to chunkservers.
 	peers *connpool.Pool
+	// fences are the locks the client holds or lost (see fences).
+	fences fences
 
 	// opening is a one-slot semaphore serializing session opens, so that
 	// callers finding no session open one between them, not one each. A

@@ -116,6 +116,36 @@ func (e *LockedError) Is(target error) bool {
 	return ok && target == want
 }
 
+// StaleEpochError is a mutation refused because it carried the fence of a
+// lock this client lost (SPEC §6): Path was locked by this client at
+// Epoch, and that lock was taken away (forced, expired, its session
+// lost). The client's mutations at and under Path stay refused until it
+// locks Path again. Status, Holder and CurrentEpoch describe the
+// directory's lock now. It matches ErrStaleEpoch under errors.Is.
+type StaleEpochError struct {
+	Path  string
+	Epoch uint64
+	// Status is the directory's lock state now: Unlocked, Locked (by
+	// Holder) or Cleaning.
+	Status       LockStatus
+	Holder       string
+	CurrentEpoch uint64
+}
+
+func (e *StaleEpochError) Error() string {
+	now := "unlocked"
+	switch e.Status {
+	case Locked:
+		now = fmt.Sprintf("locked by %s (epoch %d)", e.Holder, e.CurrentEpoch)
+	case Cleaning:
+		now = fmt.Sprintf("being cleaned (epoch %d)", e.CurrentEpoch)
+	}
+	return fmt.Sprintf("lock of %s at epoch %d was lost; the directory is %s now", e.Path, e.Epoch, now)
+}
+
+// Is matches ErrStaleEpoch.
+func (e *StaleEpochError) Is(target error) bool { return target == ErrStaleEpoch }
+
 // response is what every nameserver answer has.
 type response interface {
 	GetStatus() bfspb.StatusCode
@@ -147,6 +177,15 @@ func statusError(code bfspb.StatusCode, msg string, conflict *bfspb.LockConflict
 			Holder: conflict.GetHolder(),
 			Epoch:  conflict.GetEpoch(),
 			Status: code,
+		}
+	}
+	if code == bfspb.StatusCode_STALE_EPOCH && conflict != nil {
+		return &StaleEpochError{
+			Path:         conflict.GetPath(),
+			Epoch:        conflict.GetFencedEpoch(),
+			Status:       lockStatusFromWire(conflict.GetLockStatus()),
+			Holder:       conflict.GetHolder(),
+			CurrentEpoch: conflict.GetEpoch(),
 		}
 	}
 	sentinel, ok := statusErrors[code]

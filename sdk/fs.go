@@ -46,7 +46,7 @@ func (c *Client) mkdir(ctx context.Context, path string, mode os.FileMode, paren
 		return err
 	}
 	return c.mutate(ctx, func(sid string) (response, error) {
-		resp, err := c.ns.Mkdir(ctx, &bfspb.MkdirRequest{Path: p, Mode: wire, Parents: parents, SessionId: sid})
+		resp, err := c.ns.Mkdir(ctx, &bfspb.MkdirRequest{Path: p, Mode: wire, Parents: parents, SessionId: sid, Fences: c.fences.of(false, p)})
 		return resp, err
 	})
 }
@@ -90,6 +90,7 @@ func (c *Client) create(ctx context.Context, path string, opts []CreateOption, o
 			Overwrite:    o.overwrite,
 			SessionId:    sid,
 			OpenForWrite: open,
+			Fences:       c.fences.of(false, p),
 		})
 		info, session = resp.GetInfo(), sid
 		return resp, err
@@ -204,7 +205,7 @@ func (c *Client) remove(ctx context.Context, path string) error {
 		return err
 	}
 	return c.mutate(ctx, func(sid string) (response, error) {
-		resp, err := c.ns.DeleteFile(ctx, &bfspb.DeleteFileRequest{Path: p, SessionId: sid})
+		resp, err := c.ns.DeleteFile(ctx, &bfspb.DeleteFileRequest{Path: p, SessionId: sid, Fences: c.fences.of(false, p)})
 		return resp, err
 	})
 }
@@ -221,7 +222,7 @@ func (c *Client) removeDir(ctx context.Context, path string, recursive bool) err
 		return err
 	}
 	return c.mutate(ctx, func(sid string) (response, error) {
-		resp, err := c.ns.DeleteDir(ctx, &bfspb.DeleteDirRequest{Path: p, Recursive: recursive, SessionId: sid})
+		resp, err := c.ns.DeleteDir(ctx, &bfspb.DeleteDirRequest{Path: p, Recursive: recursive, SessionId: sid, Fences: c.fences.of(true, p)})
 		return resp, err
 	})
 }
@@ -247,7 +248,7 @@ func (c *Client) rename(ctx context.Context, src, dst string) error {
 		return err
 	}
 	return c.mutate(ctx, func(sid string) (response, error) {
-		resp, err := c.ns.Rename(ctx, &bfspb.RenameRequest{Src: s, Dst: d, SessionId: sid})
+		resp, err := c.ns.Rename(ctx, &bfspb.RenameRequest{Src: s, Dst: d, SessionId: sid, Fences: c.fences.of(true, s, d)})
 		return resp, err
 	})
 }
@@ -267,7 +268,7 @@ func (c *Client) chmod(ctx context.Context, path string, mode os.FileMode) error
 		return err
 	}
 	return c.mutate(ctx, func(sid string) (response, error) {
-		resp, err := c.ns.Chmod(ctx, &bfspb.ChmodRequest{Path: p, Mode: wire, SessionId: sid})
+		resp, err := c.ns.Chmod(ctx, &bfspb.ChmodRequest{Path: p, Mode: wire, SessionId: sid, Fences: c.fences.of(false, p)})
 		return resp, err
 	})
 }

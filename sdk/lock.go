@@ -154,6 +154,7 @@ func (c *Client) lockDir(ctx context.Context, path string, opts []LockOption) (*
 			return resp, err
 		}
 		d := resp.Lock
+		c.fences.granted(p, d.Epoch)
 		l = &Lock{c: c, path: p, epoch: d.Epoch, holder: d.Holder, session: s, watch: w, done: make(chan struct{})}
 		recheck = w.settle(p, gen, l)
 		return resp, nil
@@ -235,9 +236,21 @@ func (c *Client) mutateLock(ctx context.Context, call func(s *Session) (response
 var ErrLockLost = errors.New("directory lock lost")
 
 // lose closes Done with err (once) and drops the handle from its
-// session's watch.
-func (l *Lock) lose(err error) {
+// session's watch: the lock was taken away, so it keeps fencing the
+// client's mutations in its directory (see fences).
+func (l *Lock) lose(err error) { l.end(err, false) }
+
+// end closes Done with err (once) and drops the handle from its session's
+// watch. released says the client let the lock go itself (Unlock, or the
+// deletion of its directory), which lifts its fence; else it was lost.
+// Whichever end comes first decides.
+func (l *Lock) end(err error, released bool) {
 	l.once.Do(func() {
+		if released {
+			l.c.fences.released(l.path, l.epoch)
+		} else {
+			l.c.fences.lost(l.path, l.epoch)
+		}
 		l.err = err
 		close(l.done)
 	})
@@ -312,8 +325,12 @@ func (l *Lock) Err() error {
 // open in it are sealed, then UNLOCKED; Unlock does not wait for that.
 // Done is closed first: the holder stops using the directory before it
 // is released.
+//
+// Unlocking a lock that was lost already (Done closed) does not lift its
+// fence: the client's mutations in the directory stay refused with
+// ErrStaleEpoch until it locks the directory again.
 func (l *Lock) Unlock(ctx context.Context) error {
-	l.lose(fmt.Errorf("%w: unlocked by its holder", ErrLockLost))
+	l.end(fmt.Errorf("%w: unlocked by its holder", ErrLockLost), true)
 	_, err := l.c.unlockDir(ctx, l.path, unlockOptions{epoch: l.epoch, session: l.session.id})
 	if errors.Is(err, ErrStaleEpoch) {
 		return nil // forced away and locked anew already: nothing of ours to release
@@ -384,9 +401,11 @@ func (c *Client) unlockDir(ctx context.Context, path string, o unlockOptions) (*
 	}
 	switch resp.Status {
 	case bfspb.StatusCode_UNLOCKED:
+		c.fences.released(p, d.Epoch)
 		d.Status = Unlocked
 		return d, nil
 	case bfspb.StatusCode_CLEANING:
+		c.fences.released(p, d.Epoch)
 		d.Status = Cleaning
 		if o.wait {
 			// The nameserver ends a wait only at (just before) the deadline.
@@ -783,10 +802,20 @@ func (w *sessionWatch) dispatch(ev *bfspb.DirLockEvent) {
 		}
 	}
 	w.mu.Unlock()
+	// A lock its own session unlocked, or whose directory it deleted (only
+	// the holder's session may), was let go by this client: no fence.
+	released := ev.Reason == reasonHolder || ev.Reason == reasonDeleted
 	for _, l := range lost {
-		l.lose(fmt.Errorf("%w: %s %s (%s)", ErrLockLost, d.Path, lockStatusFromWire(d.Status), ev.Reason))
+		l.end(fmt.Errorf("%w: %s %s (%s)", ErrLockLost, d.Path, lockStatusFromWire(d.Status), ev.Reason), released)
 	}
 }
+
+// Reasons of lock events that end a lock its holder let go: its
+// session's unlock, the deletion of its directory.
+const (
+	reasonHolder  = "holder"
+	reasonDeleted = "deleted"
+)
 
 // expect notes a LockDir of path about to be sent; settle must follow. It
 // returns the stream generation to pass to settle.

@@ -173,7 +173,7 @@ func TestForcedUnlockFencesTheHolder(t *testing.T) {
 	lb, err := b.LockDir(ctx, "/t1")
 	require.NoError(t, err)
 	require.Greater(t, lb.Epoch(), la.Epoch())
-	require.ErrorIs(t, a.Touch(ctx, "/t1/late"), sdk.ErrLocked)
+	require.ErrorIs(t, a.Touch(ctx, "/t1/late"), sdk.ErrStaleEpoch, "A carries the fence of the lock it lost")
 	got := get(t, b, "/t1/log")
 	require.Equal(t, data, got[:len(data)], "every synced byte is there")
 	hist, err := b.LockHistory(ctx, "/t1")

@@ -142,6 +142,7 @@ func (w *Writer) Sync(ctx context.Context) error {
 	err := w.c.mutateAs(ctx, w.session, func() (response, error) {
 		return w.c.ns.SyncBlock(ctx, &bfspb.SyncBlockRequest{
 			Path: w.path, SessionId: w.session, BlockId: w.block.BlockId, Size: w.offset, Dropped: w.fan.dropped(),
+			Fences: w.c.fences.of(false, w.path),
 		})
 	})
 	return w.setErr(pathError("sync", w.path, err))
@@ -181,6 +182,7 @@ func (w *Writer) CloseContext(ctx context.Context) error {
 	err := w.c.mutateAs(ctx, w.session, func() (response, error) {
 		return w.c.ns.FinishFile(ctx, &bfspb.FinishFileRequest{
 			Path: w.path, SessionId: w.session, Size: w.offset, Dropped: dropped, Wait: true,
+			Fences: w.c.fences.of(false, w.path),
 		})
 	})
 	w.err = pathError("close", w.path, err)
@@ -250,7 +252,7 @@ func (w *Writer) addBlock(ctx context.Context) error {
 	var resp *bfspb.AddBlockResponse
 	err := w.c.mutateAs(ctx, w.session, func() (response, error) {
 		var err error
-		resp, err = w.c.ns.AddBlock(ctx, &bfspb.AddBlockRequest{Path: w.path, SessionId: w.session})
+		resp, err = w.c.ns.AddBlock(ctx, &bfspb.AddBlockRequest{Path: w.path, SessionId: w.session, Fences: w.c.fences.of(false, w.path)})
 		return resp, err
 	})
 	if err != nil {

@@ -146,6 +146,11 @@ func validate(cmd *bfspb.Command) error {
 			return fmt.Errorf("%w: path %q is not normalized", ErrInvalid, p)
 		}
 	}
+	for _, f := range cmd.Fences {
+		if c, err := fspath.Clean(f.Path); err != nil || c != f.Path || f.Epoch == 0 {
+			return fmt.Errorf("%w: fence %q at epoch %d", ErrInvalid, f.Path, f.Epoch)
+		}
+	}
 	return nil
 }
 

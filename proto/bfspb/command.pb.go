@@ -45,7 +45,10 @@ type Command struct {
 	//	*Command_LockDir
 	//	*Command_UnlockDir
 	//	*Command_FinishCleaning
-	Op            isCommand_Op `protobuf_oneof:"op"`
+	Op isCommand_Op `protobuf_oneof:"op"`
+	// The fences the request carried: the command applies only if each is
+	// still LOCKED at its epoch by the command's session (SPEC §6).
+	Fences        []*Fence `protobuf:"bytes,16,rep,name=fences,proto3" json:"fences,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -216,6 +219,13 @@ func (x *Command) GetFinishCleaning() *FinishCleaningCmd {
 		if x, ok := x.Op.(*Command_FinishCleaning); ok {
 			return x.FinishCleaning
 		}
+	}
+	return nil
+}
+
+func (x *Command) GetFences() []*Fence {
+	if x != nil {
+		return x.Fences
 	}
 	return nil
 }
@@ -1099,7 +1109,10 @@ type LockDirCmd struct {
 	Path      string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
 	SessionId string                 `protobuf:"bytes,2,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	Holder    string                 `protobuf:"bytes,3,opt,name=holder,proto3" json:"holder,omitempty"`
-	// The epoch a new grant gets (a retried grant keeps its old one).
+	// The epoch a new grant gets (a retried grant keeps its old one). The
+	// store assigns it when the command is applied, under the directory's
+	// path lock, so a directory's grants get growing epochs in the order
+	// they commit.
 	Epoch         uint64 `protobuf:"varint,4,opt,name=epoch,proto3" json:"epoch,omitempty"`
 	Operator      bool   `protobuf:"varint,5,opt,name=operator,proto3" json:"operator,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -1407,7 +1420,7 @@ var File_command_proto protoreflect.FileDescriptor
 
 const file_command_proto_rawDesc = "" +
 	"\n" +
-	"\rcommand.proto\x12\x03bfs\x1a\bfs.proto\"\xea\x05\n" +
+	"\rcommand.proto\x12\x03bfs\x1a\bfs.proto\"\x8e\x06\n" +
 	"\aCommand\x12\x17\n" +
 	"\atime_ns\x18\x01 \x01(\x03R\x06timeNs\x12%\n" +
 	"\x05mkdir\x18\x02 \x01(\v2\r.bfs.MkdirCmdH\x00R\x05mkdir\x12(\n" +
@@ -1429,7 +1442,9 @@ const file_command_proto_rawDesc = "" +
 	"\block_dir\x18\r \x01(\v2\x0f.bfs.LockDirCmdH\x00R\alockDir\x122\n" +
 	"\n" +
 	"unlock_dir\x18\x0e \x01(\v2\x11.bfs.UnlockDirCmdH\x00R\tunlockDir\x12A\n" +
-	"\x0ffinish_cleaning\x18\x0f \x01(\v2\x16.bfs.FinishCleaningCmdH\x00R\x0efinishCleaningB\x04\n" +
+	"\x0ffinish_cleaning\x18\x0f \x01(\v2\x16.bfs.FinishCleaningCmdH\x00R\x0efinishCleaning\x12\"\n" +
+	"\x06fences\x18\x10 \x03(\v2\n" +
+	".bfs.FenceR\x06fencesB\x04\n" +
 	"\x02op\"}\n" +
 	"\bMkdirCmd\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x12\n" +
@@ -1555,7 +1570,8 @@ var file_command_proto_goTypes = []any{
 	(*UnlockDirCmd)(nil),      // 14: bfs.UnlockDirCmd
 	(*FinishCleaningCmd)(nil), // 15: bfs.FinishCleaningCmd
 	(*CleaningRecord)(nil),    // 16: bfs.CleaningRecord
-	(*BlockMeta)(nil),         // 17: bfs.BlockMeta
+	(*Fence)(nil),             // 17: bfs.Fence
+	(*BlockMeta)(nil),         // 18: bfs.BlockMeta
 }
 var file_command_proto_depIdxs = []int32{
 	1,  // 0: bfs.Command.mkdir:type_name -> bfs.MkdirCmd
@@ -1572,13 +1588,14 @@ var file_command_proto_depIdxs = []int32{
 	13, // 11: bfs.Command.lock_dir:type_name -> bfs.LockDirCmd
 	14, // 12: bfs.Command.unlock_dir:type_name -> bfs.UnlockDirCmd
 	15, // 13: bfs.Command.finish_cleaning:type_name -> bfs.FinishCleaningCmd
-	7,  // 14: bfs.OpenSessionCmd.session:type_name -> bfs.SessionRecord
-	17, // 15: bfs.AddBlockCmd.block:type_name -> bfs.BlockMeta
-	16, // [16:16] is the sub-list for method output_type
-	16, // [16:16] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	17, // 14: bfs.Command.fences:type_name -> bfs.Fence
+	7,  // 15: bfs.OpenSessionCmd.session:type_name -> bfs.SessionRecord
+	18, // 16: bfs.AddBlockCmd.block:type_name -> bfs.BlockMeta
+	17, // [17:17] is the sub-list for method output_type
+	17, // [17:17] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_command_proto_init() }

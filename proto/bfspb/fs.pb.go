@@ -119,6 +119,63 @@ func (LockStatus) EnumDescriptor() ([]byte, []int) {
 	return file_fs_proto_rawDescGZIP(), []int{1}
 }
 
+// Fence is a directory lock a client holds or lost: every mutation the
+// client sends for a path at or under path carries it, and the nameserver
+// accepts the mutation only while path is LOCKED at epoch by the sending
+// session (STALE_EPOCH otherwise). A lost lock keeps fencing its client's
+// mutations there until the client locks the directory again.
+type Fence struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	Epoch         uint64                 `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Fence) Reset() {
+	*x = Fence{}
+	mi := &file_fs_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Fence) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Fence) ProtoMessage() {}
+
+func (x *Fence) ProtoReflect() protoreflect.Message {
+	mi := &file_fs_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Fence.ProtoReflect.Descriptor instead.
+func (*Fence) Descriptor() ([]byte, []int) {
+	return file_fs_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *Fence) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *Fence) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
 // BlockMeta is the nameserver's durable record of one block of a file.
 // Replica locations are not here: they live in the in-memory block map,
 // rebuilt from chunkserver reports.
@@ -136,7 +193,7 @@ type BlockMeta struct {
 
 func (x *BlockMeta) Reset() {
 	*x = BlockMeta{}
-	mi := &file_fs_proto_msgTypes[0]
+	mi := &file_fs_proto_msgTypes[1]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -148,7 +205,7 @@ func (x *BlockMeta) String() string {
 func (*BlockMeta) ProtoMessage() {}
 
 func (x *BlockMeta) ProtoReflect() protoreflect.Message {
-	mi := &file_fs_proto_msgTypes[0]
+	mi := &file_fs_proto_msgTypes[1]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -161,7 +218,7 @@ func (x *BlockMeta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BlockMeta.ProtoReflect.Descriptor instead.
 func (*BlockMeta) Descriptor() ([]byte, []int) {
-	return file_fs_proto_rawDescGZIP(), []int{0}
+	return file_fs_proto_rawDescGZIP(), []int{1}
 }
 
 func (x *BlockMeta) GetId() int64 {
@@ -222,7 +279,7 @@ type FileInfo struct {
 
 func (x *FileInfo) Reset() {
 	*x = FileInfo{}
-	mi := &file_fs_proto_msgTypes[1]
+	mi := &file_fs_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -234,7 +291,7 @@ func (x *FileInfo) String() string {
 func (*FileInfo) ProtoMessage() {}
 
 func (x *FileInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_fs_proto_msgTypes[1]
+	mi := &file_fs_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -247,7 +304,7 @@ func (x *FileInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileInfo.ProtoReflect.Descriptor instead.
 func (*FileInfo) Descriptor() ([]byte, []int) {
-	return file_fs_proto_rawDescGZIP(), []int{1}
+	return file_fs_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *FileInfo) GetEntryId() uint64 {
@@ -366,7 +423,10 @@ var File_fs_proto protoreflect.FileDescriptor
 
 const file_fs_proto_rawDesc = "" +
 	"\n" +
-	"\bfs.proto\x12\x03bfs\"f\n" +
+	"\bfs.proto\x12\x03bfs\"1\n" +
+	"\x05Fence\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x14\n" +
+	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\"f\n" +
 	"\tBlockMeta\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x03R\x04size\x12\x18\n" +
@@ -414,16 +474,17 @@ func file_fs_proto_rawDescGZIP() []byte {
 }
 
 var file_fs_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_fs_proto_msgTypes = make([]protoimpl.MessageInfo, 2)
+var file_fs_proto_msgTypes = make([]protoimpl.MessageInfo, 3)
 var file_fs_proto_goTypes = []any{
 	(FileType)(0),     // 0: bfs.FileType
 	(LockStatus)(0),   // 1: bfs.LockStatus
-	(*BlockMeta)(nil), // 2: bfs.BlockMeta
-	(*FileInfo)(nil),  // 3: bfs.FileInfo
+	(*Fence)(nil),     // 2: bfs.Fence
+	(*BlockMeta)(nil), // 3: bfs.BlockMeta
+	(*FileInfo)(nil),  // 4: bfs.FileInfo
 }
 var file_fs_proto_depIdxs = []int32{
 	0, // 0: bfs.FileInfo.type:type_name -> bfs.FileType
-	2, // 1: bfs.FileInfo.blocks:type_name -> bfs.BlockMeta
+	3, // 1: bfs.FileInfo.blocks:type_name -> bfs.BlockMeta
 	1, // 2: bfs.FileInfo.lock_status:type_name -> bfs.LockStatus
 	3, // [3:3] is the sub-list for method output_type
 	3, // [3:3] is the sub-list for method input_type
@@ -443,7 +504,7 @@ func file_fs_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_fs_proto_rawDesc), len(file_fs_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   2,
+			NumMessages:   3,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

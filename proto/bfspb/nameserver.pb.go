@@ -22,11 +22,13 @@ const (
 )
 
 type MkdirRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
-	Mode          uint32                 `protobuf:"varint,2,opt,name=mode,proto3" json:"mode,omitempty"`
-	Parents       bool                   `protobuf:"varint,3,opt,name=parents,proto3" json:"parents,omitempty"`
-	SessionId     string                 `protobuf:"bytes,4,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Path      string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	Mode      uint32                 `protobuf:"varint,2,opt,name=mode,proto3" json:"mode,omitempty"`
+	Parents   bool                   `protobuf:"varint,3,opt,name=parents,proto3" json:"parents,omitempty"`
+	SessionId string                 `protobuf:"bytes,4,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// The client's fences for the paths this request names (SPEC §6).
+	Fences        []*Fence `protobuf:"bytes,14,rep,name=fences,proto3" json:"fences,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -87,6 +89,13 @@ func (x *MkdirRequest) GetSessionId() string {
 		return x.SessionId
 	}
 	return ""
+}
+
+func (x *MkdirRequest) GetFences() []*Fence {
+	if x != nil {
+		return x.Fences
+	}
+	return nil
 }
 
 type MkdirResponse struct {
@@ -168,7 +177,9 @@ type CreateRequest struct {
 	// Open the new file for write by session_id (it stays open until
 	// FinishFile or until the session ends). Without it the file is created
 	// empty and closed (touchz).
-	OpenForWrite  bool `protobuf:"varint,6,opt,name=open_for_write,json=openForWrite,proto3" json:"open_for_write,omitempty"`
+	OpenForWrite bool `protobuf:"varint,6,opt,name=open_for_write,json=openForWrite,proto3" json:"open_for_write,omitempty"`
+	// The client's fences for the paths this request names (SPEC §6).
+	Fences        []*Fence `protobuf:"bytes,14,rep,name=fences,proto3" json:"fences,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -243,6 +254,13 @@ func (x *CreateRequest) GetOpenForWrite() bool {
 		return x.OpenForWrite
 	}
 	return false
+}
+
+func (x *CreateRequest) GetFences() []*Fence {
+	if x != nil {
+		return x.Fences
+	}
+	return nil
 }
 
 type CreateResponse struct {
@@ -552,9 +570,11 @@ func (x *ListResponse) GetMore() bool {
 }
 
 type DeleteFileRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
-	SessionId     string                 `protobuf:"bytes,2,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Path      string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	SessionId string                 `protobuf:"bytes,2,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// The client's fences for the paths this request names (SPEC §6).
+	Fences        []*Fence `protobuf:"bytes,14,rep,name=fences,proto3" json:"fences,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -601,6 +621,13 @@ func (x *DeleteFileRequest) GetSessionId() string {
 		return x.SessionId
 	}
 	return ""
+}
+
+func (x *DeleteFileRequest) GetFences() []*Fence {
+	if x != nil {
+		return x.Fences
+	}
+	return nil
 }
 
 type DeleteFileResponse struct {
@@ -665,10 +692,12 @@ func (x *DeleteFileResponse) GetConflict() *LockConflict {
 }
 
 type DeleteDirRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
-	Recursive     bool                   `protobuf:"varint,2,opt,name=recursive,proto3" json:"recursive,omitempty"`
-	SessionId     string                 `protobuf:"bytes,3,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Path      string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	Recursive bool                   `protobuf:"varint,2,opt,name=recursive,proto3" json:"recursive,omitempty"`
+	SessionId string                 `protobuf:"bytes,3,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// The client's fences for the paths this request names (SPEC §6).
+	Fences        []*Fence `protobuf:"bytes,14,rep,name=fences,proto3" json:"fences,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -722,6 +751,13 @@ func (x *DeleteDirRequest) GetSessionId() string {
 		return x.SessionId
 	}
 	return ""
+}
+
+func (x *DeleteDirRequest) GetFences() []*Fence {
+	if x != nil {
+		return x.Fences
+	}
+	return nil
 }
 
 type DeleteDirResponse struct {
@@ -786,10 +822,12 @@ func (x *DeleteDirResponse) GetConflict() *LockConflict {
 }
 
 type RenameRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Src           string                 `protobuf:"bytes,1,opt,name=src,proto3" json:"src,omitempty"`
-	Dst           string                 `protobuf:"bytes,2,opt,name=dst,proto3" json:"dst,omitempty"`
-	SessionId     string                 `protobuf:"bytes,3,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Src       string                 `protobuf:"bytes,1,opt,name=src,proto3" json:"src,omitempty"`
+	Dst       string                 `protobuf:"bytes,2,opt,name=dst,proto3" json:"dst,omitempty"`
+	SessionId string                 `protobuf:"bytes,3,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// The client's fences for the paths this request names (SPEC §6).
+	Fences        []*Fence `protobuf:"bytes,14,rep,name=fences,proto3" json:"fences,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -843,6 +881,13 @@ func (x *RenameRequest) GetSessionId() string {
 		return x.SessionId
 	}
 	return ""
+}
+
+func (x *RenameRequest) GetFences() []*Fence {
+	if x != nil {
+		return x.Fences
+	}
+	return nil
 }
 
 type RenameResponse struct {
@@ -907,10 +952,12 @@ func (x *RenameResponse) GetConflict() *LockConflict {
 }
 
 type ChmodRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
-	Mode          uint32                 `protobuf:"varint,2,opt,name=mode,proto3" json:"mode,omitempty"`
-	SessionId     string                 `protobuf:"bytes,3,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Path      string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	Mode      uint32                 `protobuf:"varint,2,opt,name=mode,proto3" json:"mode,omitempty"`
+	SessionId string                 `protobuf:"bytes,3,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// The client's fences for the paths this request names (SPEC §6).
+	Fences        []*Fence `protobuf:"bytes,14,rep,name=fences,proto3" json:"fences,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -964,6 +1011,13 @@ func (x *ChmodRequest) GetSessionId() string {
 		return x.SessionId
 	}
 	return ""
+}
+
+func (x *ChmodRequest) GetFences() []*Fence {
+	if x != nil {
+		return x.Fences
+	}
+	return nil
 }
 
 type ChmodResponse struct {
@@ -1149,13 +1203,16 @@ func (x *DiskUsageResponse) GetDirs() int64 {
 }
 
 // LockConflict says who holds the lock that refused a request
-// (status LOCKED or CLEANING).
+// (status LOCKED, CLEANING or STALE_EPOCH).
 type LockConflict struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
-	Holder        string                 `protobuf:"bytes,2,opt,name=holder,proto3" json:"holder,omitempty"`
-	Epoch         uint64                 `protobuf:"varint,3,opt,name=epoch,proto3" json:"epoch,omitempty"`
-	LockStatus    LockStatus             `protobuf:"varint,4,opt,name=lock_status,json=lockStatus,proto3,enum=bfs.LockStatus" json:"lock_status,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Path       string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	Holder     string                 `protobuf:"bytes,2,opt,name=holder,proto3" json:"holder,omitempty"`
+	Epoch      uint64                 `protobuf:"varint,3,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	LockStatus LockStatus             `protobuf:"varint,4,opt,name=lock_status,json=lockStatus,proto3,enum=bfs.LockStatus" json:"lock_status,omitempty"`
+	// For STALE_EPOCH: the epoch of the fence that was refused (path, holder,
+	// epoch and lock_status above are the directory's lock now).
+	FencedEpoch   uint64 `protobuf:"varint,5,opt,name=fenced_epoch,json=fencedEpoch,proto3" json:"fenced_epoch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1216,6 +1273,13 @@ func (x *LockConflict) GetLockStatus() LockStatus {
 		return x.LockStatus
 	}
 	return LockStatus_LOCK_STATUS_UNLOCKED
+}
+
+func (x *LockConflict) GetFencedEpoch() uint64 {
+	if x != nil {
+		return x.FencedEpoch
+	}
+	return 0
 }
 
 type OpenSessionRequest struct {
@@ -1844,9 +1908,11 @@ func (x *LocatedBlock) GetOpen() bool {
 }
 
 type AddBlockRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
-	SessionId     string                 `protobuf:"bytes,2,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Path      string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	SessionId string                 `protobuf:"bytes,2,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// The client's fences for the paths this request names (SPEC §6).
+	Fences        []*Fence `protobuf:"bytes,14,rep,name=fences,proto3" json:"fences,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1893,6 +1959,13 @@ func (x *AddBlockRequest) GetSessionId() string {
 		return x.SessionId
 	}
 	return ""
+}
+
+func (x *AddBlockRequest) GetFences() []*Fence {
+	if x != nil {
+		return x.Fences
+	}
+	return nil
 }
 
 type AddBlockResponse struct {
@@ -1972,7 +2045,9 @@ type SyncBlockRequest struct {
 	// Bytes of the block that every replica in the write set has on disk.
 	Size int64 `protobuf:"varint,4,opt,name=size,proto3" json:"size,omitempty"`
 	// Replicas the writer dropped from the write set after a failure.
-	Dropped       []string `protobuf:"bytes,5,rep,name=dropped,proto3" json:"dropped,omitempty"`
+	Dropped []string `protobuf:"bytes,5,rep,name=dropped,proto3" json:"dropped,omitempty"`
+	// The client's fences for the paths this request names (SPEC §6).
+	Fences        []*Fence `protobuf:"bytes,14,rep,name=fences,proto3" json:"fences,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2038,6 +2113,13 @@ func (x *SyncBlockRequest) GetSize() int64 {
 func (x *SyncBlockRequest) GetDropped() []string {
 	if x != nil {
 		return x.Dropped
+	}
+	return nil
+}
+
+func (x *SyncBlockRequest) GetFences() []*Fence {
+	if x != nil {
+		return x.Fences
 	}
 	return nil
 }
@@ -2112,7 +2194,9 @@ type FinishFileRequest struct {
 	Size    int64    `protobuf:"varint,3,opt,name=size,proto3" json:"size,omitempty"`
 	Dropped []string `protobuf:"bytes,4,rep,name=dropped,proto3" json:"dropped,omitempty"`
 	// Wait until every replica has reported and the file is closed.
-	Wait          bool `protobuf:"varint,5,opt,name=wait,proto3" json:"wait,omitempty"`
+	Wait bool `protobuf:"varint,5,opt,name=wait,proto3" json:"wait,omitempty"`
+	// The client's fences for the paths this request names (SPEC §6).
+	Fences        []*Fence `protobuf:"bytes,14,rep,name=fences,proto3" json:"fences,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2180,6 +2264,13 @@ func (x *FinishFileRequest) GetWait() bool {
 		return x.Wait
 	}
 	return false
+}
+
+func (x *FinishFileRequest) GetFences() []*Fence {
+	if x != nil {
+		return x.Fences
+	}
+	return nil
 }
 
 type FinishFileResponse struct {
@@ -3948,18 +4039,20 @@ var File_nameserver_proto protoreflect.FileDescriptor
 
 const file_nameserver_proto_rawDesc = "" +
 	"\n" +
-	"\x10nameserver.proto\x12\x03bfs\x1a\fstatus.proto\x1a\bfs.proto\"o\n" +
+	"\x10nameserver.proto\x12\x03bfs\x1a\fstatus.proto\x1a\bfs.proto\"\x93\x01\n" +
 	"\fMkdirRequest\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x12\n" +
 	"\x04mode\x18\x02 \x01(\rR\x04mode\x12\x18\n" +
 	"\aparents\x18\x03 \x01(\bR\aparents\x12\x1d\n" +
 	"\n" +
-	"session_id\x18\x04 \x01(\tR\tsessionId\"\xa4\x01\n" +
+	"session_id\x18\x04 \x01(\tR\tsessionId\x12\"\n" +
+	"\x06fences\x18\x0e \x03(\v2\n" +
+	".bfs.FenceR\x06fences\"\xa4\x01\n" +
 	"\rMkdirResponse\x12'\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
 	"\amessage\x18\x0f \x01(\tR\amessage\x12!\n" +
 	"\x04info\x18\x02 \x01(\v2\r.bfs.FileInfoR\x04info\x12-\n" +
-	"\bconflict\x18\x03 \x01(\v2\x11.bfs.LockConflictR\bconflict\"\xbc\x01\n" +
+	"\bconflict\x18\x03 \x01(\v2\x11.bfs.LockConflictR\bconflict\"\xe0\x01\n" +
 	"\rCreateRequest\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x12\n" +
 	"\x04mode\x18\x02 \x01(\rR\x04mode\x12 \n" +
@@ -3967,7 +4060,9 @@ const file_nameserver_proto_rawDesc = "" +
 	"\toverwrite\x18\x04 \x01(\bR\toverwrite\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x05 \x01(\tR\tsessionId\x12$\n" +
-	"\x0eopen_for_write\x18\x06 \x01(\bR\fopenForWrite\"\xa5\x01\n" +
+	"\x0eopen_for_write\x18\x06 \x01(\bR\fopenForWrite\x12\"\n" +
+	"\x06fences\x18\x0e \x03(\v2\n" +
+	".bfs.FenceR\x06fences\"\xa5\x01\n" +
 	"\x0eCreateResponse\x12'\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
 	"\amessage\x18\x0f \x01(\tR\amessage\x12!\n" +
@@ -3988,38 +4083,46 @@ const file_nameserver_proto_rawDesc = "" +
 	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
 	"\amessage\x18\x0f \x01(\tR\amessage\x12'\n" +
 	"\aentries\x18\x02 \x03(\v2\r.bfs.FileInfoR\aentries\x12\x12\n" +
-	"\x04more\x18\x03 \x01(\bR\x04more\"F\n" +
+	"\x04more\x18\x03 \x01(\bR\x04more\"j\n" +
 	"\x11DeleteFileRequest\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x1d\n" +
 	"\n" +
-	"session_id\x18\x02 \x01(\tR\tsessionId\"\x86\x01\n" +
+	"session_id\x18\x02 \x01(\tR\tsessionId\x12\"\n" +
+	"\x06fences\x18\x0e \x03(\v2\n" +
+	".bfs.FenceR\x06fences\"\x86\x01\n" +
 	"\x12DeleteFileResponse\x12'\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
 	"\amessage\x18\x0f \x01(\tR\amessage\x12-\n" +
-	"\bconflict\x18\x02 \x01(\v2\x11.bfs.LockConflictR\bconflict\"c\n" +
+	"\bconflict\x18\x02 \x01(\v2\x11.bfs.LockConflictR\bconflict\"\x87\x01\n" +
 	"\x10DeleteDirRequest\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x1c\n" +
 	"\trecursive\x18\x02 \x01(\bR\trecursive\x12\x1d\n" +
 	"\n" +
-	"session_id\x18\x03 \x01(\tR\tsessionId\"\x85\x01\n" +
+	"session_id\x18\x03 \x01(\tR\tsessionId\x12\"\n" +
+	"\x06fences\x18\x0e \x03(\v2\n" +
+	".bfs.FenceR\x06fences\"\x85\x01\n" +
 	"\x11DeleteDirResponse\x12'\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
 	"\amessage\x18\x0f \x01(\tR\amessage\x12-\n" +
-	"\bconflict\x18\x02 \x01(\v2\x11.bfs.LockConflictR\bconflict\"R\n" +
+	"\bconflict\x18\x02 \x01(\v2\x11.bfs.LockConflictR\bconflict\"v\n" +
 	"\rRenameRequest\x12\x10\n" +
 	"\x03src\x18\x01 \x01(\tR\x03src\x12\x10\n" +
 	"\x03dst\x18\x02 \x01(\tR\x03dst\x12\x1d\n" +
 	"\n" +
-	"session_id\x18\x03 \x01(\tR\tsessionId\"\x82\x01\n" +
+	"session_id\x18\x03 \x01(\tR\tsessionId\x12\"\n" +
+	"\x06fences\x18\x0e \x03(\v2\n" +
+	".bfs.FenceR\x06fences\"\x82\x01\n" +
 	"\x0eRenameResponse\x12'\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
 	"\amessage\x18\x0f \x01(\tR\amessage\x12-\n" +
-	"\bconflict\x18\x02 \x01(\v2\x11.bfs.LockConflictR\bconflict\"U\n" +
+	"\bconflict\x18\x02 \x01(\v2\x11.bfs.LockConflictR\bconflict\"y\n" +
 	"\fChmodRequest\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x12\n" +
 	"\x04mode\x18\x02 \x01(\rR\x04mode\x12\x1d\n" +
 	"\n" +
-	"session_id\x18\x03 \x01(\tR\tsessionId\"\x81\x01\n" +
+	"session_id\x18\x03 \x01(\tR\tsessionId\x12\"\n" +
+	"\x06fences\x18\x0e \x03(\v2\n" +
+	".bfs.FenceR\x06fences\"\x81\x01\n" +
 	"\rChmodResponse\x12'\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
 	"\amessage\x18\x0f \x01(\tR\amessage\x12-\n" +
@@ -4031,13 +4134,14 @@ const file_nameserver_proto_rawDesc = "" +
 	"\amessage\x18\x0f \x01(\tR\amessage\x12\x14\n" +
 	"\x05bytes\x18\x02 \x01(\x03R\x05bytes\x12\x14\n" +
 	"\x05files\x18\x03 \x01(\x03R\x05files\x12\x12\n" +
-	"\x04dirs\x18\x04 \x01(\x03R\x04dirs\"\x82\x01\n" +
+	"\x04dirs\x18\x04 \x01(\x03R\x04dirs\"\xa5\x01\n" +
 	"\fLockConflict\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x16\n" +
 	"\x06holder\x18\x02 \x01(\tR\x06holder\x12\x14\n" +
 	"\x05epoch\x18\x03 \x01(\x04R\x05epoch\x120\n" +
 	"\vlock_status\x18\x04 \x01(\x0e2\x0f.bfs.LockStatusR\n" +
-	"lockStatus\"C\n" +
+	"lockStatus\x12!\n" +
+	"\ffenced_epoch\x18\x05 \x01(\x04R\vfencedEpoch\"C\n" +
 	"\x12OpenSessionRequest\x12\x16\n" +
 	"\x06holder\x18\x01 \x01(\tR\x06holder\x12\x15\n" +
 	"\x06ttl_ms\x18\x02 \x01(\x03R\x05ttlMs\"\x8e\x01\n" +
@@ -4081,34 +4185,40 @@ const file_nameserver_proto_rawDesc = "" +
 	"\x04size\x18\x02 \x01(\x03R\x04size\x12\x18\n" +
 	"\aversion\x18\x03 \x01(\x04R\aversion\x12(\n" +
 	"\breplicas\x18\x04 \x03(\v2\f.bfs.ReplicaR\breplicas\x12\x12\n" +
-	"\x04open\x18\x05 \x01(\bR\x04open\"D\n" +
+	"\x04open\x18\x05 \x01(\bR\x04open\"h\n" +
 	"\x0fAddBlockRequest\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x1d\n" +
 	"\n" +
-	"session_id\x18\x02 \x01(\tR\tsessionId\"\xad\x01\n" +
+	"session_id\x18\x02 \x01(\tR\tsessionId\x12\"\n" +
+	"\x06fences\x18\x0e \x03(\v2\n" +
+	".bfs.FenceR\x06fences\"\xad\x01\n" +
 	"\x10AddBlockResponse\x12'\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
 	"\amessage\x18\x0f \x01(\tR\amessage\x12'\n" +
 	"\x05block\x18\x02 \x01(\v2\x11.bfs.LocatedBlockR\x05block\x12-\n" +
-	"\bconflict\x18\x03 \x01(\v2\x11.bfs.LockConflictR\bconflict\"\x8e\x01\n" +
+	"\bconflict\x18\x03 \x01(\v2\x11.bfs.LockConflictR\bconflict\"\xb2\x01\n" +
 	"\x10SyncBlockRequest\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x02 \x01(\tR\tsessionId\x12\x19\n" +
 	"\bblock_id\x18\x03 \x01(\x03R\ablockId\x12\x12\n" +
 	"\x04size\x18\x04 \x01(\x03R\x04size\x12\x18\n" +
-	"\adropped\x18\x05 \x03(\tR\adropped\"\x85\x01\n" +
+	"\adropped\x18\x05 \x03(\tR\adropped\x12\"\n" +
+	"\x06fences\x18\x0e \x03(\v2\n" +
+	".bfs.FenceR\x06fences\"\x85\x01\n" +
 	"\x11SyncBlockResponse\x12'\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
 	"\amessage\x18\x0f \x01(\tR\amessage\x12-\n" +
-	"\bconflict\x18\x02 \x01(\v2\x11.bfs.LockConflictR\bconflict\"\x88\x01\n" +
+	"\bconflict\x18\x02 \x01(\v2\x11.bfs.LockConflictR\bconflict\"\xac\x01\n" +
 	"\x11FinishFileRequest\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x02 \x01(\tR\tsessionId\x12\x12\n" +
 	"\x04size\x18\x03 \x01(\x03R\x04size\x12\x18\n" +
 	"\adropped\x18\x04 \x03(\tR\adropped\x12\x12\n" +
-	"\x04wait\x18\x05 \x01(\bR\x04wait\"\xa9\x01\n" +
+	"\x04wait\x18\x05 \x01(\bR\x04wait\x12\"\n" +
+	"\x06fences\x18\x0e \x03(\v2\n" +
+	".bfs.FenceR\x06fences\"\xa9\x01\n" +
 	"\x12FinishFileResponse\x12'\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
 	"\amessage\x18\x0f \x01(\tR\amessage\x12!\n" +
@@ -4349,128 +4459,138 @@ var file_nameserver_proto_goTypes = []any{
 	(*BlockReportResponse)(nil),     // 59: bfs.BlockReportResponse
 	(*BlockReceivedRequest)(nil),    // 60: bfs.BlockReceivedRequest
 	(*BlockReceivedResponse)(nil),   // 61: bfs.BlockReceivedResponse
-	(StatusCode)(0),                 // 62: bfs.StatusCode
-	(*FileInfo)(nil),                // 63: bfs.FileInfo
-	(LockStatus)(0),                 // 64: bfs.LockStatus
+	(*Fence)(nil),                   // 62: bfs.Fence
+	(StatusCode)(0),                 // 63: bfs.StatusCode
+	(*FileInfo)(nil),                // 64: bfs.FileInfo
+	(LockStatus)(0),                 // 65: bfs.LockStatus
 }
 var file_nameserver_proto_depIdxs = []int32{
-	62, // 0: bfs.MkdirResponse.status:type_name -> bfs.StatusCode
-	63, // 1: bfs.MkdirResponse.info:type_name -> bfs.FileInfo
-	18, // 2: bfs.MkdirResponse.conflict:type_name -> bfs.LockConflict
-	62, // 3: bfs.CreateResponse.status:type_name -> bfs.StatusCode
-	63, // 4: bfs.CreateResponse.info:type_name -> bfs.FileInfo
-	18, // 5: bfs.CreateResponse.conflict:type_name -> bfs.LockConflict
-	62, // 6: bfs.StatResponse.status:type_name -> bfs.StatusCode
-	63, // 7: bfs.StatResponse.info:type_name -> bfs.FileInfo
-	62, // 8: bfs.ListResponse.status:type_name -> bfs.StatusCode
-	63, // 9: bfs.ListResponse.entries:type_name -> bfs.FileInfo
-	62, // 10: bfs.DeleteFileResponse.status:type_name -> bfs.StatusCode
-	18, // 11: bfs.DeleteFileResponse.conflict:type_name -> bfs.LockConflict
-	62, // 12: bfs.DeleteDirResponse.status:type_name -> bfs.StatusCode
-	18, // 13: bfs.DeleteDirResponse.conflict:type_name -> bfs.LockConflict
-	62, // 14: bfs.RenameResponse.status:type_name -> bfs.StatusCode
-	18, // 15: bfs.RenameResponse.conflict:type_name -> bfs.LockConflict
-	62, // 16: bfs.ChmodResponse.status:type_name -> bfs.StatusCode
-	18, // 17: bfs.ChmodResponse.conflict:type_name -> bfs.LockConflict
-	62, // 18: bfs.DiskUsageResponse.status:type_name -> bfs.StatusCode
-	64, // 19: bfs.LockConflict.lock_status:type_name -> bfs.LockStatus
-	62, // 20: bfs.OpenSessionResponse.status:type_name -> bfs.StatusCode
-	62, // 21: bfs.KeepAliveResponse.status:type_name -> bfs.StatusCode
-	62, // 22: bfs.CloseSessionResponse.status:type_name -> bfs.StatusCode
-	62, // 23: bfs.ListSessionsResponse.status:type_name -> bfs.StatusCode
-	26, // 24: bfs.ListSessionsResponse.sessions:type_name -> bfs.SessionInfo
-	28, // 25: bfs.LocatedBlock.replicas:type_name -> bfs.Replica
-	62, // 26: bfs.AddBlockResponse.status:type_name -> bfs.StatusCode
-	29, // 27: bfs.AddBlockResponse.block:type_name -> bfs.LocatedBlock
-	18, // 28: bfs.AddBlockResponse.conflict:type_name -> bfs.LockConflict
-	62, // 29: bfs.SyncBlockResponse.status:type_name -> bfs.StatusCode
-	18, // 30: bfs.SyncBlockResponse.conflict:type_name -> bfs.LockConflict
-	62, // 31: bfs.FinishFileResponse.status:type_name -> bfs.StatusCode
-	63, // 32: bfs.FinishFileResponse.info:type_name -> bfs.FileInfo
-	18, // 33: bfs.FinishFileResponse.conflict:type_name -> bfs.LockConflict
-	62, // 34: bfs.GetFileLocationResponse.status:type_name -> bfs.StatusCode
-	63, // 35: bfs.GetFileLocationResponse.info:type_name -> bfs.FileInfo
-	29, // 36: bfs.GetFileLocationResponse.blocks:type_name -> bfs.LocatedBlock
-	62, // 37: bfs.LockDirResponse.status:type_name -> bfs.StatusCode
-	43, // 38: bfs.LockDirResponse.lock:type_name -> bfs.DirLock
-	62, // 39: bfs.UnlockDirResponse.status:type_name -> bfs.StatusCode
-	43, // 40: bfs.UnlockDirResponse.lock:type_name -> bfs.DirLock
-	64, // 41: bfs.DirLock.status:type_name -> bfs.LockStatus
-	42, // 42: bfs.DirLock.pending:type_name -> bfs.PendingFile
-	62, // 43: bfs.GetDirLockResponse.status:type_name -> bfs.StatusCode
-	43, // 44: bfs.GetDirLockResponse.lock:type_name -> bfs.DirLock
-	64, // 45: bfs.ListDirLocksRequest.status:type_name -> bfs.LockStatus
-	62, // 46: bfs.ListDirLocksResponse.status:type_name -> bfs.StatusCode
-	43, // 47: bfs.ListDirLocksResponse.locks:type_name -> bfs.DirLock
-	43, // 48: bfs.DirLockEvent.lock:type_name -> bfs.DirLock
-	64, // 49: bfs.DirLockEvent.previous:type_name -> bfs.LockStatus
-	62, // 50: bfs.GetLockHistoryResponse.status:type_name -> bfs.StatusCode
-	51, // 51: bfs.GetLockHistoryResponse.entries:type_name -> bfs.LockHistoryEntry
-	62, // 52: bfs.RegisterResponse.status:type_name -> bfs.StatusCode
-	62, // 53: bfs.HeartBeatResponse.status:type_name -> bfs.StatusCode
-	57, // 54: bfs.BlockReportRequest.blocks:type_name -> bfs.ReportedBlock
-	62, // 55: bfs.BlockReportResponse.status:type_name -> bfs.StatusCode
-	57, // 56: bfs.BlockReceivedRequest.blocks:type_name -> bfs.ReportedBlock
-	62, // 57: bfs.BlockReceivedResponse.status:type_name -> bfs.StatusCode
-	0,  // 58: bfs.NameServer.Mkdir:input_type -> bfs.MkdirRequest
-	2,  // 59: bfs.NameServer.Create:input_type -> bfs.CreateRequest
-	4,  // 60: bfs.NameServer.Stat:input_type -> bfs.StatRequest
-	6,  // 61: bfs.NameServer.List:input_type -> bfs.ListRequest
-	8,  // 62: bfs.NameServer.DeleteFile:input_type -> bfs.DeleteFileRequest
-	10, // 63: bfs.NameServer.DeleteDir:input_type -> bfs.DeleteDirRequest
-	12, // 64: bfs.NameServer.Rename:input_type -> bfs.RenameRequest
-	14, // 65: bfs.NameServer.Chmod:input_type -> bfs.ChmodRequest
-	16, // 66: bfs.NameServer.DiskUsage:input_type -> bfs.DiskUsageRequest
-	19, // 67: bfs.NameServer.OpenSession:input_type -> bfs.OpenSessionRequest
-	21, // 68: bfs.NameServer.KeepAlive:input_type -> bfs.KeepAliveRequest
-	23, // 69: bfs.NameServer.CloseSession:input_type -> bfs.CloseSessionRequest
-	25, // 70: bfs.NameServer.ListSessions:input_type -> bfs.ListSessionsRequest
-	30, // 71: bfs.NameServer.AddBlock:input_type -> bfs.AddBlockRequest
-	32, // 72: bfs.NameServer.SyncBlock:input_type -> bfs.SyncBlockRequest
-	34, // 73: bfs.NameServer.FinishFile:input_type -> bfs.FinishFileRequest
-	36, // 74: bfs.NameServer.GetFileLocation:input_type -> bfs.GetFileLocationRequest
-	38, // 75: bfs.NameServer.LockDir:input_type -> bfs.LockDirRequest
-	40, // 76: bfs.NameServer.UnlockDir:input_type -> bfs.UnlockDirRequest
-	44, // 77: bfs.NameServer.GetDirLock:input_type -> bfs.GetDirLockRequest
-	46, // 78: bfs.NameServer.ListDirLocks:input_type -> bfs.ListDirLocksRequest
-	48, // 79: bfs.NameServer.WatchDirLocks:input_type -> bfs.WatchDirLocksRequest
-	50, // 80: bfs.NameServer.GetLockHistory:input_type -> bfs.GetLockHistoryRequest
-	53, // 81: bfs.NameServer.Register:input_type -> bfs.RegisterRequest
-	55, // 82: bfs.NameServer.HeartBeat:input_type -> bfs.HeartBeatRequest
-	58, // 83: bfs.NameServer.BlockReport:input_type -> bfs.BlockReportRequest
-	60, // 84: bfs.NameServer.BlockReceived:input_type -> bfs.BlockReceivedRequest
-	1,  // 85: bfs.NameServer.Mkdir:output_type -> bfs.MkdirResponse
-	3,  // 86: bfs.NameServer.Create:output_type -> bfs.CreateResponse
-	5,  // 87: bfs.NameServer.Stat:output_type -> bfs.StatResponse
-	7,  // 88: bfs.NameServer.List:output_type -> bfs.ListResponse
-	9,  // 89: bfs.NameServer.DeleteFile:output_type -> bfs.DeleteFileResponse
-	11, // 90: bfs.NameServer.DeleteDir:output_type -> bfs.DeleteDirResponse
-	13, // 91: bfs.NameServer.Rename:output_type -> bfs.RenameResponse
-	15, // 92: bfs.NameServer.Chmod:output_type -> bfs.ChmodResponse
-	17, // 93: bfs.NameServer.DiskUsage:output_type -> bfs.DiskUsageResponse
-	20, // 94: bfs.NameServer.OpenSession:output_type -> bfs.OpenSessionResponse
-	22, // 95: bfs.NameServer.KeepAlive:output_type -> bfs.KeepAliveResponse
-	24, // 96: bfs.NameServer.CloseSession:output_type -> bfs.CloseSessionResponse
-	27, // 97: bfs.NameServer.ListSessions:output_type -> bfs.ListSessionsResponse
-	31, // 98: bfs.NameServer.AddBlock:output_type -> bfs.AddBlockResponse
-	33, // 99: bfs.NameServer.SyncBlock:output_type -> bfs.SyncBlockResponse
-	35, // 100: bfs.NameServer.FinishFile:output_type -> bfs.FinishFileResponse
-	37, // 101: bfs.NameServer.GetFileLocation:output_type -> bfs.GetFileLocationResponse
-	39, // 102: bfs.NameServer.LockDir:output_type -> bfs.LockDirResponse
-	41, // 103: bfs.NameServer.UnlockDir:output_type -> bfs.UnlockDirResponse
-	45, // 104: bfs.NameServer.GetDirLock:output_type -> bfs.GetDirLockResponse
-	47, // 105: bfs.NameServer.ListDirLocks:output_type -> bfs.ListDirLocksResponse
-	49, // 106: bfs.NameServer.WatchDirLocks:output_type -> bfs.DirLockEvent
-	52, // 107: bfs.NameServer.GetLockHistory:output_type -> bfs.GetLockHistoryResponse
-	54, // 108: bfs.NameServer.Register:output_type -> bfs.RegisterResponse
-	56, // 109: bfs.NameServer.HeartBeat:output_type -> bfs.HeartBeatResponse
-	59, // 110: bfs.NameServer.BlockReport:output_type -> bfs.BlockReportResponse
-	61, // 111: bfs.NameServer.BlockReceived:output_type -> bfs.BlockReceivedResponse
-	85, // [85:112] is the sub-list for method output_type
-	58, // [58:85] is the sub-list for method input_type
-	58, // [58:58] is the sub-list for extension type_name
-	58, // [58:58] is the sub-list for extension extendee
-	0,  // [0:58] is the sub-list for field type_name
+	62, // 0: bfs.MkdirRequest.fences:type_name -> bfs.Fence
+	63, // 1: bfs.MkdirResponse.status:type_name -> bfs.StatusCode
+	64, // 2: bfs.MkdirResponse.info:type_name -> bfs.FileInfo
+	18, // 3: bfs.MkdirResponse.conflict:type_name -> bfs.LockConflict
+	62, // 4: bfs.CreateRequest.fences:type_name -> bfs.Fence
+	63, // 5: bfs.CreateResponse.status:type_name -> bfs.StatusCode
+	64, // 6: bfs.CreateResponse.info:type_name -> bfs.FileInfo
+	18, // 7: bfs.CreateResponse.conflict:type_name -> bfs.LockConflict
+	63, // 8: bfs.StatResponse.status:type_name -> bfs.StatusCode
+	64, // 9: bfs.StatResponse.info:type_name -> bfs.FileInfo
+	63, // 10: bfs.ListResponse.status:type_name -> bfs.StatusCode
+	64, // 11: bfs.ListResponse.entries:type_name -> bfs.FileInfo
+	62, // 12: bfs.DeleteFileRequest.fences:type_name -> bfs.Fence
+	63, // 13: bfs.DeleteFileResponse.status:type_name -> bfs.StatusCode
+	18, // 14: bfs.DeleteFileResponse.conflict:type_name -> bfs.LockConflict
+	62, // 15: bfs.DeleteDirRequest.fences:type_name -> bfs.Fence
+	63, // 16: bfs.DeleteDirResponse.status:type_name -> bfs.StatusCode
+	18, // 17: bfs.DeleteDirResponse.conflict:type_name -> bfs.LockConflict
+	62, // 18: bfs.RenameRequest.fences:type_name -> bfs.Fence
+	63, // 19: bfs.RenameResponse.status:type_name -> bfs.StatusCode
+	18, // 20: bfs.RenameResponse.conflict:type_name -> bfs.LockConflict
+	62, // 21: bfs.ChmodRequest.fences:type_name -> bfs.Fence
+	63, // 22: bfs.ChmodResponse.status:type_name -> bfs.StatusCode
+	18, // 23: bfs.ChmodResponse.conflict:type_name -> bfs.LockConflict
+	63, // 24: bfs.DiskUsageResponse.status:type_name -> bfs.StatusCode
+	65, // 25: bfs.LockConflict.lock_status:type_name -> bfs.LockStatus
+	63, // 26: bfs.OpenSessionResponse.status:type_name -> bfs.StatusCode
+	63, // 27: bfs.KeepAliveResponse.status:type_name -> bfs.StatusCode
+	63, // 28: bfs.CloseSessionResponse.status:type_name -> bfs.StatusCode
+	63, // 29: bfs.ListSessionsResponse.status:type_name -> bfs.StatusCode
+	26, // 30: bfs.ListSessionsResponse.sessions:type_name -> bfs.SessionInfo
+	28, // 31: bfs.LocatedBlock.replicas:type_name -> bfs.Replica
+	62, // 32: bfs.AddBlockRequest.fences:type_name -> bfs.Fence
+	63, // 33: bfs.AddBlockResponse.status:type_name -> bfs.StatusCode
+	29, // 34: bfs.AddBlockResponse.block:type_name -> bfs.LocatedBlock
+	18, // 35: bfs.AddBlockResponse.conflict:type_name -> bfs.LockConflict
+	62, // 36: bfs.SyncBlockRequest.fences:type_name -> bfs.Fence
+	63, // 37: bfs.SyncBlockResponse.status:type_name -> bfs.StatusCode
+	18, // 38: bfs.SyncBlockResponse.conflict:type_name -> bfs.LockConflict
+	62, // 39: bfs.FinishFileRequest.fences:type_name -> bfs.Fence
+	63, // 40: bfs.FinishFileResponse.status:type_name -> bfs.StatusCode
+	64, // 41: bfs.FinishFileResponse.info:type_name -> bfs.FileInfo
+	18, // 42: bfs.FinishFileResponse.conflict:type_name -> bfs.LockConflict
+	63, // 43: bfs.GetFileLocationResponse.status:type_name -> bfs.StatusCode
+	64, // 44: bfs.GetFileLocationResponse.info:type_name -> bfs.FileInfo
+	29, // 45: bfs.GetFileLocationResponse.blocks:type_name -> bfs.LocatedBlock
+	63, // 46: bfs.LockDirResponse.status:type_name -> bfs.StatusCode
+	43, // 47: bfs.LockDirResponse.lock:type_name -> bfs.DirLock
+	63, // 48: bfs.UnlockDirResponse.status:type_name -> bfs.StatusCode
+	43, // 49: bfs.UnlockDirResponse.lock:type_name -> bfs.DirLock
+	65, // 50: bfs.DirLock.status:type_name -> bfs.LockStatus
+	42, // 51: bfs.DirLock.pending:type_name -> bfs.PendingFile
+	63, // 52: bfs.GetDirLockResponse.status:type_name -> bfs.StatusCode
+	43, // 53: bfs.GetDirLockResponse.lock:type_name -> bfs.DirLock
+	65, // 54: bfs.ListDirLocksRequest.status:type_name -> bfs.LockStatus
+	63, // 55: bfs.ListDirLocksResponse.status:type_name -> bfs.StatusCode
+	43, // 56: bfs.ListDirLocksResponse.locks:type_name -> bfs.DirLock
+	43, // 57: bfs.DirLockEvent.lock:type_name -> bfs.DirLock
+	65, // 58: bfs.DirLockEvent.previous:type_name -> bfs.LockStatus
+	63, // 59: bfs.GetLockHistoryResponse.status:type_name -> bfs.StatusCode
+	51, // 60: bfs.GetLockHistoryResponse.entries:type_name -> bfs.LockHistoryEntry
+	63, // 61: bfs.RegisterResponse.status:type_name -> bfs.StatusCode
+	63, // 62: bfs.HeartBeatResponse.status:type_name -> bfs.StatusCode
+	57, // 63: bfs.BlockReportRequest.blocks:type_name -> bfs.ReportedBlock
+	63, // 64: bfs.BlockReportResponse.status:type_name -> bfs.StatusCode
+	57, // 65: bfs.BlockReceivedRequest.blocks:type_name -> bfs.ReportedBlock
+	63, // 66: bfs.BlockReceivedResponse.status:type_name -> bfs.StatusCode
+	0,  // 67: bfs.NameServer.Mkdir:input_type -> bfs.MkdirRequest
+	2,  // 68: bfs.NameServer.Create:input_type -> bfs.CreateRequest
+	4,  // 69: bfs.NameServer.Stat:input_type -> bfs.StatRequest
+	6,  // 70: bfs.NameServer.List:input_type -> bfs.ListRequest
+	8,  // 71: bfs.NameServer.DeleteFile:input_type -> bfs.DeleteFileRequest
+	10, // 72: bfs.NameServer.DeleteDir:input_type -> bfs.DeleteDirRequest
+	12, // 73: bfs.NameServer.Rename:input_type -> bfs.RenameRequest
+	14, // 74: bfs.NameServer.Chmod:input_type -> bfs.ChmodRequest
+	16, // 75: bfs.NameServer.DiskUsage:input_type -> bfs.DiskUsageRequest
+	19, // 76: bfs.NameServer.OpenSession:input_type -> bfs.OpenSessionRequest
+	21, // 77: bfs.NameServer.KeepAlive:input_type -> bfs.KeepAliveRequest
+	23, // 78: bfs.NameServer.CloseSession:input_type -> bfs.CloseSessionRequest
+	25, // 79: bfs.NameServer.ListSessions:input_type -> bfs.ListSessionsRequest
+	30, // 80: bfs.NameServer.AddBlock:input_type -> bfs.AddBlockRequest
+	32, // 81: bfs.NameServer.SyncBlock:input_type -> bfs.SyncBlockRequest
+	34, // 82: bfs.NameServer.FinishFile:input_type -> bfs.FinishFileRequest
+	36, // 83: bfs.NameServer.GetFileLocation:input_type -> bfs.GetFileLocationRequest
+	38, // 84: bfs.NameServer.LockDir:input_type -> bfs.LockDirRequest
+	40, // 85: bfs.NameServer.UnlockDir:input_type -> bfs.UnlockDirRequest
+	44, // 86: bfs.NameServer.GetDirLock:input_type -> bfs.GetDirLockRequest
+	46, // 87: bfs.NameServer.ListDirLocks:input_type -> bfs.ListDirLocksRequest
+	48, // 88: bfs.NameServer.WatchDirLocks:input_type -> bfs.WatchDirLocksRequest
+	50, // 89: bfs.NameServer.GetLockHistory:input_type -> bfs.GetLockHistoryRequest
+	53, // 90: bfs.NameServer.Register:input_type -> bfs.RegisterRequest
+	55, // 91: bfs.NameServer.HeartBeat:input_type -> bfs.HeartBeatRequest
+	58, // 92: bfs.NameServer.BlockReport:input_type -> bfs.BlockReportRequest
+	60, // 93: bfs.NameServer.BlockReceived:input_type -> bfs.BlockReceivedRequest
+	1,  // 94: bfs.NameServer.Mkdir:output_type -> bfs.MkdirResponse
+	3,  // 95: bfs.NameServer.Create:output_type -> bfs.CreateResponse
+	5,  // 96: bfs.NameServer.Stat:output_type -> bfs.StatResponse
+	7,  // 97: bfs.NameServer.List:output_type -> bfs.ListResponse
+	9,  // 98: bfs.NameServer.DeleteFile:output_type -> bfs.DeleteFileResponse
+	11, // 99: bfs.NameServer.DeleteDir:output_type -> bfs.DeleteDirResponse
+	13, // 100: bfs.NameServer.Rename:output_type -> bfs.RenameResponse
+	15, // 101: bfs.NameServer.Chmod:output_type -> bfs.ChmodResponse
+	17, // 102: bfs.NameServer.DiskUsage:output_type -> bfs.DiskUsageResponse
+	20, // 103: bfs.NameServer.OpenSession:output_type -> bfs.OpenSessionResponse
+	22, // 104: bfs.NameServer.KeepAlive:output_type -> bfs.KeepAliveResponse
+	24, // 105: bfs.NameServer.CloseSession:output_type -> bfs.CloseSessionResponse
+	27, // 106: bfs.NameServer.ListSessions:output_type -> bfs.ListSessionsResponse
+	31, // 107: bfs.NameServer.AddBlock:output_type -> bfs.AddBlockResponse
+	33, // 108: bfs.NameServer.SyncBlock:output_type -> bfs.SyncBlockResponse
+	35, // 109: bfs.NameServer.FinishFile:output_type -> bfs.FinishFileResponse
+	37, // 110: bfs.NameServer.GetFileLocation:output_type -> bfs.GetFileLocationResponse
+	39, // 111: bfs.NameServer.LockDir:output_type -> bfs.LockDirResponse
+	41, // 112: bfs.NameServer.UnlockDir:output_type -> bfs.UnlockDirResponse
+	45, // 113: bfs.NameServer.GetDirLock:output_type -> bfs.GetDirLockResponse
+	47, // 114: bfs.NameServer.ListDirLocks:output_type -> bfs.ListDirLocksResponse
+	49, // 115: bfs.NameServer.WatchDirLocks:output_type -> bfs.DirLockEvent
+	52, // 116: bfs.NameServer.GetLockHistory:output_type -> bfs.GetLockHistoryResponse
+	54, // 117: bfs.NameServer.Register:output_type -> bfs.RegisterResponse
+	56, // 118: bfs.NameServer.HeartBeat:output_type -> bfs.HeartBeatResponse
+	59, // 119: bfs.NameServer.BlockReport:output_type -> bfs.BlockReportResponse
+	61, // 120: bfs.NameServer.BlockReceived:output_type -> bfs.BlockReceivedResponse
+	94, // [94:121] is the sub-list for method output_type
+	67, // [67:94] is the sub-list for method input_type
+	67, // [67:67] is the sub-list for extension type_name
+	67, // [67:67] is the sub-list for extension extendee
+	0,  // [0:67] is the sub-list for field type_name
 }
 
 func init() { file_nameserver_proto_init() }
