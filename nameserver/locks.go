@@ -69,23 +69,28 @@ func isOperatorSession(id dirlock.SessionID) bool {
 
 // LockDir locks a directory for the caller's session; with wait it blocks
 // until the lock can be granted or the call's deadline (nearly) passes.
+// A directory where other sessions have files open for write is cleaned
+// first (SPEC §6: a grant starts clean); the call waits for that cleaning,
+// with or without wait, then tries the grant again.
 func (s *Server) LockDir(ctx context.Context, req *bfspb.LockDirRequest) (*bfspb.LockDirResponse, error) {
-	if req.Wait {
-		var cancel context.CancelFunc
-		ctx, cancel = beforeDeadline(ctx)
-		defer cancel()
-	}
+	ctx, cancel := beforeDeadline(ctx)
+	defer cancel()
+	var before *dirlock.Lock // the cleaning this call started before its grant
 	for {
-		var changed <-chan struct{}
-		if req.Wait {
-			changed = s.watch.changes()
-		}
-		res, err := s.lockDir(req)
-		code, msg := statusOf(err)
-		resp := &bfspb.LockDirResponse{Status: code, Message: msg, Lock: s.dirLockOf(res, err)}
-		waitable := errors.Is(err, dirlock.ErrLocked) || errors.Is(err, dirlock.ErrCleaning)
-		if !req.Wait || !waitable {
-			return resp, nil
+		changed := s.watch.changes()
+		var resp *bfspb.LockDirResponse
+		if before != nil && s.stillCleaning(*before) {
+			resp = &bfspb.LockDirResponse{Status: bfspb.StatusCode_CLEANING, Lock: s.dirLock(*before)}
+		} else {
+			res, err := s.lockDir(req)
+			code, msg := statusOf(err)
+			resp = &bfspb.LockDirResponse{Status: code, Message: msg, Lock: s.dirLockOf(res, err)}
+			waitable := errors.Is(err, dirlock.ErrLocked) || errors.Is(err, dirlock.ErrCleaning)
+			if before = nil; err == nil && res.Lock.Status == dirlock.Cleaning {
+				before, resp.Status = res.Lock, bfspb.StatusCode_CLEANING
+			} else if !req.Wait || !waitable {
+				return resp, nil
+			}
 		}
 		select {
 		case <-changed:
@@ -96,6 +101,12 @@ func (s *Server) LockDir(ctx context.Context, req *bfspb.LockDirRequest) (*bfspb
 			return &bfspb.LockDirResponse{Status: bfspb.StatusCode_UNAVAILABLE, Message: "nameserver stopping", Lock: resp.Lock}, nil
 		}
 	}
+}
+
+// stillCleaning reports whether l, a cleaning, is still going on.
+func (s *Server) stillCleaning(l dirlock.Lock) bool {
+	now, ok := s.ns.Locks().Get(l.Path)
+	return ok && now.Status == dirlock.Cleaning && now.Epoch == l.Epoch
 }
 
 // A wait bounded by the call's deadline ends a little before it, so that
@@ -138,6 +149,12 @@ func (s *Server) lockDir(req *bfspb.LockDirRequest) (*namespace.Result, error) {
 	})
 	if err != nil {
 		return res, err
+	}
+	if res.Lock.Status == dirlock.Cleaning {
+		// Not granted: other sessions' files are being closed first.
+		glog.Infof("lock %s for %s: closing %d files other sessions have open for write there first", p, holder, len(res.Cleaning.Files))
+		s.clean(p, res.Info.EntryId, res.Cleaning)
+		return res, nil
 	}
 	// The session may have ended between the check above and the grant;
 	// its end found no such lock, so release it here (this grant only: a
@@ -291,11 +308,14 @@ func (s *Server) publish(cmd *bfspb.Command, res *namespace.Result) {
 		if slices.Contains(res.RemovedLocks, l.Path) {
 			continue // ended by the same command: its UNLOCKED event follows
 		}
-		prev := bfspb.LockStatus_LOCK_STATUS_UNLOCKED
-		if l.Status == dirlock.Cleaning {
+		prev, why := bfspb.LockStatus_LOCK_STATUS_UNLOCKED, reason
+		switch {
+		case l.Status == dirlock.Cleaning && cmd.GetLockDir() != nil:
+			why = namespace.ReasonGrant // cleaned before a grant
+		case l.Status == dirlock.Cleaning:
 			prev = bfspb.LockStatus_LOCK_STATUS_LOCKED
 		}
-		events = append(events, &bfspb.DirLockEvent{Lock: s.dirLock(l), Previous: prev, Reason: reason})
+		events = append(events, &bfspb.DirLockEvent{Lock: s.dirLock(l), Previous: prev, Reason: why})
 	}
 	now := s.cfg.Clock.Now().UnixNano()
 	for _, p := range res.RemovedLocks {

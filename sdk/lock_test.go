@@ -461,3 +461,56 @@ func TestRPCEndedByGRPCMatchesTheContextError(t *testing.T) {
 	require.ErrorIs(t, err, context.Canceled)
 	require.Equal(t, codes.Canceled, status.Code(err))
 }
+
+// TestGrantStartsClean: locking a directory where another session has a
+// file open for write seals and closes that file first (a cleaning with
+// reason "grant" in the history); the foreign writer's later bytes are
+// refused, every byte it synced is kept, and the locker's own open file
+// is left alone.
+func TestGrantStartsClean(t *testing.T) {
+	cl := startCluster(t, 3)
+	ctx := context.Background()
+	a := dial(t, cl.NameServerAddr, sdk.WithHolder("tablet-a"))
+	other := dial(t, cl.NameServerAddr, sdk.WithHolder("stray-writer"))
+	require.NoError(t, a.MkdirAll(ctx, "/g/t1", 0))
+	w, err := other.Create(ctx, "/g/t1/stray")
+	require.NoError(t, err)
+	data := randomBytes(3000, 9)
+	_, err = w.Write(data)
+	require.NoError(t, err)
+	require.NoError(t, w.Sync(ctx))
+	own, err := a.Create(ctx, "/g/t1/own")
+	require.NoError(t, err)
+	_, err = own.Write(data)
+	require.NoError(t, err)
+	require.NoError(t, own.Sync(ctx))
+
+	l, err := a.LockDir(ctx, "/g/t1")
+	require.NoError(t, err)
+	fi, err := a.Stat(ctx, "/g/t1/stray")
+	require.NoError(t, err)
+	require.Empty(t, fi.WriterSession, "the foreign file was closed before the grant")
+	require.EqualValues(t, len(data), fi.Size, "with every byte its writer synced")
+	fi, err = a.Stat(ctx, "/g/t1/own")
+	require.NoError(t, err)
+	require.Equal(t, l.SessionID(), fi.WriterSession, "the locker's own file stays open")
+
+	_, err = w.Write(randomBytes(packet, 2))
+	if err == nil {
+		err = w.Sync(ctx)
+	}
+	require.Error(t, err, "the stray writer's bytes are refused after the grant")
+	require.Equal(t, data, get(t, a, "/g/t1/stray"))
+
+	hist, err := a.LockHistory(ctx, "/g/t1")
+	require.NoError(t, err)
+	require.Len(t, hist, 1)
+	require.Equal(t, "grant", hist[0].Reason)
+	require.EqualValues(t, 1, hist[0].FilesSealed)
+	require.Less(t, hist[0].Epoch, l.Epoch(), "the cleaning came before the grant")
+
+	// The holder's own file goes on.
+	_, err = own.Write(data)
+	require.NoError(t, err)
+	require.NoError(t, own.Close())
+}

@@ -174,6 +174,13 @@ func applyLockDir(r pebble.Reader, b *pebble.Batch, locks *dirlock.Table, c *bfs
 	if held != nil {
 		return &Result{Info: info, Lock: held}, nil // a retry: same epoch
 	}
+	foreign, err := openFilesUnder(r, info.EntryId, func(writer string) bool { return writer != session })
+	if err != nil {
+		return nil, err
+	}
+	if len(foreign) > 0 {
+		return startGrantCleaning(b, c, info, foreign, now)
+	}
 	info.LockStatus, info.Holder, info.HolderSession = bfspb.LockStatus_LOCK_STATUS_LOCKED, c.Holder, session
 	info.Epoch, info.LockSinceNs = c.Epoch, now
 	if err := putInfo(b, keyOf(info), info); err != nil {
@@ -189,12 +196,46 @@ func applyLockDir(r pebble.Reader, b *pebble.Batch, locks *dirlock.Table, c *bfs
 	return &Result{Info: info, Lock: &l, SetLocks: []dirlock.Lock{l}}, nil
 }
 
+// ReasonGrant is the reason recorded for the cleaning that comes before
+// a grant.
+const ReasonGrant = "grant"
+
+// startGrantCleaning moves directory info, about to be granted while other
+// sessions have files open for write in its subtree, to CLEANING at the
+// grant's epoch, holder-less, with those files recorded (SPEC §6: a grant
+// starts clean). Once they are sealed and closed, FinishCleaning makes the
+// directory UNLOCKED again, with the cleaning in its history (reason
+// "grant"), and the LockDir is tried again.
+func startGrantCleaning(b *pebble.Batch, c *bfspb.LockDirCmd, info *bfspb.FileInfo, files []uint64, now int64) (*Result, error) {
+	info.LockStatus, info.Holder, info.HolderSession = bfspb.LockStatus_LOCK_STATUS_CLEANING, "", ""
+	info.Epoch, info.LockSinceNs = c.Epoch, now
+	if err := putInfo(b, keyOf(info), info); err != nil {
+		return nil, err
+	}
+	if err := b.Set(lockKey(info.EntryId), nil, nil); err != nil {
+		return nil, err
+	}
+	if err := b.Merge(keyEpoch, encodeUint64(c.Epoch), nil); err != nil {
+		return nil, err
+	}
+	rec := &bfspb.CleaningRecord{Epoch: c.Epoch, Reason: ReasonGrant, Files: files, Dirs: []uint64{info.EntryId}, StartedNs: now}
+	v, err := proto.Marshal(rec)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.Set(cleanKey(info.EntryId), v, nil); err != nil {
+		return nil, err
+	}
+	l := lockOf(c.Path, info)
+	return &Result{Info: info, Lock: &l, SetLocks: []dirlock.Lock{l}, Cleaning: rec}, nil
+}
+
 func applyUnlockDir(r pebble.Reader, b *pebble.Batch, locks *dirlock.Table, c *bfspb.UnlockDirCmd, now int64) (*Result, error) {
 	l, err := locks.CanUnlock(c.Path, dirlock.SessionID(c.SessionId), c.Force, dirlock.Epoch(c.Epoch))
 	if err != nil {
 		return &Result{Lock: &l}, err
 	}
-	files, err := openFilesUnder(r, l.EntryID)
+	files, err := openFilesUnder(r, l.EntryID, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -317,15 +358,18 @@ func getLockedDir(r pebble.Reader, l dirlock.Lock) (*bfspb.FileInfo, error) {
 	return info, nil
 }
 
-// openFilesUnder lists the files open for write (by any session) in the
-// subtree of directory dir. It reads where each open file is once per
-// directory on the way up, not once per file.
-func openFilesUnder(r pebble.Reader, dir uint64) ([]uint64, error) {
+// openFilesUnder lists the files open for write in the subtree of
+// directory dir, by the sessions keep accepts (nil: by any session). It
+// reads where each open file is once per directory on the way up, not
+// once per file.
+func openFilesUnder(r pebble.Reader, dir uint64, keep func(writer string) bool) ([]uint64, error) {
 	lower, upper := openBounds("")
 	var ids []uint64
 	err := scanKeys(r, lower, upper, func(k, _ []byte) error {
-		_, id := openKeyEntry(k)
-		ids = append(ids, id)
+		writer, id := openKeyEntry(k)
+		if keep == nil || keep(writer) {
+			ids = append(ids, id)
+		}
 		return nil
 	})
 	if err != nil || len(ids) == 0 {

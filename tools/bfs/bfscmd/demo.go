@@ -283,6 +283,8 @@ func refusal(err error) string {
 	switch {
 	case errors.Is(err, sdk.ErrSealed):
 		return "sealed: " + err.Error()
+	case errors.Is(err, sdk.ErrStaleEpoch):
+		return "stale epoch: " + err.Error()
 	case errors.As(err, &le):
 		return "locked: " + err.Error()
 	}

@@ -19,7 +19,7 @@ var demoSteps = []*regexp.Regexp{
 	regexp.MustCompile(`tablet server B \(tablet-b\) locks /demo/t1 at epoch (\d+), newer than A's (\d+)`),
 	regexp.MustCompile(`B reads /demo/t1/log: 1048576 bytes, all 1048576 bytes A synced are there`),
 	regexp.MustCompile(`A tries to write again: refused \(sealed`),
-	regexp.MustCompile(`A tries to create /demo/t1/late: refused \(locked`),
+	regexp.MustCompile(`A tries to create /demo/t1/late: refused \(stale epoch: .*lock of /demo/t1 at epoch \d+ was lost`),
 	regexp.MustCompile(`Done: A is fenced, B took /demo/t1 over`),
 }
 
