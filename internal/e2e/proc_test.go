@@ -63,6 +63,8 @@ type process struct {
 	addr string
 	// done is closed once the process has exited and its output is read.
 	done chan struct{}
+	// stdin is the process's standard input.
+	stdin io.WriteCloser
 }
 
 // startProcess runs bin with args and kills it at the end of the test.
@@ -79,10 +81,14 @@ func startProcess(t *testing.T, name, bin string, args []string, onLine func(str
 	if err != nil {
 		t.Fatal(err)
 	}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %s %v: %v", name, args, err)
 	}
-	p := &process{name: name, cmd: cmd, done: make(chan struct{})}
+	p := &process{name: name, cmd: cmd, done: make(chan struct{}), stdin: stdin}
 	var readers sync.WaitGroup
 	readers.Add(2)
 	go func() {
@@ -157,6 +163,7 @@ func startDaemon(t *testing.T, args ...string) *process {
 func (p *process) kill() {
 	p.cmd.Process.Signal(syscall.SIGKILL)
 	<-p.done
+	p.stdin.Close()
 }
 
 // stop freezes the process with SIGSTOP and returns once every one of its

@@ -14,7 +14,11 @@
 // Config.StaleRounds rounds it tries again everything it could do in the
 // tablet (append to its files, send packets straight to the chunkservers
 // of its blocks, create, mkdir, rename, delete, lock), then reports
-// KindFinished and returns. In Hold mode it writes Config.Initial bytes to
+// KindFinished and returns. Rounds mode appends the same way, then waits
+// for commands on Config.Commands, one round of the same stale operations
+// per command, so that a test can run a round while the directory is
+// unlocked, another once a new holder has it, another after the run's
+// session was lost. In Hold mode it writes Config.Initial bytes to
 // each file and then holds its locks and open files until ctx ends.
 //
 // The bytes at offset off of a file are Pattern(path, off, n), so a

@@ -22,6 +22,10 @@ const (
 	KindOp = "op"
 	// KindLockLost: the handle of the lock on Path closed its Done channel.
 	KindLockLost = "lock_lost"
+	// KindRoundStart and KindRoundDone bound a round of stale operations
+	// a Rounds run was told to try (Path is the round's label).
+	KindRoundStart = "round_start"
+	KindRoundDone  = "round_done"
 	// KindFinished: the run is over (Serve mode); the process exits next.
 	KindFinished = "finished"
 	// KindFatal: the run could not go on; Err says why.
@@ -57,7 +61,9 @@ type Event struct {
 	Block    int64    `json:"block,omitempty"`
 	Replicas []string `json:"replicas,omitempty"`
 	Replica  string   `json:"replica,omitempty"`
-	OK       bool     `json:"ok"`
+	// Session is the client's session id (KindLocked, KindRoundDone).
+	Session string `json:"session,omitempty"`
+	OK      bool   `json:"ok"`
 	// Refusal names why an operation was refused: an SDK sentinel
 	// ("sealed", "locked", ...) or a chunkserver status ("SEALED", ...).
 	Refusal string `json:"refusal,omitempty"`

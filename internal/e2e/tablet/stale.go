@@ -27,9 +27,11 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // append to its files (which sends packets on the writers' streams),
 // write packets to every replica on new streams, create a file in every
 // directory, make a directory, rename its files, delete every file in the
-// tablet (the new holder's too), remove the locality groups, lock the
-// tablet again.
-func (s *server) staleRound(ctx context.Context, round int) {
+// tablet (the new holder's too), remove the locality groups, and with
+// lock, lock the tablet again (which, granted, would lift the fence of the
+// lost lock: a test that wants every attempt refused asks for it only
+// while someone else holds the tablet).
+func (s *server) staleRound(ctx context.Context, round int, lock bool) {
 	for _, f := range s.files {
 		s.append(ctx, f, 1+s.rnd.IntN(s.cfg.MaxAppend))
 		for _, addr := range f.addrs {
@@ -59,6 +61,9 @@ func (s *server) staleRound(ctx context.Context, round int) {
 	}
 	for _, d := range dirs[1:] {
 		s.try(ctx, OpRmdir, d, func(ctx context.Context, p string) error { return s.c.RemoveDir(ctx, p, true) })
+	}
+	if !lock {
+		return
 	}
 	s.try(ctx, OpLock, s.cfg.Tablet, func(ctx context.Context, p string) error {
 		_, err := s.c.LockDir(ctx, p)

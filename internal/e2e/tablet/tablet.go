@@ -23,6 +23,10 @@ const (
 	Serve Mode = "serve"
 	// Hold keeps the locks and open files until ctx ends.
 	Hold Mode = "hold"
+	// Rounds appends until a lock is lost, like Serve, then runs one round
+	// of stale operations for every command line it reads from
+	// Config.Commands (see RunCommands), so the test decides when.
+	Rounds Mode = "rounds"
 )
 
 // opTimeout bounds every operation, so a run never hangs on one.
@@ -54,6 +58,8 @@ type Config struct {
 	StaleRounds int
 	// Seed makes the append sizes reproducible.
 	Seed uint64
+	// Commands is where a Rounds run reads its commands, one per line.
+	Commands io.Reader
 }
 
 func (c *Config) validate() error {
@@ -62,11 +68,13 @@ func (c *Config) validate() error {
 		return errors.New("tablet: no nameserver")
 	case c.Tablet == "" || c.Tablet[0] != '/':
 		return fmt.Errorf("tablet: tablet directory %q is not absolute", c.Tablet)
-	case c.Mode != Serve && c.Mode != Hold:
+	case c.Mode != Serve && c.Mode != Hold && c.Mode != Rounds:
 		return fmt.Errorf("tablet: unknown mode %q", c.Mode)
+	case c.Mode == Rounds && c.Commands == nil:
+		return errors.New("tablet: rounds mode without commands")
 	case c.Initial < 1:
 		return fmt.Errorf("tablet: initial size %d under one byte", c.Initial)
-	case c.Mode == Serve && c.MaxAppend < 1:
+	case c.Mode != Hold && c.MaxAppend < 1:
 		return fmt.Errorf("tablet: append size %d under one byte", c.MaxAppend)
 	}
 	return nil
@@ -123,9 +131,14 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 		<-ctx.Done()
 		return nil
 	}
-	s.serve(ctx)
+	if cfg.Mode == Rounds {
+		s.appendUntilLost(ctx)
+		err = s.runCommands(ctx)
+	} else {
+		s.serve(ctx)
+	}
 	s.emit(Event{Kind: KindFinished})
-	return nil
+	return err
 }
 
 func (s *server) emit(e Event) {
@@ -169,7 +182,7 @@ func (s *server) lock(ctx context.Context, dir string) error {
 	}
 	s.locks = append(s.locks, l)
 	s.lost = append(s.lost, false)
-	s.emit(Event{Kind: KindLocked, Path: dir, Epoch: l.Epoch()})
+	s.emit(Event{Kind: KindLocked, Path: dir, Epoch: l.Epoch(), Session: l.SessionID()})
 	return nil
 }
 
@@ -234,17 +247,23 @@ func (s *server) emitOp(e Event, start time.Time, err error) {
 // has failed: a lock handle that never reports the loss must not keep the
 // run going forever), then tries the stale rounds.
 func (s *server) serve(ctx context.Context) {
+	s.appendUntilLost(ctx)
+	// A partitioned tablet server may not know yet: try everything again.
+	for round := range s.cfg.StaleRounds {
+		s.staleRound(ctx, round, true)
+		s.checkLost()
+	}
+	s.waitLost(ctx)
+}
+
+// appendUntilLost appends to the files in turn until a lock is lost (or
+// every file has failed).
+func (s *server) appendUntilLost(ctx context.Context) {
 	for ctx.Err() == nil && !s.checkLost() && !s.allFailed() {
 		for _, f := range s.files {
 			s.append(ctx, f, 1+s.rnd.IntN(s.cfg.MaxAppend))
 		}
 	}
-	// A partitioned tablet server may not know yet: try everything again.
-	for round := range s.cfg.StaleRounds {
-		s.staleRound(ctx, round)
-		s.checkLost()
-	}
-	s.waitLost(ctx)
 }
 
 func (s *server) allFailed() bool {

@@ -29,13 +29,14 @@ func main() {
 	flag.DurationVar(&cfg.TTL, "ttl", 0, "session TTL (default: the SDK's)")
 	flag.StringVar(&cfg.Tablet, "tablet", "/tera/t1", "tablet directory")
 	flag.StringVar(&lgs, "lg", "", "comma-separated locality groups (subdirectories, locked too)")
-	flag.StringVar(&mode, "mode", string(tablet.Serve), "serve: write until the lock is lost, then try stale operations; hold: write, then hold")
+	flag.StringVar(&mode, "mode", string(tablet.Serve), "serve: write until the lock is lost, then try stale operations; hold: write, then hold; rounds: write until the lock is lost, then try stale operations on each command read from stdin")
 	flag.IntVar(&cfg.Initial, "initial", 64<<10, "bytes every file gets before ready")
 	flag.IntVar(&cfg.MaxAppend, "max-append", 48<<10, "largest append in serve mode")
 	flag.IntVar(&cfg.StaleRounds, "stale-rounds", 2, "rounds of stale operations after the lock is lost")
 	flag.Uint64Var(&cfg.Seed, "seed", 1, "seed of the append sizes")
 	flag.Parse()
 	cfg.Mode = tablet.Mode(mode)
+	cfg.Commands = os.Stdin
 	if lgs != "" {
 		cfg.LGs = strings.Split(lgs, ",")
 	}
