@@ -19,6 +19,19 @@
 // by its path. The holder may delete its locked directory; its locks end
 // with it.
 //
+// # Fences
+//
+// A client sends, with every mutation, the locks it holds or has lost over
+// (and for a recursive delete or a move, under) the paths it names: their
+// directory and epoch (Fence). CheckFences accepts the mutation only while
+// each is LOCKED at that epoch by the sending session; otherwise it is a
+// *StaleEpochError (ErrStaleEpoch) naming the directory's lock now. So a
+// client whose lock was taken away (forced, expired, its session lost)
+// stays fenced from that subtree after the directory is UNLOCKED, after
+// someone else locked it, and from a new session, until it locks the
+// directory again (SPEC §6, I8). Fences are checked before locks, so such
+// a client hears STALE_EPOCH whoever holds the directory now.
+//
 // # Purity
 //
 // A Table does no I/O, starts no goroutines and reads no clock: times are
@@ -35,4 +48,8 @@
 //     both belong to the same session.
 //   - Epochs are handed out by the owner from a persisted counter that only
 //     grows; the Table never invents one.
+//   - A CLEANING lock with no holder is the cleaning that comes before a
+//     grant (SPEC §6, "a grant starts clean"): the owner records it when
+//     other sessions have files open for write under the directory, and
+//     grants the lock once it has ended.
 package dirlock

@@ -32,6 +32,21 @@
 // The holder id recorded with the session is "ip:port:timestamp" of the
 // process unless WithHolder says otherwise; see Dial.
 //
+// # Fencing
+//
+// The client remembers every directory lock it was granted. Each mutation
+// it sends (namespace calls, and a Writer's AddBlock, SyncBlock and
+// FinishFile) carries the locks it holds or lost at or above the paths it
+// names (for RemoveDir and Rename, below them too), and the nameserver
+// accepts it only while each is still LOCKED at its epoch by this
+// client's session. A lock taken away (a forced unlock, its session
+// expired or lost) keeps fencing: the client's mutations in that subtree
+// fail with ErrStaleEpoch (a *StaleEpochError) even once the directory is
+// UNLOCKED, and from a new session, until the client locks the directory,
+// or one above it, again. A lock the client let go itself (Lock.Unlock,
+// UnlockDir, deleting the directory) does not fence; Unlock of a handle
+// already lost does not lift its fence.
+//
 // # Errors
 //
 // Every protocol StatusCode maps to one sentinel error (ErrNotFound,
