@@ -496,8 +496,10 @@ func (s *Server) releaseSessionLocks(id session.ID, reason string) {
 	held := s.ns.Locks().Held(dirlock.SessionID(id))
 	sort.Slice(held, func(i, j int) bool { return held[i].Path < held[j].Path })
 	for _, l := range held {
+		// Released, cleaning or deleted meanwhile: nothing left to do.
 		if _, err := s.unlock(l.Path, string(id), true, uint64(l.Epoch), reason); err != nil &&
-			!errors.Is(err, dirlock.ErrCleaning) && !errors.Is(err, dirlock.ErrUnlocked) {
+			!errors.Is(err, dirlock.ErrCleaning) && !errors.Is(err, dirlock.ErrUnlocked) &&
+			!errors.Is(err, namespace.ErrNotFound) {
 			glog.Errorf("releasing %s of ended session %s: %v", l.Path, id, err)
 		}
 	}

@@ -36,7 +36,8 @@ func (e *env) unlockCommand() *cobra.Command {
 		Short: "Release a directory lock",
 		Long: `unlock releases the lock on the directory PATH. The directory is then
 CLEANING until the files open for write in it are sealed, then UNLOCKED.
-A directory already UNLOCKED or CLEANING is reported as such (exit 0).
+A directory already UNLOCKED or CLEANING is reported as such (exit 0); a
+PATH that does not exist exits 5, one that is not a directory exits 1.
 
 Without --force only the lock's own session may unlock it, and lockctl's
 session is its own, fresh one: a non-forced unlock of anyone else's lock
