@@ -3,6 +3,7 @@ package nameserver
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sort"
 	"strings"
@@ -129,6 +130,8 @@ func (s *Server) lockDir(req *bfspb.LockDirRequest) (*namespace.Result, error) {
 		holder = sess.Holder
 	} else if req.SessionId != "" {
 		return nil, namespaceInvalid("an operator lock is bound to no session")
+	} else if err := session.CheckHolder(holder); err != nil {
+		return nil, fmt.Errorf("operator lock: %w", err)
 	}
 	res, err := s.ns.Apply(&bfspb.Command{
 		TimeNs: s.cfg.Clock.Now().UnixNano(),
