@@ -12,6 +12,7 @@ import (
 
 	"github.com/bfs-go/bfs/chunkserver/blockstore"
 	"github.com/bfs-go/bfs/internal/clock"
+	"github.com/bfs-go/bfs/internal/millis"
 	"github.com/bfs-go/bfs/proto/bfspb"
 )
 
@@ -89,15 +90,26 @@ func (m *membership) tryRegister(ctx context.Context) (*bfspb.RegisterResponse, 
 
 func (m *membership) adopt(resp *bfspb.RegisterResponse) {
 	m.id.Store(resp.ChunkserverId)
-	if resp.HeartbeatIntervalMs > 0 {
-		m.hb = time.Duration(resp.HeartbeatIntervalMs) * time.Millisecond
-	}
-	if resp.ReportIntervalMs > 0 {
-		m.reports = time.Duration(resp.ReportIntervalMs) * time.Millisecond
-	}
+	m.hb = askedInterval("heartbeat", resp.HeartbeatIntervalMs, m.hb)
+	m.reports = askedInterval("block report", resp.ReportIntervalMs, m.reports)
 	m.registeredOnce.Do(func() { close(m.registered) })
 	glog.Infof("registered with the nameserver as chunkserver %d (%s), heartbeat every %v, block report every %v",
 		resp.ChunkserverId, m.addr, m.hb, m.reports)
+}
+
+// askedInterval is the interval the nameserver asks for in ms, or cur
+// when it asks none (0) or one no timer can follow (negative, or beyond
+// a time.Duration), which is logged.
+func askedInterval(what string, ms int64, cur time.Duration) time.Duration {
+	if ms == 0 {
+		return cur
+	}
+	d, ok := millis.Duration(ms)
+	if !ok || d < 0 {
+		glog.Warningf("the nameserver asks for a %s interval of %d ms; keeping %v", what, ms, cur)
+		return cur
+	}
+	return d
 }
 
 // serve sends a full block report, then heartbeats and reports on their

@@ -13,7 +13,9 @@
 // A Server is a library: New opens the data directory, Serve answers on a
 // listener until its context ends or Close is called, Close stops every
 // goroutine the server started and closes the store. There is no
-// package-level state, so a test can run several servers in one process.
+// package-level state, so a test can run several servers in one process,
+// each on a data directory of its own: New locks the directory
+// (internal/datadir) until Close, and refuses one that is held.
 //
 // Handlers decode a request, normalize its paths (bad ones get
 // INVALID_ARGUMENT), call one domain method and encode the answer; the one

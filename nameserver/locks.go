@@ -3,6 +3,7 @@ package nameserver
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sort"
 	"strings"
@@ -140,6 +141,8 @@ func (s *Server) lockDir(req *bfspb.LockDirRequest) (*namespace.Result, error) {
 		holder = sess.Holder
 	} else if req.SessionId != "" {
 		return nil, namespaceInvalid("an operator lock is bound to no session")
+	} else if err := session.CheckHolder(holder); err != nil {
+		return nil, fmt.Errorf("operator lock: %w", err)
 	}
 	res, err := s.ns.Apply(&bfspb.Command{
 		TimeNs: s.cfg.Clock.Now().UnixNano(),
@@ -526,8 +529,10 @@ func (s *Server) releaseSessionLocks(id session.ID, reason string) {
 	held := s.ns.Locks().Held(dirlock.SessionID(id))
 	sort.Slice(held, func(i, j int) bool { return held[i].Path < held[j].Path })
 	for _, l := range held {
+		// Released, cleaning or deleted meanwhile: nothing left to do.
 		if _, err := s.unlock(l.Path, string(id), true, uint64(l.Epoch), reason); err != nil &&
-			!errors.Is(err, dirlock.ErrCleaning) && !errors.Is(err, dirlock.ErrUnlocked) {
+			!errors.Is(err, dirlock.ErrCleaning) && !errors.Is(err, dirlock.ErrUnlocked) &&
+			!errors.Is(err, namespace.ErrNotFound) {
 			glog.Errorf("releasing %s of ended session %s: %v", l.Path, id, err)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"sync"
 
@@ -16,6 +17,7 @@ import (
 
 	"github.com/bfs-go/bfs/internal/connpool"
 	"github.com/bfs-go/bfs/internal/daemon"
+	"github.com/bfs-go/bfs/internal/datadir"
 	"github.com/bfs-go/bfs/nameserver/blockmap"
 	"github.com/bfs-go/bfs/nameserver/namespace"
 	"github.com/bfs-go/bfs/nameserver/session"
@@ -57,6 +59,8 @@ type Server struct {
 	cleanings cleanings
 	grpc      *grpc.Server
 	health    *health.Server
+	// dataLock holds the data directory (its LOCK file) until Close.
+	dataLock *os.File
 
 	stopc        chan struct{}
 	livenessDone chan struct{}
@@ -65,13 +69,29 @@ type Server struct {
 }
 
 // New opens the nameserver's data directory and recovers its state. It
-// does not listen: call Serve.
+// does not listen: call Serve. A data directory another nameserver holds
+// is refused.
 func New(cfg Config) (*Server, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	dataLock, err := datadir.Lock(cfg.DataDir)
+	if err != nil {
+		return nil, fmt.Errorf("nameserver: %w", err)
+	}
+	s, err := newServer(cfg, dataLock)
+	if err != nil {
+		dataLock.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// newServer is New once the data directory is locked.
+func newServer(cfg Config, dataLock *os.File) (*Server, error) {
 	s := &Server{
 		cfg:          cfg,
+		dataLock:     dataLock,
 		stopc:        make(chan struct{}),
 		livenessDone: make(chan struct{}),
 		blocks:       blockmap.New(cfg.Clock.Now()),
@@ -163,6 +183,9 @@ func (s *Server) Close() error {
 		s.closer.stop()
 		s.peers.Close()
 		s.closeErr = s.ns.Close()
+		if err := s.dataLock.Close(); s.closeErr == nil {
+			s.closeErr = err
+		}
 	})
 	return s.closeErr
 }

@@ -2,11 +2,13 @@ package nameserver
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/golang/glog"
 
 	"github.com/bfs-go/bfs/dirlock"
+	"github.com/bfs-go/bfs/internal/millis"
 	"github.com/bfs-go/bfs/nameserver/session"
 	"github.com/bfs-go/bfs/proto/bfspb"
 )
@@ -68,7 +70,14 @@ func (s *Server) onSessionEnd(sess session.Session, why session.EndReason) {
 
 // OpenSession grants a session with the asked TTL.
 func (s *Server) OpenSession(ctx context.Context, req *bfspb.OpenSessionRequest) (*bfspb.OpenSessionResponse, error) {
-	sess, err := s.sessions.Open(ctx, req.Holder, time.Duration(req.TtlMs)*time.Millisecond)
+	ttl, ok := millis.Duration(req.TtlMs)
+	var sess session.Session
+	var err error
+	if ok {
+		sess, err = s.sessions.Open(ctx, req.Holder, ttl)
+	} else {
+		err = fmt.Errorf("session ttl of %d ms is beyond what a duration holds (%d ms): %w", req.TtlMs, millis.Max, session.ErrInvalidTTL)
+	}
 	code, msg := statusOf(err)
 	if err != nil {
 		return &bfspb.OpenSessionResponse{Status: code, Message: msg}, nil

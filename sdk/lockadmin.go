@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/bfs-go/bfs/internal/millis"
 	"github.com/bfs-go/bfs/proto/bfspb"
 )
 
@@ -195,9 +196,15 @@ func (c *Client) Sessions(ctx context.Context) ([]SessionInfo, error) {
 	}
 	out := make([]SessionInfo, 0, len(resp.Sessions))
 	for _, s := range resp.Sessions {
+		ttl, ok1 := millis.Duration(s.TtlMs)
+		remaining, ok2 := millis.Duration(s.RemainingMs)
+		if !ok1 || !ok2 {
+			return nil, fmt.Errorf("%w: nameserver listed session %s with ttl %d ms, %d ms remaining",
+				ErrInternal, s.SessionId, s.TtlMs, s.RemainingMs)
+		}
 		out = append(out, SessionInfo{
-			ID: s.SessionId, Holder: s.Holder, TTL: time.Duration(s.TtlMs) * time.Millisecond,
-			Remaining: time.Duration(s.RemainingMs) * time.Millisecond, OpenFiles: s.OpenFiles, Locks: s.Locks,
+			ID: s.SessionId, Holder: s.Holder, TTL: ttl,
+			Remaining: remaining, OpenFiles: s.OpenFiles, Locks: s.Locks,
 		})
 	}
 	return out, nil

@@ -14,8 +14,9 @@ import (
 // closed file, or for a file still being written the bytes every reachable
 // replica has (what the writer has had acknowledged). Reads go to any
 // replica holding the block; a replica that fails or returns a damaged
-// chunk is skipped for the next. Read is for one goroutine at a time;
-// ReadAt may be called concurrently.
+// chunk is skipped for the next; with no replica to read from (the
+// nameserver knows none) reads fail with ErrUnavailable. Read is for one
+// goroutine at a time; ReadAt may be called concurrently.
 type Reader struct {
 	c         *Client
 	path      string
@@ -102,6 +103,9 @@ func (r *Reader) Read(p []byte) (int, error) {
 	if r.off >= r.size {
 		return 0, io.EOF
 	}
+	if err := r.readable(); err != nil {
+		return 0, pathError("read", r.path, err)
+	}
 	for len(r.pending) == 0 {
 		if err := r.fill(); err != nil {
 			return 0, pathError("read", r.path, err)
@@ -111,6 +115,18 @@ func (r *Reader) Read(p []byte) (int, error) {
 	r.pending = r.pending[n:]
 	r.off += int64(n)
 	return n, nil
+}
+
+// readable says why bytes below the size cannot be read at all: the
+// nameserver named no block or no replica to read them from.
+func (r *Reader) readable() error {
+	switch {
+	case r.block == nil:
+		return fmt.Errorf("%w: the file has %d bytes but no block", ErrUnavailable, r.size)
+	case len(r.block.Replicas) == 0:
+		return fmt.Errorf("%w: no replica of block %d is known", ErrUnavailable, r.block.BlockId)
+	}
+	return nil
 }
 
 // fill receives the next chunk of the stream, opening a stream (on the
@@ -181,6 +197,9 @@ func (r *Reader) ReadAt(p []byte, off int64) (int, error) {
 	}
 	if off >= r.size {
 		return 0, io.EOF
+	}
+	if err := r.readable(); err != nil {
+		return 0, pathError("read", r.path, err)
 	}
 	want := min(int64(len(p)), r.size-off)
 	var lastErr error

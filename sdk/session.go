@@ -10,6 +10,7 @@ import (
 
 	"github.com/golang/glog"
 
+	"github.com/bfs-go/bfs/internal/millis"
 	"github.com/bfs-go/bfs/proto/bfspb"
 )
 
@@ -125,11 +126,14 @@ func (c *Client) openSession(ctx context.Context) (*Session, error) {
 	if err := responseError(resp); err != nil {
 		return nil, err
 	}
-	ttl := c.ttl
-	if resp.GetTtlMs() > 0 {
-		ttl = time.Duration(resp.GetTtlMs()) * time.Millisecond
+	ttl, err := grantedTTL(resp.GetTtlMs())
+	if err != nil {
+		// Keeping it alive on a TTL we cannot hold would be a guess: give
+		// it back instead.
+		c.closeSession(newSession(resp.GetSessionId(), c.holder, 0))
+		return nil, err
 	}
-	s := newSession(resp.GetSessionId(), c.holder, ttl)
+	s := newSession(resp.GetSessionId(), c.holder, cmp.Or(ttl, c.ttl))
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -238,8 +242,19 @@ func (c *Client) renew(s *Session, timeout time.Duration) renewal {
 		r.err = err
 		return r
 	}
-	r.granted = time.Duration(resp.GetTtlMs()) * time.Millisecond
+	r.granted, r.err = grantedTTL(resp.GetTtlMs())
 	return r
+}
+
+// grantedTTL is the TTL a nameserver answer grants, 0 if it does not say.
+// A negative TTL, or one a time.Duration cannot hold, is an error: the
+// session's timers cannot follow it.
+func grantedTTL(ms int64) (time.Duration, error) {
+	ttl, ok := millis.Duration(ms)
+	if !ok || ttl < 0 {
+		return 0, fmt.Errorf("%w: nameserver granted a session TTL of %d ms", ErrInternal, ms)
+	}
+	return ttl, nil
 }
 
 // withTimeout is context.WithTimeout on the client's clock, so the

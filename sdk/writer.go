@@ -189,9 +189,13 @@ func (w *Writer) CloseContext(ctx context.Context) error {
 	return w.err
 }
 
+// abort ends a Close that failed. The fan-out is nil when the failure
+// was the AddBlock that would have built it.
 func (w *Writer) abort(err error) error {
-	w.fan.abort()
-	w.c.untrack(w.fan)
+	if w.fan != nil {
+		w.fan.abort()
+		w.c.untrack(w.fan)
+	}
 	w.err = pathError("close", w.path, err)
 	return w.err
 }

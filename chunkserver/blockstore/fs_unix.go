@@ -6,19 +6,17 @@ import (
 	"fmt"
 	"os"
 	"syscall"
+
+	"github.com/bfs-go/bfs/internal/datadir"
 )
 
 // lockDir takes an exclusive advisory lock on dir/LOCK so two stores (two
 // chunkserver processes) never share a directory. The kernel drops the lock
 // when the process dies, so a crash leaves nothing to clean up.
 func lockDir(dir string) (*os.File, error) {
-	f, err := os.OpenFile(dir+"/LOCK", os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := datadir.Lock(dir)
 	if err != nil {
-		return nil, err
-	}
-	if err := control(f, func(fd int) error { return syscall.Flock(fd, syscall.LOCK_EX|syscall.LOCK_NB) }); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("blockstore: %s is in use by another store: %w", dir, err)
+		return nil, fmt.Errorf("blockstore: %w", err)
 	}
 	return f, nil
 }

@@ -232,6 +232,14 @@ func startGrantCleaning(b *pebble.Batch, c *bfspb.LockDirCmd, info *bfspb.FileIn
 
 func applyUnlockDir(r pebble.Reader, b *pebble.Batch, locks *dirlock.Table, c *bfspb.UnlockDirCmd, now int64) (*Result, error) {
 	l, err := locks.CanUnlock(c.Path, dirlock.SessionID(c.SessionId), c.Force, dirlock.Epoch(c.Epoch))
+	if errors.Is(err, dirlock.ErrUnlocked) {
+		// The lock table knows only locked paths: "unlocked" is the
+		// answer for a directory, not for a path that is missing or a
+		// file.
+		if _, lerr := lookupDir(r, c.Path); lerr != nil {
+			return nil, lerr
+		}
+	}
 	if err != nil {
 		return &Result{Lock: &l}, err
 	}

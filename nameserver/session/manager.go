@@ -9,6 +9,7 @@ import (
 	"io"
 	"sync"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/golang/glog"
@@ -17,7 +18,7 @@ import (
 )
 
 // MaxHolderLen is the longest holder name Open accepts, in bytes.
-const MaxHolderLen = 256
+const MaxHolderLen = 255
 
 // Default TTL bounds, used when Config leaves them zero.
 const (
@@ -172,6 +173,16 @@ func (m *Manager) validate(holder string, ttl time.Duration) error {
 	if ttl < m.minTTL || ttl > m.maxTTL {
 		return fmt.Errorf("session ttl %v is outside [%v, %v]: %w", ttl, m.minTTL, m.maxTTL, ErrInvalidTTL)
 	}
+	return CheckHolder(holder)
+}
+
+// CheckHolder accepts a holder name (of a session, or of an operator
+// lock) that is 1 to MaxHolderLen bytes of UTF-8 text made of printable
+// characters (letters, marks, numbers, punctuation, symbols and the ASCII
+// space): holders are shown in listings, and one with control or format
+// characters could rewrite what a terminal shows around it. The error
+// wraps ErrInvalidHolder.
+func CheckHolder(holder string) error {
 	switch {
 	case holder == "":
 		return fmt.Errorf("empty holder: %w", ErrInvalidHolder)
@@ -179,6 +190,11 @@ func (m *Manager) validate(holder string, ttl time.Duration) error {
 		return fmt.Errorf("holder is %d bytes, more than %d: %w", len(holder), MaxHolderLen, ErrInvalidHolder)
 	case !utf8.ValidString(holder):
 		return fmt.Errorf("holder %q is not valid UTF-8: %w", holder, ErrInvalidHolder)
+	}
+	for i, r := range holder {
+		if !unicode.IsPrint(r) {
+			return fmt.Errorf("holder %q has the unprintable character %U at byte %d: %w", holder, r, i, ErrInvalidHolder)
+		}
 	}
 	return nil
 }

@@ -231,6 +231,12 @@ func TestOpenRefusesBadInput(t *testing.T) {
 		{"empty holder", "", time.Minute, session.ErrInvalidHolder},
 		{"long holder", strings.Repeat("x", session.MaxHolderLen+1), time.Minute, session.ErrInvalidHolder},
 		{"holder not utf-8", "\xff", time.Minute, session.ErrInvalidHolder},
+		{"holder with spaces and letters", "tablet server é 9", time.Minute, nil},
+		{"holder with terminal escapes", "evil\x1b[2K\r/tablet9 unlocked", time.Minute, session.ErrInvalidHolder},
+		{"holder with a newline", "a\nb", time.Minute, session.ErrInvalidHolder},
+		{"holder with a tab", "a\tb", time.Minute, session.ErrInvalidHolder},
+		{"holder with DEL", "a\x7f", time.Minute, session.ErrInvalidHolder},
+		{"holder with a direction override", "a\u202eb", time.Minute, session.ErrInvalidHolder},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

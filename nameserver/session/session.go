@@ -56,7 +56,8 @@ var (
 	ErrExpired = errors.New("session expired")
 	// ErrInvalidTTL: a requested TTL is outside the allowed range.
 	ErrInvalidTTL = errors.New("invalid session ttl")
-	// ErrInvalidHolder: a holder name is empty, too long or not UTF-8.
+	// ErrInvalidHolder: a holder name is empty, too long, not UTF-8 or
+	// not printable (see CheckHolder).
 	ErrInvalidHolder = errors.New("invalid session holder")
 	// ErrClosed: the Manager has been closed.
 	ErrClosed = errors.New("session manager closed")

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/bfs-go/bfs/internal/printable"
 	"github.com/bfs-go/bfs/sdk"
 )
 
@@ -40,7 +41,7 @@ func (e *env) putCommand() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		p := e.progress("put "+args[1], size)
+		p := e.progress("put "+printable.String(args[1]), size)
 		_, err = io.Copy(w, p.reader(src))
 		p.done()
 		if err != nil {
@@ -91,7 +92,7 @@ func (e *env) getCommand() *cobra.Command {
 				}
 				dst = f
 			}
-			p := e.progress("get "+args[0], r.Size())
+			p := e.progress("get "+printable.String(args[0]), r.Size())
 			_, err = io.Copy(dst, p.reader(r))
 			p.done()
 			if f != nil {
@@ -140,10 +141,10 @@ func (e *env) locationCommand() *cobra.Command {
 			if loc.Open {
 				state = "open for write"
 			}
-			fmt.Fprintf(e.stdout, "%s: %d bytes, %s, %d block(s)\n", args[0], loc.Size, state, len(loc.Blocks))
+			fmt.Fprintf(e.stdout, "%s: %d bytes, %s, %d block(s)\n", printable.String(args[0]), loc.Size, state, len(loc.Blocks))
 			for _, b := range loc.Blocks {
 				fmt.Fprintf(e.stdout, "block %d  size %d  version %d  replicas %s\n",
-					b.ID, b.Size, b.Version, strings.Join(b.Replicas, ","))
+					b.ID, b.Size, b.Version, printable.String(strings.Join(b.Replicas, ",")))
 			}
 			return nil
 		}),

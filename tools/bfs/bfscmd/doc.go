@@ -7,6 +7,9 @@
 // Exit codes: 0 on success, 1 when the file system refused or failed an
 // operation, 2 for a usage error (unknown command or flag, wrong number of
 // arguments, a malformed mode). Errors go to stderr as "bfs: <error>".
+// Names, paths, holders and errors are printed with their control
+// characters escaped (package internal/printable): a name can hold any
+// character but NUL, and must not rewrite the terminal around it.
 //
 // Main keeps no state between calls and may run concurrently, except that
 // daemon commands set glog's (process-wide) flags.

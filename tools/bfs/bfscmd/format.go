@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/bfs-go/bfs/internal/printable"
 	"github.com/bfs-go/bfs/sdk"
 )
 
@@ -19,7 +20,7 @@ func longLine(fi *sdk.FileInfo) string {
 	if !fi.IsDir {
 		repl = strconv.Itoa(fi.Replication)
 	}
-	s := fmt.Sprintf("%s %3s %12d %s %s", fi.Mode, repl, fi.Size, formatTime(fi.ModTime, timeLayout), fi.Path)
+	s := fmt.Sprintf("%s %3s %12d %s %s", fi.Mode, repl, fi.Size, formatTime(fi.ModTime, timeLayout), printable.String(fi.Path))
 	if fi.LockStatus != sdk.Unlocked {
 		s += "  (" + lockText(fi) + ")"
 	}
@@ -29,7 +30,7 @@ func longLine(fi *sdk.FileInfo) string {
 func lockText(fi *sdk.FileInfo) string {
 	s := fi.LockStatus.String()
 	if fi.Holder != "" {
-		s += " by " + fi.Holder
+		s += " by " + printable.String(fi.Holder)
 	}
 	if fi.Epoch != 0 {
 		s += fmt.Sprintf(", epoch %d", fi.Epoch)
@@ -51,7 +52,7 @@ func writeStat(w io.Writer, fi *sdk.FileInfo) {
 	if fi.IsDir {
 		kind, repl = "directory", "-"
 	}
-	fmt.Fprintf(tw, "Path:\t%s\n", fi.Path)
+	fmt.Fprintf(tw, "Path:\t%s\n", printable.String(fi.Path))
 	fmt.Fprintf(tw, "Type:\t%s\n", kind)
 	fmt.Fprintf(tw, "Mode:\t%s (%04o)\n", fi.Mode, unixMode(fi.Mode))
 	fmt.Fprintf(tw, "Size:\t%d\n", fi.Size)
@@ -61,7 +62,7 @@ func writeStat(w io.Writer, fi *sdk.FileInfo) {
 	if fi.IsDir {
 		fmt.Fprintf(tw, "Lock:\t%s\n", lockText(fi))
 	} else if fi.WriterSession != "" {
-		fmt.Fprintf(tw, "Open for write by:\tsession %s\n", fi.WriterSession)
+		fmt.Fprintf(tw, "Open for write by:\tsession %s\n", printable.String(fi.WriterSession))
 	}
 	_ = tw.Flush()
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/bfs-go/bfs/internal/printable"
 	"github.com/bfs-go/bfs/sdk"
 )
 
@@ -74,7 +75,7 @@ func (l lister) print(fi *sdk.FileInfo) {
 	if l.long {
 		fmt.Fprintln(l.stdout, longLine(fi))
 	} else {
-		fmt.Fprintln(l.stdout, fi.Path)
+		fmt.Fprintln(l.stdout, printable.String(fi.Path))
 	}
 }
 
@@ -216,7 +217,7 @@ func (e *env) duCommand() *cobra.Command {
 			err := e.eachPath(ctx, args, func(ctx context.Context, p string) error {
 				u, err := c.DiskUsage(ctx, p)
 				if err == nil {
-					fmt.Fprintf(tw, "%d\t%d\t%d\t %s\n", u.Bytes, u.Files, u.Dirs, p)
+					fmt.Fprintf(tw, "%d\t%d\t%d\t %s\n", u.Bytes, u.Files, u.Dirs, printable.String(p))
 				}
 				return err
 			})

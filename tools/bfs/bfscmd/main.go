@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/bfs-go/bfs/internal/printable"
 	"github.com/bfs-go/bfs/sdk"
 )
 
@@ -66,14 +67,14 @@ func (e *env) report(cmd *cobra.Command, err error) int {
 	case errors.Is(err, errReported):
 		return exitFailure
 	case e.ran && !errors.As(err, &ue):
-		fmt.Fprintf(e.stderr, "bfs: %v\n", err)
+		fmt.Fprintf(e.stderr, "bfs: %s\n", printable.Error(err))
 		return exitFailure
 	}
 	name := "bfs"
 	if cmd != nil {
 		name = cmd.CommandPath()
 	}
-	fmt.Fprintf(e.stderr, "%s: %v\nRun '%s --help' for usage.\n", name, err, name)
+	fmt.Fprintf(e.stderr, "%s: %s\nRun '%s --help' for usage.\n", name, printable.Error(err), name)
 	return exitUsage
 }
 
@@ -154,7 +155,7 @@ func (e *env) eachPath(ctx context.Context, paths []string, op func(ctx context.
 			if ctx.Err() != nil {
 				return err
 			}
-			fmt.Fprintf(e.stderr, "bfs: %v\n", err)
+			fmt.Fprintf(e.stderr, "bfs: %s\n", printable.Error(err))
 			failed = true
 		}
 	}

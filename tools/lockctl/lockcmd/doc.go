@@ -5,7 +5,10 @@
 //
 // Output is a table for people by default; with -o json every command
 // prints one JSON document on stdout, except watch, which prints one JSON
-// object per line. Errors and progress go to stderr.
+// object per line. Errors and progress go to stderr. Paths, holders,
+// session ids and errors are printed with their control characters
+// escaped (package internal/printable), so that no name can make a table
+// lie; JSON escapes them by itself.
 //
 // Exit codes (the Exit* constants) are decided with errors.Is on the SDK's
 // sentinels, never from message text:

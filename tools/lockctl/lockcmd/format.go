@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/bfs-go/bfs/internal/printable"
 	"github.com/bfs-go/bfs/sdk"
 )
 
@@ -134,14 +135,19 @@ func orDash(s string) string {
 	return s
 }
 
+// field is s as tables and lines show it: control characters escaped
+// (see package printable), "-" when empty. Errors are escaped as a whole
+// when printed, so their text takes s raw.
+func field(s string) string { return orDash(printable.String(s)) }
+
 // writeStatus prints one lock, a field per line.
 func writeStatus(w io.Writer, d *sdk.DirLock, now time.Time) {
 	tw := tabwriter.NewWriter(w, 0, 8, 1, ' ', 0)
-	fmt.Fprintf(tw, "Path:\t%s\n", d.Path)
+	fmt.Fprintf(tw, "Path:\t%s\n", printable.String(d.Path))
 	fmt.Fprintf(tw, "State:\t%s\n", d.Status)
 	if d.Status != sdk.Unlocked {
-		fmt.Fprintf(tw, "Holder:\t%s\n", orDash(d.Holder))
-		fmt.Fprintf(tw, "Session:\t%s\n", orDash(d.SessionID))
+		fmt.Fprintf(tw, "Holder:\t%s\n", field(d.Holder))
+		fmt.Fprintf(tw, "Session:\t%s\n", field(d.SessionID))
 		fmt.Fprintf(tw, "Epoch:\t%d\n", d.Epoch)
 		since := formatTime(d.Since)
 		if known(d.Since) && !now.Before(d.Since) { // no "ago" across clock skew
@@ -159,7 +165,7 @@ func writeStatus(w io.Writer, d *sdk.DirLock, now time.Time) {
 }
 
 func pendingLine(p sdk.PendingFile) string {
-	return fmt.Sprintf("%s  block %d  waiting for %s", p.Path, p.BlockID, orDash(strings.Join(p.Replicas, ", ")))
+	return fmt.Sprintf("%s  block %d  waiting for %s", printable.String(p.Path), p.BlockID, field(strings.Join(p.Replicas, ", ")))
 }
 
 // writeLockTable prints locks as a table.
@@ -172,7 +178,7 @@ func writeLockTable(w io.Writer, locks []*sdk.DirLock) {
 			pending = fmt.Sprintf("%d file(s)", len(d.Pending))
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n",
-			d.Path, d.Status, orDash(d.Holder), d.Epoch, orDash(d.SessionID), formatTime(d.Since), pending)
+			printable.String(d.Path), d.Status, field(d.Holder), d.Epoch, field(d.SessionID), formatTime(d.Since), pending)
 	}
 	_ = tw.Flush()
 }
@@ -182,8 +188,8 @@ func writeHistoryTable(w io.Writer, hist []sdk.LockHistoryEntry) {
 	fmt.Fprintln(tw, "HOLDER\tEPOCH\tLOCKED-AT\tUNLOCKED-AT\tDURATION\tREASON\tFILES-SEALED\tBYTES-TRUNCATED")
 	for _, h := range hist {
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%d\t%d\n",
-			orDash(h.Holder), h.Epoch, formatTime(h.LockedAt), formatTime(h.UnlockedAt),
-			roundDuration(lockDuration(h)), orDash(h.Reason), h.FilesSealed, h.BytesTruncated)
+			field(h.Holder), h.Epoch, formatTime(h.LockedAt), formatTime(h.UnlockedAt),
+			roundDuration(lockDuration(h)), field(h.Reason), h.FilesSealed, h.BytesTruncated)
 	}
 	_ = tw.Flush()
 }
@@ -193,8 +199,8 @@ func writeSessionTable(w io.Writer, sessions []sdk.SessionInfo) {
 	fmt.Fprintln(tw, "ID\tHOLDER\tTTL\tREMAINING\tOPEN-FILES\tLOCKS")
 	for _, s := range sessions {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n",
-			s.ID, orDash(s.Holder), roundDuration(s.TTL), roundDuration(s.Remaining), s.OpenFiles,
-			orDash(strings.Join(s.Locks, ",")))
+			field(s.ID), field(s.Holder), roundDuration(s.TTL), roundDuration(s.Remaining), s.OpenFiles,
+			field(strings.Join(s.Locks, ",")))
 	}
 	_ = tw.Flush()
 }
@@ -211,15 +217,15 @@ func roundDuration(d time.Duration) time.Duration {
 // eventLine is one transition as watch prints it for people.
 func eventLine(ev sdk.DirLockEvent, at time.Time) string {
 	d := ev.Lock
-	s := fmt.Sprintf("%s  %s  %s -> %s", at.Local().Format("15:04:05.000"), d.Path, ev.Previous, d.Status)
+	s := fmt.Sprintf("%s  %s  %s -> %s", at.Local().Format("15:04:05.000"), printable.String(d.Path), ev.Previous, d.Status)
 	if d.Epoch != 0 {
 		s += fmt.Sprintf("  epoch %d", d.Epoch)
 	}
 	if d.Holder != "" {
-		s += "  holder " + d.Holder
+		s += "  holder " + printable.String(d.Holder)
 	}
 	if ev.Reason != "" {
-		s += "  (" + ev.Reason + ")"
+		s += "  (" + printable.String(ev.Reason) + ")"
 	}
 	return s
 }

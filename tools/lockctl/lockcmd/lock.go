@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/bfs-go/bfs/internal/printable"
 	"github.com/bfs-go/bfs/sdk"
 )
 
@@ -98,8 +99,9 @@ func (e *env) operatorLock(ctx context.Context, path, holder string) error {
 	if e.json() {
 		return writeJSON(e.stdout, toLockJSON(d))
 	}
+	p := printable.String(d.Path)
 	fmt.Fprintf(e.stdout, "locked %s: epoch %d, holder %s, operator lock (release with: lockctl unlock --force %s)\n",
-		d.Path, d.Epoch, orDash(d.Holder), d.Path)
+		p, d.Epoch, field(d.Holder), p)
 	return nil
 }
 
@@ -135,7 +137,7 @@ func (e *env) holdLock(ctx context.Context, path string, f lockFlags) error {
 		return fmt.Errorf("releasing the lock: %w (closing the session releases it)", err)
 	}
 	if !e.json() {
-		fmt.Fprintf(e.stdout, "released %s (epoch %d)\n", l.Path(), l.Epoch())
+		fmt.Fprintf(e.stdout, "released %s (epoch %d)\n", printable.String(l.Path()), l.Epoch())
 	}
 	return nil
 }
@@ -179,7 +181,8 @@ func (e *env) stillBusy(ctx context.Context, c *sdk.Client, path, why string, ca
 	defer cancel()
 	d, err := blocker(qctx, c, path)
 	if err != nil {
-		return fmt.Errorf("%s %s: %w", why, path, errors.Join(cause, err))
+		// One line: errors are printed escaped, a newline included.
+		return fmt.Errorf("%s %s: %w (and looking the lock up failed: %w)", why, path, cause, err)
 	}
 	if d == nil {
 		return fmt.Errorf("%s %s: %w", why, path, cause)
@@ -245,7 +248,8 @@ func (e *env) printGranted(l *sdk.Lock) error {
 			Pending: []pendingJSON{},
 		})
 	}
-	fmt.Fprintf(e.stdout, "locked %s: epoch %d, holder %s, session %s\n", l.Path(), l.Epoch(), l.Holder(), orDash(session))
+	fmt.Fprintf(e.stdout, "locked %s: epoch %d, holder %s, session %s\n",
+		printable.String(l.Path()), l.Epoch(), field(l.Holder()), field(session))
 	fmt.Fprintln(e.stderr, "holding the lock until interrupted (Ctrl-C releases it)")
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/bfs-go/bfs/internal/clock"
 	"github.com/bfs-go/bfs/internal/fspath"
+	"github.com/bfs-go/bfs/internal/printable"
 	"github.com/bfs-go/bfs/sdk"
 )
 
@@ -108,14 +109,14 @@ func exitCode(err error) int {
 func (e *env) report(cmd *cobra.Command, err error) int {
 	var ue usageError
 	if e.ran && !errors.As(err, &ue) {
-		fmt.Fprintf(e.stderr, "lockctl: %v\n", err)
+		fmt.Fprintf(e.stderr, "lockctl: %s\n", printable.Error(err))
 		return exitCode(err)
 	}
 	name := "lockctl"
 	if cmd != nil {
 		name = cmd.CommandPath()
 	}
-	fmt.Fprintf(e.stderr, "%s: %v\nRun '%s --help' for usage.\n", name, err, name)
+	fmt.Fprintf(e.stderr, "%s: %s\nRun '%s --help' for usage.\n", name, printable.Error(err), name)
 	return ExitUsage
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/bfs-go/bfs/internal/fspath"
+	"github.com/bfs-go/bfs/internal/printable"
 	"github.com/bfs-go/bfs/sdk"
 )
 
@@ -59,7 +60,7 @@ LOCKED or CLEANING; --state keeps only one of the two.`,
 			return writeJSON(e.stdout, out)
 		}
 		if len(locks) == 0 {
-			fmt.Fprintf(e.stdout, "no %sdirectory locks at or under %s\n", state.adjective(), prefix)
+			fmt.Fprintf(e.stdout, "no %sdirectory locks at or under %s\n", state.adjective(), printable.String(prefix))
 			return nil
 		}
 		writeLockTable(e.stdout, locks)
@@ -90,7 +91,7 @@ func (e *env) watch(ctx context.Context, c *sdk.Client, prefix string) error {
 	}
 	defer w.Close()
 	if !e.json() {
-		fmt.Fprintf(e.stderr, "watching lock transitions at or under %s (Ctrl-C stops)\n", prefix)
+		fmt.Fprintf(e.stderr, "watching lock transitions at or under %s (Ctrl-C stops)\n", printable.String(prefix))
 	}
 	enc := json.NewEncoder(e.stdout)
 	for {
@@ -138,7 +139,7 @@ truncated). The nameserver keeps a bounded number per directory.`,
 				return writeJSON(e.stdout, out)
 			}
 			if len(hist) == 0 {
-				fmt.Fprintf(e.stdout, "no past locks of %s\n", path)
+				fmt.Fprintf(e.stdout, "no past locks of %s\n", printable.String(path))
 				return nil
 			}
 			writeHistoryTable(e.stdout, hist)

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/bfs-go/bfs/internal/clock"
+	"github.com/bfs-go/bfs/internal/printable"
 	"github.com/bfs-go/bfs/sdk"
 )
 
@@ -36,7 +37,8 @@ func (e *env) unlockCommand() *cobra.Command {
 		Short: "Release a directory lock",
 		Long: `unlock releases the lock on the directory PATH. The directory is then
 CLEANING until the files open for write in it are sealed, then UNLOCKED.
-A directory already UNLOCKED or CLEANING is reported as such (exit 0).
+A directory already UNLOCKED or CLEANING is reported as such (exit 0); a
+PATH that does not exist exits 5, one that is not a directory exits 1.
 
 Without --force only the lock's own session may unlock it, and lockctl's
 session is its own, fresh one: a non-forced unlock of anyone else's lock
@@ -101,12 +103,12 @@ func (e *env) unlock(ctx context.Context, c *sdk.Client, path string, f unlockFl
 	if e.json() {
 		return writeJSON(e.stdout, toLockJSON(d))
 	}
-	fmt.Fprintf(e.stdout, "%s %s", d.Status, d.Path)
+	fmt.Fprintf(e.stdout, "%s %s", d.Status, printable.String(d.Path))
 	if d.Epoch != 0 {
 		fmt.Fprintf(e.stdout, " (epoch %d)", d.Epoch)
 	}
 	if d.Status == sdk.Cleaning {
-		fmt.Fprintf(e.stdout, ": %d file(s) pending; 'lockctl unlock --wait %s' waits for the end", len(d.Pending), d.Path)
+		fmt.Fprintf(e.stdout, ": %d file(s) pending; 'lockctl unlock --wait %s' waits for the end", len(d.Pending), printable.String(d.Path))
 	}
 	fmt.Fprintln(e.stdout)
 	return nil
@@ -193,7 +195,7 @@ func (p *progress) follow(ctx context.Context, c *sdk.Client, path string, stop 
 
 func (p *progress) show(d *sdk.DirLock) {
 	if p.tty {
-		line := fmt.Sprintf("cleaning %s (epoch %d): %d file(s), %d replica(s) pending", d.Path, d.Epoch, len(d.Pending), replicas(d))
+		line := fmt.Sprintf("cleaning %s (epoch %d): %d file(s), %d replica(s) pending", printable.String(d.Path), d.Epoch, len(d.Pending), replicas(d))
 		if line != p.last {
 			fmt.Fprintf(p.w, "\r%-*s", len(p.last), line)
 			p.last = line
@@ -201,7 +203,7 @@ func (p *progress) show(d *sdk.DirLock) {
 		return
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "cleaning %s (epoch %d): %d file(s) pending\n", d.Path, d.Epoch, len(d.Pending))
+	fmt.Fprintf(&b, "cleaning %s (epoch %d): %d file(s) pending\n", printable.String(d.Path), d.Epoch, len(d.Pending))
 	for _, f := range d.Pending {
 		fmt.Fprintf(&b, "  %s\n", pendingLine(f))
 	}
