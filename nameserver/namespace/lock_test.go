@@ -236,6 +236,9 @@ func TestParentUnlockTakesOverNestedCleaning(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, dirlock.Cleaning, l.Status, "the group is cleaning until the tablet's cleaning ends")
 
+	// The coordinator closes the file, then finishes.
+	_, err = apply1(t, s, &bfspb.CloseFileCmd{Path: "/a/b/f", EntryId: f[0]})
+	require.NoError(t, err)
 	_, err = finishCleaningOf(s, "/a", uint64(a.Lock.Epoch))
 	require.NoError(t, err)
 	require.Empty(t, s.Locks().List("/", false, 0))
