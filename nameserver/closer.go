@@ -22,11 +22,11 @@ import (
 // longer replicas are truncated to it.
 //
 // A file's writer normally seals the replicas itself (its last packet).
-// When the writer is gone (its session ended) the closer seals them: it
-// sends Seal to every replica still awaited, with bounded concurrency,
-// retrying with backoff until the replica reports or its chunkserver is
-// declared dead. This is the mechanism lease recovery uses, and directory
-// unlock uses to fence a holder.
+// When the writer finishes, and when it is gone (its session ended), the
+// closer seals them: it sends Seal to every replica still awaited, with
+// bounded concurrency, retrying with backoff until the replica reports or
+// its chunkserver is declared dead. This is the mechanism FinishFile and
+// lease recovery use, and directory unlock uses to fence a holder.
 type closer struct {
 	s   *Server
 	sem chan struct{}

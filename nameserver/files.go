@@ -87,7 +87,11 @@ func (s *Server) SyncBlock(_ context.Context, req *bfspb.SyncBlockRequest) (*bfs
 }
 
 // FinishFile is the writer saying it is done: its last packet sealed the
-// replicas, whose BlockReceived reports close the file. With wait, it
+// replicas, whose BlockReceived reports close the file. The nameserver
+// seals every replica that has not reported yet, so a writer that sent no
+// packet (nothing sealed the replicas) still has its file closed, at
+// length 0, at once and not when its session ends; a replica its last
+// packet sealed answers the Seal with the same length. With wait, it
 // returns once the file is closed.
 //
 // Like AddBlock and SyncBlock it is gated by directory locks: in a subtree
@@ -131,7 +135,7 @@ func (s *Server) finishFile(ctx context.Context, req *bfspb.FinishFileRequest) (
 		return nil, err
 	}
 	s.closer.dropReplicas(info.EntryId, req.Dropped)
-	f := s.closer.track(info.EntryId, false)
+	f := s.closer.track(info.EntryId, true)
 	if !req.Wait {
 		return info, nil
 	}
