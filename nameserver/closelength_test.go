@@ -1,10 +1,13 @@
 package nameserver_test
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
+	"slices"
 	"testing"
 	"time"
 
@@ -68,6 +71,45 @@ func blockInfo(t *testing.T, addr string, block int64) *bfspb.GetBlockInfoRespon
 	return r
 }
 
+// rawWrite writes data to the replica at addr, synced, as its first
+// packet.
+func rawWrite(t *testing.T, addr string, b *bfspb.LocatedBlock, data []byte) {
+	t.Helper()
+	rawPacket(t, addr, b, &bfspb.WritePacket{Seq: 1, Offset: 0, Data: data, Sync: true})
+}
+
+func syncBlock(t *testing.T, ns bfspb.NameServerClient, path, session string, block, size int64) {
+	t.Helper()
+	r, err := ns.SyncBlock(context.Background(), &bfspb.SyncBlockRequest{Path: path, SessionId: session, BlockId: block, Size: size})
+	require.NoError(t, err)
+	require.Equal(t, bfspb.StatusCode_OK, r.Status, r.Message)
+}
+
+// readReplica returns every byte the replica of block at addr holds.
+func readReplica(t *testing.T, addr string, block int64) []byte {
+	t.Helper()
+	stream, err := bfspb.NewChunkServerClient(dial(t, addr)).Read(context.Background(), &bfspb.ReadRequest{BlockId: block})
+	require.NoError(t, err)
+	var buf bytes.Buffer
+	for {
+		chunk, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			return buf.Bytes()
+		}
+		require.NoError(t, err)
+		require.Equal(t, bfspb.StatusCode_OK, chunk.Status, chunk.Message)
+		buf.Write(chunk.Data)
+	}
+}
+
+func stat(t *testing.T, ns bfspb.NameServerClient, path string) *bfspb.FileInfo {
+	t.Helper()
+	r, err := ns.Stat(context.Background(), &bfspb.StatRequest{Path: path})
+	require.NoError(t, err)
+	require.Equal(t, bfspb.StatusCode_OK, r.Status, r.Message)
+	return r.Info
+}
+
 // TestFinishWithoutPacketsCloses: a writer that was given its block but
 // sent no packet, so that nothing sealed the replicas, finishes the file.
 // The nameserver seals them itself, and the file closes at length 0 at
@@ -101,5 +143,73 @@ func TestFinishWithoutPacketsCloses(t *testing.T) {
 				require.Zero(t, info.Size)
 			}
 		})
+	}
+}
+
+// TestSyncClaimNeverCutsReplicas: a writer claims (SyncBlock) more bytes
+// synced than any replica holds. The claim must not make the nameserver
+// drop or truncate what the replicas hold: whether the writer closes the
+// file (its last packets seal the replicas) or a forced unlock fences it,
+// the file keeps every byte a majority of the replicas hold, and the
+// replicas that hold them keep them.
+func TestSyncClaimNeverCutsReplicas(t *testing.T) {
+	c := testcluster.Start(t, testcluster.WithChunkservers(3))
+	ns := bfspb.NewNameServerClient(dial(t, c.NameServerAddr))
+	ctx := context.Background()
+	data := bytes.Repeat([]byte("synced bytes. "), 200)
+	for i, tc := range []struct {
+		name  string
+		lens  [3]int // of each replica
+		claim int64
+		want  int64 // the closed length
+	}{
+		{"claim 2^40 over 1000 bytes", [3]int{1000, 1000, 1000}, 1 << 40, 1000},
+		{"claim 4096 over 100 bytes", [3]int{100, 100, 100}, 4096, 100},
+		{"no replica reaches the claim", [3]int{1500, 1000, 500}, 1 << 40, 1000},
+	} {
+		for _, fence := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s, fence=%v", tc.name, fence), func(t *testing.T) {
+				dir := fmt.Sprintf("/d%d-%v", i, fence)
+				mkdirAll(t, ns, dir)
+				sess := openSession(t, ns, "writer")
+				lock := lockAs(t, ns, dir, sess)
+				path := dir + "/f"
+				b := rawCreate(t, ns, path, sess)
+				addrs := replicaAddrs(b)
+				for j, addr := range addrs {
+					rawWrite(t, addr, b, data[:tc.lens[j]])
+				}
+				syncBlock(t, ns, path, sess, b.BlockId, int64(slices.Min(tc.lens[:])))
+				syncBlock(t, ns, path, sess, b.BlockId, tc.claim)
+
+				if fence {
+					r, err := ns.UnlockDir(ctx, &bfspb.UnlockDirRequest{Path: dir, Force: true, Epoch: lock.Epoch, Wait: true})
+					require.NoError(t, err)
+					require.Equal(t, bfspb.StatusCode_UNLOCKED, r.Status, r.Message)
+				} else {
+					for j, addr := range addrs {
+						rawPacket(t, addr, b, &bfspb.WritePacket{Seq: 2, Offset: int64(tc.lens[j]), Last: true})
+					}
+					r := finish(t, ns, path, sess)
+					require.Equal(t, bfspb.StatusCode_OK, r.Status, r.Message)
+				}
+				fi := stat(t, ns, path)
+				require.Empty(t, fi.WriterSession)
+				require.Equal(t, tc.want, fi.Size, "the claim of %d bytes decided the length", tc.claim)
+				loc, err := ns.GetFileLocation(ctx, &bfspb.GetFileLocationRequest{Path: path})
+				require.NoError(t, err)
+				served := replicaAddrs(loc.Blocks[0])
+				for j, addr := range addrs {
+					if int64(tc.lens[j]) < tc.want {
+						require.NotContains(t, served, addr, "readers are sent to the replica of %d bytes", tc.lens[j])
+						continue
+					}
+					info := blockInfo(t, addr, b.BlockId)
+					require.True(t, info.Sealed, "replica on %s", addr)
+					require.Equal(t, tc.want, info.Size, "replica on %s (%d bytes written)", addr, tc.lens[j])
+					require.Equal(t, data[:tc.want], readReplica(t, addr, b.BlockId), "replica on %s", addr)
+				}
+			})
+		}
 	}
 }

@@ -19,7 +19,8 @@ import (
 // or a block report that says sealed), leaving out replicas the writer
 // dropped and replicas on chunkservers declared dead. Its length is then
 // the shortest reported length that still holds every synced byte, and
-// longer replicas are truncated to it.
+// longer replicas are truncated to it; the writer's claim of what it
+// synced never makes it drop or cut bytes the replicas hold (agree).
 //
 // A file's writer normally seals the replicas itself (its last packet).
 // When the writer finishes, and when it is gone (its session ended), the
@@ -304,24 +305,53 @@ func (c *closer) dead(addr string) bool {
 	return c.s.blocks.Dead(addr, c.s.cfg.Clock.Now(), c.s.cfg.DeadTimeout)
 }
 
-// agree picks the closed length: the shortest reported length among
-// replicas that hold every synced byte. Replicas shorter than that lost
-// synced bytes (a damaged disk): they are left out and logged.
-func (f *closing) agree() (size int64, dropped []string) {
-	size = -1
+// agree picks the closed length from the lengths the replicas of the
+// write set reported sealed, and the replicas to drop from the block. The
+// bytes the writer claimed synced (f.synced) only choose the rule; no
+// claim ever sets the length, so none makes the nameserver drop or cut
+// bytes that replicas hold (SPEC §4):
+//
+//   - every reporting replica holds the claim: the shortest length, which
+//     keeps every synced byte; longer replicas are truncated to it;
+//   - some replicas are shorter than the claim (a replica lost bytes, or
+//     the writer claimed more than it wrote): the shortest length of
+//     those that hold it; the shorter ones are dropped, not truncated;
+//   - none holds the claim: the longest length a majority of the
+//     reporting replicas hold, so every byte a quorum of the write set
+//     synced is kept; shorter replicas are dropped, longer ones truncated.
+//
+// Replicas that did not report are dropped too. mismatch says a replica
+// was shorter than the claim.
+func (f *closing) agree() (size int64, dropped []string, mismatch bool) {
+	var lens []int64
 	for _, addr := range f.writeSet {
-		n, ok := f.reports[addr]
-		switch {
-		case !ok:
-			dropped = append(dropped, addr)
-		case n < f.synced:
-			glog.Errorf("block %d: replica %s has %d bytes, fewer than the %d synced; dropping it", f.block, addr, n, f.synced)
-			dropped = append(dropped, addr)
-		case size < 0 || n < size:
-			size = n
+		if n, ok := f.reports[addr]; ok {
+			lens = append(lens, n)
 		}
 	}
-	return max(size, 0), dropped
+	size = agreedLength(lens, f.synced)
+	mismatch = len(lens) > 0 && slices.Min(lens) < f.synced
+	for _, addr := range f.writeSet {
+		if n, ok := f.reports[addr]; !ok || n < size {
+			dropped = append(dropped, addr)
+		}
+	}
+	return size, dropped, mismatch
+}
+
+// agreedLength is agree's rule for the lengths lens the replicas reported
+// and the length claimed synced.
+func agreedLength(lens []int64, claim int64) int64 {
+	if len(lens) == 0 {
+		return 0
+	}
+	holding := slices.DeleteFunc(slices.Clone(lens), func(n int64) bool { return n < claim })
+	if len(holding) > 0 {
+		return slices.Min(holding)
+	}
+	desc := slices.Sorted(slices.Values(lens))
+	slices.Reverse(desc)
+	return desc[len(desc)/2] // held by len/2+1 replicas: a majority
 }
 
 // finalize persists the close of f, truncates longer replicas and then
@@ -331,7 +361,13 @@ func (c *closer) finalize(f *closing) {
 	if hook := c.s.cfg.TestingKnobs.BeforeClose; hook != nil {
 		hook(f.entry)
 	}
-	size, dropped := f.agree()
+	c.refreshSynced(f)
+	size, dropped, mismatch := f.agree()
+	if mismatch {
+		c.s.metrics.claimMismatch.Inc()
+		glog.Errorf("file %d, block %d: replicas hold fewer bytes than the %d its writer claimed synced (lengths by replica: %v); closing at %d from the replicas' lengths, dropping %v",
+			f.entry, f.block, f.synced, f.reports, size, dropped)
+	}
 	err := c.persistClose(f, size, dropped)
 	if errors.Is(err, namespace.ErrBlockChanged) {
 		c.restart(f)
@@ -360,6 +396,22 @@ func (c *closer) finalize(f *closing) {
 	c.mu.Unlock()
 	c.reconcileLate(f, dropped)
 	close(f.done)
+}
+
+// refreshSynced brings f's synced length up to date: a SyncBlock may have
+// committed after f was set up. It is read once f is finishing, when
+// its reports no longer change.
+func (c *closer) refreshSynced(f *closing) {
+	if f.block == 0 {
+		return
+	}
+	_, info, err := c.s.ns.PathOf(f.entry)
+	if err != nil {
+		return // persistClose finds out
+	}
+	if n := len(info.Blocks); n > 0 && info.Blocks[n-1].Id == f.block {
+		f.synced = max(f.synced, info.Blocks[n-1].Size)
+	}
 }
 
 // restart closes f anew: a block was added to the file after the closer
