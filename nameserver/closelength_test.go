@@ -8,12 +8,14 @@ import (
 	"hash/crc32"
 	"io"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/bfs-go/bfs/internal/testcluster"
+	"github.com/bfs-go/bfs/nameserver"
 	"github.com/bfs-go/bfs/proto/bfspb"
 )
 
@@ -211,5 +213,95 @@ func TestSyncClaimNeverCutsReplicas(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestResumedCleaningTruncatesBeforeUnlocked: a forced unlock closes a
+// file whose replicas disagree (one holds 500 bytes more), and the
+// nameserver stops after the close committed but before the longer
+// replica was truncated. The cleaning resumes after the restart with the
+// file closed already; UNLOCKED must not be persisted until that replica
+// has the file's length (I5).
+func TestResumedCleaningTruncatesBeforeUnlocked(t *testing.T) {
+	var gate struct {
+		sync.Mutex
+		open chan struct{}
+	}
+	gate.open = make(chan struct{})
+	truncating := make(chan string, 16)
+	c := testcluster.Start(t, testcluster.WithChunkservers(3), testcluster.WithNameServerConfig(func(cfg *nameserver.Config) {
+		cfg.TestingKnobs.BeforeTruncate = func(ctx context.Context, addr string, _, _ int64) {
+			select {
+			case truncating <- addr:
+			default:
+			}
+			gate.Lock()
+			open := gate.open
+			gate.Unlock()
+			select {
+			case <-open:
+			case <-ctx.Done():
+			}
+		}
+	}))
+	ns := bfspb.NewNameServerClient(dial(t, c.NameServerAddr))
+	ctx := context.Background()
+	mkdirAll(t, ns, "/d")
+	sess := openSession(t, ns, "holder")
+	lock := lockAs(t, ns, "/d", sess)
+	b := rawCreate(t, ns, "/d/f", sess)
+	addrs := replicaAddrs(b)
+	data := bytes.Repeat([]byte("x"), 1500)
+	for _, addr := range addrs {
+		rawWrite(t, addr, b, data[:1000])
+	}
+	long := addrs[2]
+	rawPacket(t, long, b, &bfspb.WritePacket{Seq: 2, Offset: 1000, Data: data[1000:]})
+	syncBlock(t, ns, "/d/f", sess, b.BlockId, 1000)
+
+	r, err := ns.UnlockDir(ctx, &bfspb.UnlockDirRequest{Path: "/d", Force: true, Epoch: lock.Epoch})
+	require.NoError(t, err)
+	require.Equal(t, bfspb.StatusCode_CLEANING, r.Status, r.Message)
+	waitTruncate := func(when string) {
+		t.Helper()
+		select {
+		case addr := <-truncating:
+			require.Equal(t, long, addr)
+		case <-time.After(20 * time.Second):
+			t.Fatalf("no truncation of the longer replica %s", when)
+		}
+	}
+	waitTruncate("after the close")
+	require.Empty(t, stat(t, ns, "/d/f").WriterSession, "the truncation came before the close committed")
+
+	// The nameserver stops here: its truncation never reaches the replica.
+	c.RestartNameServer()
+	ns = bfspb.NewNameServerClient(dial(t, c.NameServerAddr))
+	require.EqualValues(t, 1500, blockInfo(t, long, b.BlockId).Size)
+	watchCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	watch, err := ns.WatchDirLocks(watchCtx, &bfspb.WatchDirLocksRequest{Prefix: "/d"})
+	require.NoError(t, err)
+	_, err = watch.Header() // the watch is registered: no transition is missed
+	require.NoError(t, err)
+	waitTruncate("after the restart")
+	l, err := ns.GetDirLock(ctx, &bfspb.GetDirLockRequest{Path: "/d"})
+	require.NoError(t, err)
+	require.Equal(t, bfspb.LockStatus_LOCK_STATUS_CLEANING, l.Lock.Status,
+		"UNLOCKED while the replica on %s still holds 1500 bytes, the file 1000", long)
+
+	gate.Lock()
+	close(gate.open)
+	gate.Unlock()
+	for {
+		ev := recv(t, watch)
+		if ev.Lock.Path == "/d" && ev.Lock.Status == bfspb.LockStatus_LOCK_STATUS_UNLOCKED {
+			break
+		}
+	}
+	for _, addr := range addrs {
+		info := blockInfo(t, addr, b.BlockId)
+		require.True(t, info.Sealed, "replica on %s", addr)
+		require.EqualValues(t, 1000, info.Size, "replica on %s when UNLOCKED was observed", addr)
 	}
 }

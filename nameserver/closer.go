@@ -66,9 +66,13 @@ type closing struct {
 	failed    map[string]bool
 	sealing   bool
 	finishing bool
-	// truncated is how many bytes longer replicas were cut; set before
-	// done is closed.
+	// truncated is how many bytes longer replicas were cut; size is the
+	// agreed length and settled the replicas the close left at it (or gave
+	// up on: dead, or failing for a dead timeout). All three are set
+	// before done is closed.
 	truncated int64
+	size      int64
+	settled   map[string]bool
 	done      chan struct{}
 }
 
@@ -151,14 +155,26 @@ var closedFile = func() *closing {
 	return f
 }()
 
-// CloseFile seals and closes file entry (dirlock.FileCloser).
+// CloseFile seals and closes file entry, and returns once every live
+// replica of its block has the agreed length (dirlock.FileCloser), so
+// that the cleaning that called it persists UNLOCKED only then (I5). A
+// file closed already, also by a close committed before a restart whose
+// truncations never went out, has its replicas checked too.
 func (c *closer) CloseFile(ctx context.Context, entry uint64) (int64, error) {
-	f := c.track(entry, true)
-	select {
-	case <-f.done:
-		return f.truncated, nil
-	case <-ctx.Done():
-		return 0, ctx.Err()
+	for {
+		f := c.track(entry, true)
+		select {
+		case <-f.done:
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+		n, open, err := c.settle(entry, f)
+		if err == nil {
+			err = ctx.Err()
+		}
+		if err != nil || !open {
+			return f.truncated + n, err
+		}
 	}
 }
 
@@ -378,11 +394,19 @@ func (c *closer) finalize(f *closing) {
 		return // shutting down; recovery resumes after restart
 	}
 	var wg sync.WaitGroup
+	f.size, f.settled = size, make(map[string]bool)
 	for addr, n := range f.reports {
-		if n > size && !slices.Contains(dropped, addr) {
+		if n < size || slices.Contains(dropped, addr) {
+			continue
+		}
+		f.settled[addr] = true
+		if n > size {
 			f.truncated += n - size
 			wg.Go(func() { c.truncate(addr, f.block, size) })
 		}
+	}
+	for addr := range f.failed {
+		f.settled[addr] = true
 	}
 	wg.Wait()
 	if c.ctx.Err() != nil {
@@ -430,7 +454,7 @@ func (c *closer) restart(f *closing) {
 	next := c.track(f.entry, seal)
 	select {
 	case <-next.done:
-		f.truncated = next.truncated
+		f.truncated, f.size, f.settled = next.truncated, next.size, next.settled
 		close(f.done)
 	case <-c.ctx.Done():
 	}
@@ -626,18 +650,9 @@ func (c *closer) sealLate(addr string, block int64) {
 func (c *closer) truncate(addr string, block, size int64) {
 	start := c.s.cfg.Clock.Now()
 	for backoff := 50 * time.Millisecond; ; backoff = min(2*backoff, 2*time.Second) {
-		cl, err := c.s.chunkserver(addr)
+		err := c.truncateOnce(addr, block, size)
 		if err == nil {
-			ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
-			var resp *bfspb.TruncateResponse
-			resp, err = cl.Truncate(ctx, &bfspb.TruncateRequest{BlockId: block, Size: size})
-			cancel()
-			if err == nil && resp.Status == bfspb.StatusCode_OK {
-				return
-			}
-			if err == nil {
-				err = errors.New(resp.Status.String() + ": " + resp.Message)
-			}
+			return
 		}
 		if c.dead(addr) {
 			glog.Warningf("truncate block %d on %s to %d: %v; chunkserver is dead, leaving the replica long", block, addr, size, err)
@@ -651,6 +666,24 @@ func (c *closer) truncate(addr string, block, size int64) {
 			return
 		}
 	}
+}
+
+// truncateOnce asks the chunkserver at addr to cut block to size.
+func (c *closer) truncateOnce(addr string, block, size int64) error {
+	if hook := c.s.cfg.TestingKnobs.BeforeTruncate; hook != nil {
+		hook(c.ctx, addr, block, size)
+	}
+	cl, err := c.s.chunkserver(addr)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
+	defer cancel()
+	resp, err := cl.Truncate(ctx, &bfspb.TruncateRequest{BlockId: block, Size: size})
+	if err == nil && resp.Status != bfspb.StatusCode_OK {
+		err = errors.New(resp.Status.String() + ": " + resp.Message)
+	}
+	return err
 }
 
 // pending lists the replicas each file being closed still waits for.
