@@ -119,7 +119,16 @@ func (s *Server) finishFile(ctx context.Context, req *bfspb.FinishFileRequest) (
 		return nil, err
 	}
 	if info.WriterSession == "" && req.SessionId != "" {
-		return info, nil // closed already: a retried finish
+		// Closed already: a retried finish, or the replicas' reports
+		// closed it first, and it may still be truncating longer replicas.
+		if f := s.closer.join(info.EntryId, false); f != nil && req.Wait {
+			select {
+			case <-f.done:
+			case <-ctx.Done():
+				return nil, fmt.Errorf("finish %s: %w", p, ctx.Err())
+			}
+		}
+		return info, nil
 	}
 	if info.WriterSession != req.SessionId {
 		return nil, namespace.ErrNotOpen
