@@ -19,14 +19,15 @@ import (
 // or a block report that says sealed), leaving out replicas the writer
 // dropped and replicas on chunkservers declared dead. Its length is then
 // the shortest reported length that still holds every synced byte, and
-// longer replicas are truncated to it.
+// longer replicas are truncated to it; the writer's claim of what it
+// synced never makes it drop or cut bytes the replicas hold (agree).
 //
 // A file's writer normally seals the replicas itself (its last packet).
-// When the writer is gone (its session ended) the closer seals them: it
-// sends Seal to every replica still awaited, with bounded concurrency,
-// retrying with backoff until the replica reports or its chunkserver is
-// declared dead. This is the mechanism lease recovery uses, and directory
-// unlock uses to fence a holder.
+// When the writer finishes, and when it is gone (its session ended), the
+// closer seals them: it sends Seal to every replica still awaited, with
+// bounded concurrency, retrying with backoff until the replica reports or
+// its chunkserver is declared dead. This is the mechanism FinishFile and
+// lease recovery use, and directory unlock uses to fence a holder.
 type closer struct {
 	s   *Server
 	sem chan struct{}
@@ -65,9 +66,13 @@ type closing struct {
 	failed    map[string]bool
 	sealing   bool
 	finishing bool
-	// truncated is how many bytes longer replicas were cut; set before
-	// done is closed.
+	// truncated is how many bytes longer replicas were cut; size is the
+	// agreed length and settled the replicas the close left at it (or gave
+	// up on: dead, or failing for a dead timeout). All three are set
+	// before done is closed.
 	truncated int64
+	size      int64
+	settled   map[string]bool
 	done      chan struct{}
 }
 
@@ -150,14 +155,26 @@ var closedFile = func() *closing {
 	return f
 }()
 
-// CloseFile seals and closes file entry (dirlock.FileCloser).
+// CloseFile seals and closes file entry, and returns once every live
+// replica of its block has the agreed length (dirlock.FileCloser), so
+// that the cleaning that called it persists UNLOCKED only then (I5). A
+// file closed already, also by a close committed before a restart whose
+// truncations never went out, has its replicas checked too.
 func (c *closer) CloseFile(ctx context.Context, entry uint64) (int64, error) {
-	f := c.track(entry, true)
-	select {
-	case <-f.done:
-		return f.truncated, nil
-	case <-ctx.Done():
-		return 0, ctx.Err()
+	for {
+		f := c.track(entry, true)
+		select {
+		case <-f.done:
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+		n, open, err := c.settle(entry, f)
+		if err == nil {
+			err = ctx.Err()
+		}
+		if err != nil || !open {
+			return f.truncated + n, err
+		}
 	}
 }
 
@@ -304,24 +321,53 @@ func (c *closer) dead(addr string) bool {
 	return c.s.blocks.Dead(addr, c.s.cfg.Clock.Now(), c.s.cfg.DeadTimeout)
 }
 
-// agree picks the closed length: the shortest reported length among
-// replicas that hold every synced byte. Replicas shorter than that lost
-// synced bytes (a damaged disk): they are left out and logged.
-func (f *closing) agree() (size int64, dropped []string) {
-	size = -1
+// agree picks the closed length from the lengths the replicas of the
+// write set reported sealed, and the replicas to drop from the block. The
+// bytes the writer claimed synced (f.synced) only choose the rule; no
+// claim ever sets the length, so none makes the nameserver drop or cut
+// bytes that replicas hold (SPEC §4):
+//
+//   - every reporting replica holds the claim: the shortest length, which
+//     keeps every synced byte; longer replicas are truncated to it;
+//   - some replicas are shorter than the claim (a replica lost bytes, or
+//     the writer claimed more than it wrote): the shortest length of
+//     those that hold it; the shorter ones are dropped, not truncated;
+//   - none holds the claim: the longest length a majority of the
+//     reporting replicas hold, so every byte a quorum of the write set
+//     synced is kept; shorter replicas are dropped, longer ones truncated.
+//
+// Replicas that did not report are dropped too. mismatch says a replica
+// was shorter than the claim.
+func (f *closing) agree() (size int64, dropped []string, mismatch bool) {
+	var lens []int64
 	for _, addr := range f.writeSet {
-		n, ok := f.reports[addr]
-		switch {
-		case !ok:
-			dropped = append(dropped, addr)
-		case n < f.synced:
-			glog.Errorf("block %d: replica %s has %d bytes, fewer than the %d synced; dropping it", f.block, addr, n, f.synced)
-			dropped = append(dropped, addr)
-		case size < 0 || n < size:
-			size = n
+		if n, ok := f.reports[addr]; ok {
+			lens = append(lens, n)
 		}
 	}
-	return max(size, 0), dropped
+	size = agreedLength(lens, f.synced)
+	mismatch = len(lens) > 0 && slices.Min(lens) < f.synced
+	for _, addr := range f.writeSet {
+		if n, ok := f.reports[addr]; !ok || n < size {
+			dropped = append(dropped, addr)
+		}
+	}
+	return size, dropped, mismatch
+}
+
+// agreedLength is agree's rule for the lengths lens the replicas reported
+// and the length claimed synced.
+func agreedLength(lens []int64, claim int64) int64 {
+	if len(lens) == 0 {
+		return 0
+	}
+	holding := slices.DeleteFunc(slices.Clone(lens), func(n int64) bool { return n < claim })
+	if len(holding) > 0 {
+		return slices.Min(holding)
+	}
+	desc := slices.Sorted(slices.Values(lens))
+	slices.Reverse(desc)
+	return desc[len(desc)/2] // held by len/2+1 replicas: a majority
 }
 
 // finalize persists the close of f, truncates longer replicas and then
@@ -331,7 +377,13 @@ func (c *closer) finalize(f *closing) {
 	if hook := c.s.cfg.TestingKnobs.BeforeClose; hook != nil {
 		hook(f.entry)
 	}
-	size, dropped := f.agree()
+	c.refreshSynced(f)
+	size, dropped, mismatch := f.agree()
+	if mismatch {
+		c.s.metrics.claimMismatch.Inc()
+		glog.Errorf("file %d, block %d: replicas hold fewer bytes than the %d its writer claimed synced (lengths by replica: %v); closing at %d from the replicas' lengths, dropping %v",
+			f.entry, f.block, f.synced, f.reports, size, dropped)
+	}
 	err := c.persistClose(f, size, dropped)
 	if errors.Is(err, namespace.ErrBlockChanged) {
 		c.restart(f)
@@ -342,11 +394,19 @@ func (c *closer) finalize(f *closing) {
 		return // shutting down; recovery resumes after restart
 	}
 	var wg sync.WaitGroup
+	f.size, f.settled = size, make(map[string]bool)
 	for addr, n := range f.reports {
-		if n > size && !slices.Contains(dropped, addr) {
+		if n < size || slices.Contains(dropped, addr) {
+			continue
+		}
+		f.settled[addr] = true
+		if n > size {
 			f.truncated += n - size
 			wg.Go(func() { c.truncate(addr, f.block, size) })
 		}
+	}
+	for addr := range f.failed {
+		f.settled[addr] = true
 	}
 	wg.Wait()
 	if c.ctx.Err() != nil {
@@ -360,6 +420,22 @@ func (c *closer) finalize(f *closing) {
 	c.mu.Unlock()
 	c.reconcileLate(f, dropped)
 	close(f.done)
+}
+
+// refreshSynced brings f's synced length up to date: a SyncBlock may have
+// committed after f was set up. It is read once f is finishing, when
+// its reports no longer change.
+func (c *closer) refreshSynced(f *closing) {
+	if f.block == 0 {
+		return
+	}
+	_, info, err := c.s.ns.PathOf(f.entry)
+	if err != nil {
+		return // persistClose finds out
+	}
+	if n := len(info.Blocks); n > 0 && info.Blocks[n-1].Id == f.block {
+		f.synced = max(f.synced, info.Blocks[n-1].Size)
+	}
 }
 
 // restart closes f anew: a block was added to the file after the closer
@@ -378,7 +454,7 @@ func (c *closer) restart(f *closing) {
 	next := c.track(f.entry, seal)
 	select {
 	case <-next.done:
-		f.truncated = next.truncated
+		f.truncated, f.size, f.settled = next.truncated, next.size, next.settled
 		close(f.done)
 	case <-c.ctx.Done():
 	}
@@ -574,18 +650,9 @@ func (c *closer) sealLate(addr string, block int64) {
 func (c *closer) truncate(addr string, block, size int64) {
 	start := c.s.cfg.Clock.Now()
 	for backoff := 50 * time.Millisecond; ; backoff = min(2*backoff, 2*time.Second) {
-		cl, err := c.s.chunkserver(addr)
+		err := c.truncateOnce(addr, block, size)
 		if err == nil {
-			ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
-			var resp *bfspb.TruncateResponse
-			resp, err = cl.Truncate(ctx, &bfspb.TruncateRequest{BlockId: block, Size: size})
-			cancel()
-			if err == nil && resp.Status == bfspb.StatusCode_OK {
-				return
-			}
-			if err == nil {
-				err = errors.New(resp.Status.String() + ": " + resp.Message)
-			}
+			return
 		}
 		if c.dead(addr) {
 			glog.Warningf("truncate block %d on %s to %d: %v; chunkserver is dead, leaving the replica long", block, addr, size, err)
@@ -599,6 +666,24 @@ func (c *closer) truncate(addr string, block, size int64) {
 			return
 		}
 	}
+}
+
+// truncateOnce asks the chunkserver at addr to cut block to size.
+func (c *closer) truncateOnce(addr string, block, size int64) error {
+	if hook := c.s.cfg.TestingKnobs.BeforeTruncate; hook != nil {
+		hook(c.ctx, addr, block, size)
+	}
+	cl, err := c.s.chunkserver(addr)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
+	defer cancel()
+	resp, err := cl.Truncate(ctx, &bfspb.TruncateRequest{BlockId: block, Size: size})
+	if err == nil && resp.Status != bfspb.StatusCode_OK {
+		err = errors.New(resp.Status.String() + ": " + resp.Message)
+	}
+	return err
 }
 
 // pending lists the replicas each file being closed still waits for.

@@ -1,6 +1,7 @@
 package nameserver
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -39,6 +40,10 @@ type TestingKnobs struct {
 	// found ready (every awaited replica reported or declared dead), before
 	// its close is decided and persisted.
 	BeforeClose func(entry uint64)
+	// BeforeTruncate, if set, is called before every Truncate the
+	// nameserver sends to a chunkserver (addr) for block, to size. It may
+	// block; ctx ends when the nameserver closes.
+	BeforeTruncate func(ctx context.Context, addr string, block, size int64)
 }
 
 // DefaultConfig returns the configuration of a nameserver on this host.

@@ -2,9 +2,11 @@
 // the namespace and its directory locks (nameserver/namespace, dirlock),
 // the session table (nameserver/session) and the block map
 // (nameserver/blockmap); the closer, which closes files open for write once
-// their replicas have reported them sealed and seals them itself when the
-// writer is gone; and the cleaning coordinator, which fences a directory's
-// old holder before the directory is free again.
+// their replicas have reported them sealed, seals them itself when the
+// writer finishes or is gone, and decides a file's length from what the
+// replicas hold, never from a writer's claim; and the cleaning coordinator,
+// which fences a directory's old holder and persists UNLOCKED only once
+// every live replica of the files it closed has the agreed length.
 //
 // Goroutines: the session manager's expiry loop, the chunkserver liveness
 // loop, and the closer's work (seals, truncates, cleanings) all stop in

@@ -92,7 +92,11 @@ func (s *Server) SyncBlock(_ context.Context, req *bfspb.SyncBlockRequest) (*bfs
 }
 
 // FinishFile is the writer saying it is done: its last packet sealed the
-// replicas, whose BlockReceived reports close the file. With wait, it
+// replicas, whose BlockReceived reports close the file. The nameserver
+// seals every replica that has not reported yet, so a writer that sent no
+// packet (nothing sealed the replicas) still has its file closed, at
+// length 0, at once and not when its session ends; a replica its last
+// packet sealed answers the Seal with the same length. With wait, it
 // returns once the file is closed.
 //
 // Like AddBlock and SyncBlock it is gated by directory locks: in a subtree
@@ -120,7 +124,16 @@ func (s *Server) finishFile(ctx context.Context, req *bfspb.FinishFileRequest) (
 		return nil, err
 	}
 	if info.WriterSession == "" && req.SessionId != "" {
-		return info, nil // closed already: a retried finish
+		// Closed already: a retried finish, or the replicas' reports
+		// closed it first, and it may still be truncating longer replicas.
+		if f := s.closer.join(info.EntryId, false); f != nil && req.Wait {
+			select {
+			case <-f.done:
+			case <-ctx.Done():
+				return nil, fmt.Errorf("finish %s: %w", p, ctx.Err())
+			}
+		}
+		return info, nil
 	}
 	if info.WriterSession != req.SessionId {
 		return nil, namespace.ErrNotOpen
@@ -136,7 +149,7 @@ func (s *Server) finishFile(ctx context.Context, req *bfspb.FinishFileRequest) (
 		return nil, err
 	}
 	s.closer.dropReplicas(info.EntryId, req.Dropped)
-	f := s.closer.track(info.EntryId, false)
+	f := s.closer.track(info.EntryId, true)
 	if !req.Wait {
 		return info, nil
 	}

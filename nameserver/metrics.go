@@ -18,6 +18,9 @@ type metrics struct {
 	rpcs     *daemon.RPCMetrics
 	sessions prometheus.GaugeFunc
 	pebble   *prometheus.CounterVec
+	// claimMismatch counts closes in which a replica held fewer bytes
+	// than the writer claimed synced.
+	claimMismatch prometheus.Counter
 }
 
 func newMetrics(liveSessions func() float64) *metrics {
@@ -33,8 +36,12 @@ func newMetrics(liveSessions func() float64) *metrics {
 			Name: "bfs_nameserver_pebble_events_total",
 			Help: "Pebble storage events, by kind.",
 		}, []string{"event"}),
+		claimMismatch: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "bfs_nameserver_sync_claim_mismatch_total",
+			Help: "File closes in which a replica of the block held fewer bytes than its writer claimed synced; the length came from the replicas.",
+		}),
 	}
-	m.registry.MustRegister(m.sessions, m.pebble,
+	m.registry.MustRegister(m.sessions, m.pebble, m.claimMismatch,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
