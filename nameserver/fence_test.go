@@ -67,7 +67,7 @@ func TestFencesGateEveryMutation(t *testing.T) {
 			return ns.DeleteDir(ctx, &bfspb.DeleteDirRequest{Path: "/t/e", SessionId: s, Fences: f})
 		},
 		"finish": func(s string, f []*bfspb.Fence) (answer, error) {
-			return ns.FinishFile(ctx, &bfspb.FinishFileRequest{Path: "/t/f", SessionId: s, Fences: f})
+			return ns.FinishFile(ctx, &bfspb.FinishFileRequest{Path: "/t/f", SessionId: s, Fences: f, Wait: true})
 		},
 	}
 	// In dependency order: create before delete, rename before deletedir.
