@@ -179,6 +179,20 @@ func (s *Server) Seal(_ context.Context, req *bfspb.SealRequest) (*bfspb.SealRes
 	return &bfspb.SealResponse{Status: code, Message: msg, Size: size, Version: version}, nil
 }
 
+// CreateBlock makes an empty replica of a block the nameserver has just
+// allocated (AddBlock); a packet never creates one. Idempotent: a block
+// with any record here (created, written, sealed) is left as it is.
+func (s *Server) CreateBlock(ctx context.Context, req *bfspb.CreateBlockRequest) (*bfspb.CreateBlockResponse, error) {
+	if hook := s.cfg.TestingKnobs.CreateBlock; hook != nil {
+		if err := hook(req.BlockId); err != nil {
+			code, msg := statusOf(err)
+			return &bfspb.CreateBlockResponse{Status: code, Message: msg}, nil
+		}
+	}
+	code, msg := statusOf(s.store.Create(ctx, blockstore.BlockID(req.BlockId)))
+	return &bfspb.CreateBlockResponse{Status: code, Message: msg}, nil
+}
+
 // Truncate cuts a replica to the length the nameserver agreed.
 func (s *Server) Truncate(_ context.Context, req *bfspb.TruncateRequest) (*bfspb.TruncateResponse, error) {
 	code, msg := statusOf(s.store.Truncate(blockstore.BlockID(req.BlockId), req.Size))

@@ -1,6 +1,7 @@
 package chunkserver
 
 import (
+	"context"
 	"errors"
 
 	"github.com/golang/glog"
@@ -26,6 +27,9 @@ var statusTable = []struct {
 	{blockstore.ErrCorrupt, bfspb.StatusCode_CORRUPT},
 	{blockstore.ErrNotFound, bfspb.StatusCode_NOT_FOUND},
 	{blockstore.ErrClosed, bfspb.StatusCode_UNAVAILABLE},
+	// The caller gave up (a CreateBlock past its deadline).
+	{context.DeadlineExceeded, bfspb.StatusCode_UNAVAILABLE},
+	{context.Canceled, bfspb.StatusCode_UNAVAILABLE},
 }
 
 // statusOf returns the code for err and the message to send with it.

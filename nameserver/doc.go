@@ -15,6 +15,10 @@
 // goroutine the server started and closes the store. There is no
 // package-level state, so a test can run several servers in one process.
 //
+// AddBlock creates the replicas of the new block on its write set
+// (create.go) before it answers, and the deletes of a block wait while
+// those creates are in flight (see chunkserver/doc.go, I4).
+//
 // Handlers decode a request, normalize its paths (bad ones get
 // INVALID_ARGUMENT), call one domain method and encode the answer; the one
 // table in status.go maps domain errors to protocol status codes.

@@ -53,6 +53,7 @@ type Server struct {
 	blocks    *blockmap.Map
 	closer    *closer
 	peers     *connpool.Pool
+	creates   createTracker
 	watch     *watchers
 	cleanings cleanings
 	grpc      *grpc.Server

@@ -76,6 +76,10 @@
 //
 // # Invariants
 //
+//   - A replica is created by Create (durably: it survives a crash and is
+//     listed, empty) or by a Seal of an unknown block (sealed at 0), never
+//     by a packet: a packet for a block with no record is ErrNotFound.
+//     Delete removes the record; nothing of the block is accepted after.
 //   - Packets of a block are applied in sequence order from 1, each at the
 //     offset equal to the replica's size; a packet with a bad CRC32C, a gap
 //     or a wrong offset changes nothing.

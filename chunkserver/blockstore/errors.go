@@ -15,7 +15,8 @@ var (
 	ErrChecksum = errors.New("packet checksum mismatch")
 	// ErrCorrupt: bytes on disk do not match their stored checksum.
 	ErrCorrupt = errors.New("replica corrupt on disk")
-	// ErrNotFound: the store holds no replica of the block.
+	// ErrNotFound: the store holds no replica of the block (for a packet:
+	// none was created, see Create).
 	ErrNotFound = errors.New("block not found")
 	// ErrInvalid: a malformed request (negative offset, growing truncate).
 	ErrInvalid = errors.New("invalid argument")

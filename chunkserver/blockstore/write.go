@@ -1,6 +1,7 @@
 package blockstore
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -8,24 +9,57 @@ import (
 	"github.com/golang/glog"
 )
 
+// Create makes an empty, unsealed replica of block id and makes it
+// durable (its files' directory entries, and a record in the meta log)
+// before it returns: it survives a crash and is listed. A packet never
+// creates a replica; the nameserver creates them when it allocates the
+// block (AddBlock). If the store has any record of the block (created,
+// written, or sealed by a Seal that came first) Create changes nothing,
+// so a sealed block stays sealed.
+//
+// ctx is checked once the block's entry is in the store, before its
+// files are created: a Delete that arrives after the caller gave up
+// either finds the replica or follows a Create that did nothing.
+func (s *Store) Create(ctx context.Context, id BlockID) error {
+	if id < 0 {
+		return fmt.Errorf("%w: create block %d", ErrInvalid, id)
+	}
+	b, err := s.acquire(id, true, rwNone)
+	if err != nil {
+		return err
+	}
+	defer s.release(b, rwNone)
+	if b.mu.exists {
+		return b.mu.err
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("blockstore: create block %d: %w", id, err)
+	}
+	if err := s.createLocked(b); err != nil {
+		return err
+	}
+	return s.syncLocked(b)
+}
+
 // Write applies packet p to its block's replica and returns the replica's
 // size afterwards (also alongside ErrSealed, ErrGap and ErrOffset).
 //
-// Packets are applied in sequence order from seq 1. A packet already
-// applied is a retry: it is acknowledged again (after syncing, if it asks
-// for a sync not yet done) and changes nothing. A packet whose seq is past
-// the next expected one is refused with ErrGap, one that does not start at
-// the replica's size with ErrOffset, one whose data does not match its
-// checksum with ErrChecksum, and any new packet for a sealed replica with
-// ErrSealed.
+// Packets are applied in sequence order from seq 1, to a replica Create
+// made: a packet for a block the store has no record of is refused with
+// ErrNotFound. A packet already applied is a retry: it is acknowledged
+// again (after syncing, if it asks for a sync not yet done) and changes
+// nothing. A packet whose seq is past the next expected one is refused
+// with ErrGap, one that does not start at the replica's size with
+// ErrOffset, one whose data does not match its checksum with ErrChecksum,
+// and any new packet for a sealed replica with ErrSealed.
 func (s *Store) Write(p Packet) (int64, error) {
 	pieces, err := checkPacket(p)
 	if err != nil {
 		return 0, err
 	}
-	b, err := s.acquire(p.BlockID, p.Seq == 1, rwNone)
+	b, err := s.acquire(p.BlockID, false, rwNone)
 	if errors.Is(err, ErrNotFound) {
-		return 0, fmt.Errorf("%w: block %d: no replica, so packet %d cannot follow", ErrGap, p.BlockID, p.Seq)
+		return 0, fmt.Errorf("%w: block %d: no replica to write; replicas are created by the nameserver when it allocates the block (AddBlock), never by a packet", ErrNotFound, p.BlockID)
 	}
 	if err != nil {
 		return 0, err
@@ -54,7 +88,7 @@ func checkPacket(p Packet) ([]uint32, error) {
 func (s *Store) writeLocked(b *block, p Packet, pieces []uint32) (int64, error) {
 	m := &b.mu.m
 	switch {
-	case b.mu.exists && p.Seq <= m.seq:
+	case p.Seq <= m.seq:
 		return s.retryLocked(b, p)
 	case m.sealed:
 		return m.size, fmt.Errorf("%w: block %d at %d bytes, packet %d refused", ErrSealed, b.id, m.size, p.Seq)
@@ -79,11 +113,6 @@ func (s *Store) writeLocked(b *block, p Packet, pieces []uint32) (int64, error) 
 
 // appendLocked writes p's data at the end of the replica.
 func (s *Store) appendLocked(b *block, p Packet, pieces []uint32) error {
-	if !b.mu.exists {
-		if err := s.createLocked(b); err != nil {
-			return err
-		}
-	}
 	if err := s.activateLocked(b); err != nil {
 		return err
 	}
