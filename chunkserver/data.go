@@ -55,6 +55,9 @@ func (s *Server) applyStream(stream grpc.BidiStreamingServer[bfspb.WritePacket, 
 		in    inPacket
 		block blockstore.BlockID // the stream's block, set by its first packet
 		first = true
+		// The store tells the replica's sequence numbers only to the stream
+		// that wrote its last packet.
+		writer = blockstore.WriterID(s.streams.Add(1))
 	)
 	for {
 		// RecvMsg into an inPacket: the codec decodes it without a copy
@@ -69,6 +72,7 @@ func (s *Server) applyStream(stream grpc.BidiStreamingServer[bfspb.WritePacket, 
 		if first {
 			block, first = in.p.BlockID, false
 		}
+		in.p.Writer = writer
 		ack := s.applyPacket(&in.p, block)
 		s.codec.release(&in)
 		acks <- ack

@@ -7,10 +7,11 @@
 // CreateBlock makes the empty replica of a block the nameserver has just
 // allocated; Write never creates one. Write takes a stream of packets of
 // one block and acknowledges every packet in order (OK, SEALED,
-// NOT_FOUND for a block with no replica here, INVALID_ARGUMENT for a gap
-// or a wrong offset, CORRUPT for a bad checksum); packets are applied on
-// the handler's goroutine while a second goroutine, owned by the handler,
-// sends the acks. A packet's bytes are copied once on their way from the
+// NOT_FOUND for a block with no replica here, INVALID_ARGUMENT for a gap,
+// a wrong offset or a retransmit that does not match what is stored,
+// CORRUPT for a bad checksum); packets are applied on the handler's
+// goroutine while a second goroutine, owned by the handler, sends the
+// acks. A packet's bytes are copied once on their way from the
 // transport to the store: the server's codec (codec.go) decodes write
 // packets by hand into a pooled buffer, and gRPC's buffers come from a
 // pool that does not clear them (bufpool.go). Read streams a verified
@@ -19,6 +20,17 @@
 // commit. Status codes travel in responses (status.go is the one table
 // mapping store errors to them); gRPC errors mean transport failures
 // only.
+//
+// A packet with the sequence number of one already stored is
+// acknowledged again only if its bytes are exactly what the replica holds
+// at its offset (the store reads them back and compares): a second
+// writer, or a confused retry, is refused rather than told that bytes are
+// stored which are not. Each stream has its own writer id
+// (blockstore.WriterID); a refusal names the replica's sequence numbers
+// only to the stream whose packet the replica applied last. Any other
+// stream gets one and the same INVALID_ARGUMENT text for a gap, a wrong
+// offset and a mismatched retransmit, naming no number but the block's,
+// so it cannot learn where the writer is.
 //
 // # Nameserver
 //

@@ -21,6 +21,7 @@ var statusTable = []struct {
 	{blockstore.ErrSealed, bfspb.StatusCode_SEALED},
 	{blockstore.ErrGap, bfspb.StatusCode_INVALID_ARGUMENT},
 	{blockstore.ErrOffset, bfspb.StatusCode_INVALID_ARGUMENT},
+	{blockstore.ErrMismatch, bfspb.StatusCode_INVALID_ARGUMENT},
 	{blockstore.ErrInvalid, bfspb.StatusCode_INVALID_ARGUMENT},
 	{errOtherBlock, bfspb.StatusCode_INVALID_ARGUMENT},
 	{blockstore.ErrChecksum, bfspb.StatusCode_CORRUPT},

@@ -36,7 +36,9 @@ const (
 type ChunkServerClient interface {
 	// Write streams packets of one block; every packet is acknowledged once it
 	// is applied (and, for a sync packet, on disk). A packet for a block with
-	// no replica (see CreateBlock) is refused with NOT_FOUND.
+	// no replica (see CreateBlock) is refused with NOT_FOUND. A packet already
+	// stored (same sequence number) is acknowledged again only if its offset,
+	// length and checksum match what is stored; otherwise INVALID_ARGUMENT.
 	Write(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[WritePacket, WriteAck], error)
 	Read(ctx context.Context, in *ReadRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ReadChunk], error)
 	Seal(ctx context.Context, in *SealRequest, opts ...grpc.CallOption) (*SealResponse, error)
@@ -149,7 +151,9 @@ func (c *chunkServerClient) CreateBlock(ctx context.Context, in *CreateBlockRequ
 type ChunkServerServer interface {
 	// Write streams packets of one block; every packet is acknowledged once it
 	// is applied (and, for a sync packet, on disk). A packet for a block with
-	// no replica (see CreateBlock) is refused with NOT_FOUND.
+	// no replica (see CreateBlock) is refused with NOT_FOUND. A packet already
+	// stored (same sequence number) is acknowledged again only if its offset,
+	// length and checksum match what is stored; otherwise INVALID_ARGUMENT.
 	Write(grpc.BidiStreamingServer[WritePacket, WriteAck]) error
 	Read(*ReadRequest, grpc.ServerStreamingServer[ReadChunk]) error
 	Seal(context.Context, *SealRequest) (*SealResponse, error)
