@@ -21,6 +21,9 @@ func BenchmarkWriteStream(b *testing.B) {
 	b.ResetTimer()
 	for done := 0; done < b.N; {
 		n := min(perBlock, b.N-done)
+		if _, err := cs.client.CreateBlock(context.Background(), &bfspb.CreateBlockRequest{BlockId: int64(done + 1)}); err != nil {
+			b.Fatal(err)
+		}
 		st, err := cs.client.Write(context.Background())
 		if err != nil {
 			b.Fatal(err)
@@ -64,6 +67,7 @@ func BenchmarkSealToBlockReceived(b *testing.B) {
 	for i := range b.N {
 		id := int64(i + 1)
 		b.StopTimer()
+		createBlock(b, cs.client, id)
 		st, err := cs.client.Write(ctx)
 		if err == nil {
 			err = st.Send(&bfspb.WritePacket{BlockId: id, Seq: 1, Data: data, Crc32C: crc})

@@ -41,6 +41,9 @@ type TestingKnobs struct {
 	// Seal, if set, is called before every Seal; an error fails the Seal
 	// as a failing disk would.
 	Seal func(block int64) error
+	// CreateBlock, if set, is called before every CreateBlock; it may
+	// block, and an error fails the call as a failing disk would.
+	CreateBlock func(block int64) error
 }
 
 // DefaultConfig returns the configuration of a chunkserver on this host

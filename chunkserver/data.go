@@ -55,6 +55,9 @@ func (s *Server) applyStream(stream grpc.BidiStreamingServer[bfspb.WritePacket, 
 		in    inPacket
 		block blockstore.BlockID // the stream's block, set by its first packet
 		first = true
+		// The store tells the replica's sequence numbers only to the stream
+		// that wrote its last packet.
+		writer = blockstore.WriterID(s.streams.Add(1))
 	)
 	for {
 		// RecvMsg into an inPacket: the codec decodes it without a copy
@@ -69,6 +72,7 @@ func (s *Server) applyStream(stream grpc.BidiStreamingServer[bfspb.WritePacket, 
 		if first {
 			block, first = in.p.BlockID, false
 		}
+		in.p.Writer = writer
 		ack := s.applyPacket(&in.p, block)
 		s.codec.release(&in)
 		acks <- ack
@@ -177,6 +181,20 @@ func (s *Server) Seal(_ context.Context, req *bfspb.SealRequest) (*bfspb.SealRes
 		s.sealed(blockstore.BlockID(req.BlockId))
 	}
 	return &bfspb.SealResponse{Status: code, Message: msg, Size: size, Version: version}, nil
+}
+
+// CreateBlock makes an empty replica of a block the nameserver has just
+// allocated (AddBlock); a packet never creates one. Idempotent: a block
+// with any record here (created, written, sealed) is left as it is.
+func (s *Server) CreateBlock(ctx context.Context, req *bfspb.CreateBlockRequest) (*bfspb.CreateBlockResponse, error) {
+	if hook := s.cfg.TestingKnobs.CreateBlock; hook != nil {
+		if err := hook(req.BlockId); err != nil {
+			code, msg := statusOf(err)
+			return &bfspb.CreateBlockResponse{Status: code, Message: msg}, nil
+		}
+	}
+	code, msg := statusOf(s.store.Create(ctx, blockstore.BlockID(req.BlockId)))
+	return &bfspb.CreateBlockResponse{Status: code, Message: msg}, nil
 }
 
 // Truncate cuts a replica to the length the nameserver agreed.

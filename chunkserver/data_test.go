@@ -23,6 +23,7 @@ func standalone(t *testing.T) *chunkserver {
 
 func TestWriteAcks(t *testing.T) {
 	cs := standalone(t)
+	createBlock(t, cs.client, 1)
 	st := writeStream(t, cs.client)
 	badCRC := packet(1, 3, 10, "xxxxx")
 	badCRC.Crc32C++
@@ -77,10 +78,12 @@ func dialT(t *testing.T, addr string) *grpc.ClientConn {
 	return conn
 }
 
-// writeBlock writes data to a block in packets of n bytes on a new
-// stream, sending them all before reading the acks, the last one sealing.
+// writeBlock creates a block and writes data to it in packets of n bytes
+// on a new stream, sending them all before reading the acks, the last one
+// sealing.
 func writeBlock(t *testing.T, c bfspb.ChunkServerClient, id int64, data []byte, n int, seal bool) {
 	t.Helper()
+	createBlock(t, c, id)
 	st := writeStream(t, c)
 	var sent int
 	for off := 0; off < len(data); off += n {
@@ -167,6 +170,7 @@ func TestSealUnknownBlock(t *testing.T) {
 func TestSealRacesWriteStream(t *testing.T) {
 	ns, nsAddr := startRecorder(t)
 	cs := startChunkServer(t, Config{NameServerAddr: nsAddr})
+	createBlock(t, cs.client, 3)
 	st := writeStream(t, cs.client)
 	const packets, size = 2000, 4096
 	payload := string(randData(size))

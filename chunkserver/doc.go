@@ -4,11 +4,14 @@
 //
 // # Data path
 //
-// Write takes a stream of packets of one block and acknowledges every
-// packet in order (OK, SEALED, INVALID_ARGUMENT for a gap or a wrong
-// offset, CORRUPT for a bad checksum); packets are applied on the
-// handler's goroutine while a second goroutine, owned by the handler,
-// sends the acks. A packet's bytes are copied once on their way from the
+// CreateBlock makes the empty replica of a block the nameserver has just
+// allocated; Write never creates one. Write takes a stream of packets of
+// one block and acknowledges every packet in order (OK, SEALED,
+// NOT_FOUND for a block with no replica here, INVALID_ARGUMENT for a gap,
+// a wrong offset or a retransmit that does not match what is stored,
+// CORRUPT for a bad checksum); packets are applied on the handler's
+// goroutine while a second goroutine, owned by the handler, sends the
+// acks. A packet's bytes are copied once on their way from the
 // transport to the store: the server's codec (codec.go) decodes write
 // packets by hand into a pooled buffer, and gRPC's buffers come from a
 // pool that does not clear them (bufpool.go). Read streams a verified
@@ -17,6 +20,17 @@
 // commit. Status codes travel in responses (status.go is the one table
 // mapping store errors to them); gRPC errors mean transport failures
 // only.
+//
+// A packet with the sequence number of one already stored is
+// acknowledged again only if its bytes are exactly what the replica holds
+// at its offset (the store reads them back and compares): a second
+// writer, or a confused retry, is refused rather than told that bytes are
+// stored which are not. Each stream has its own writer id
+// (blockstore.WriterID); a refusal names the replica's sequence numbers
+// only to the stream whose packet the replica applied last. Any other
+// stream gets one and the same INVALID_ARGUMENT text for a gap, a wrong
+// offset and a mismatched retransmit, naming no number but the block's,
+// so it cannot learn where the writer is.
 //
 // # Nameserver
 //
@@ -33,6 +47,26 @@
 //
 //   - I4 (no byte accepted for a sealed block) is the store's; the server
 //     never writes around it.
+//   - No byte is accepted for a block the nameserver deleted either,
+//     whatever order packets, seals and deletes arrive in. Replicas are
+//     created at AddBlock (CreateBlock), never by a packet: a packet for
+//     a block the store has no record of is refused (NOT_FOUND). A delete
+//     drops the block's record, so nothing writes the block again; a Seal
+//     that finds no record leaves one sealed at 0, which refuses packets.
+//     What remains is a create arriving after the delete, which would
+//     bring back an empty replica that a late packet could fill. The
+//     nameserver rules it out: it holds back every DeleteBlocks (and
+//     every "obsolete" answer to a block report) of a block while
+//     CreateBlock calls for it are in flight, and sends them once the
+//     calls have ended. A call that ended on the nameserver's side by its
+//     deadline is dead here too: the store checks the call's context
+//     after the block's entry is in its map and before creating files, so
+//     a delete sent after the caller gave up either finds the replica
+//     (and waits for it) or follows a create that did nothing. Only a
+//     create stuck on a connection that broke could slip past, and its
+//     empty replica is reported obsolete and deleted by the next block
+//     report. So a create never outlives a delete, and (tombstones being
+//     unneeded) the store keeps no record of deleted blocks.
 //   - A sealed replica is reported to the nameserver (BlockReceived, or a
 //     block report after a restart or re-registration) as long as the
 //     server runs.

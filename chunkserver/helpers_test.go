@@ -199,3 +199,12 @@ func readAll(t *testing.T, c bfspb.ChunkServerClient, id, off, length int64) ([]
 		data = append(data, chunk.Data...)
 	}
 }
+
+// createBlock makes an empty replica of block id, as the nameserver's
+// AddBlock does.
+func createBlock(t testing.TB, c bfspb.ChunkServerClient, id int64) {
+	t.Helper()
+	r, err := c.CreateBlock(context.Background(), &bfspb.CreateBlockRequest{BlockId: id})
+	require.NoError(t, err)
+	require.Equal(t, bfspb.StatusCode_OK, r.Status, r.Message)
+}

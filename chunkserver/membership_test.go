@@ -37,6 +37,7 @@ func TestRegisterHeartbeatReport(t *testing.T) {
 	require.NoError(t, err)
 	for id := range blockstore.BlockID(3) {
 		data := []byte("block")
+		require.NoError(t, store.Create(context.Background(), id+1))
 		_, err := store.Write(blockstore.Packet{BlockID: id + 1, Seq: 1, Data: data, CRC32C: blockstore.Checksum(data), Last: id < 2, Sync: true, Version: 4})
 		require.NoError(t, err)
 	}
@@ -107,6 +108,7 @@ func TestBlockReceived(t *testing.T) {
 	cs := startChunkServer(t, Config{NameServerAddr: nsAddr, Clock: clk})
 	ns.wait(t, "registration", func() bool { return len(ns.reports) == 1 })
 
+	createBlock(t, cs.client, 1)
 	st := writeStream(t, cs.client)
 	p := packet(1, 1, 0, "one")
 	p.Version = 9

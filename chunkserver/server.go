@@ -42,6 +42,9 @@ type Server struct {
 
 	// writers counts the write streams open.
 	writers atomic.Int64
+	// streams numbers the write streams: a stream's packets carry its
+	// number as their blockstore.WriterID.
+	streams atomic.Uint64
 
 	stopc   chan struct{}
 	serving sync.WaitGroup // Serve calls in progress

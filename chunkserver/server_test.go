@@ -66,12 +66,15 @@ func TestMetrics(t *testing.T) {
 	for _, f := range families {
 		got[f.GetName()] = len(f.GetMetric())
 		if f.GetName() == "bfs_chunkserver_rpcs_total" {
-			require.Len(t, f.GetMetric(), 1)
-			require.EqualValues(t, 1, f.GetMetric()[0].GetCounter().GetValue(), "one Seal answered OK")
+			require.Len(t, f.GetMetric(), 2)
+			for i, method := range []string{"CreateBlock", "Seal"} {
+				require.Equal(t, method, f.GetMetric()[i].GetLabel()[0].GetValue())
+				require.EqualValues(t, 1, f.GetMetric()[i].GetCounter().GetValue(), "one %s answered OK", method)
+			}
 		}
 	}
 	require.Equal(t, 1, got["bfs_chunkserver_blocks"])
-	require.Equal(t, 2, got["bfs_chunkserver_rpc_duration_seconds"]) // Seal and Read
+	require.Equal(t, 3, got["bfs_chunkserver_rpc_duration_seconds"]) // CreateBlock, Seal and Read
 }
 
 // value reads a counter.

@@ -1,6 +1,7 @@
 package chunkserver
 
 import (
+	"context"
 	"errors"
 
 	"github.com/golang/glog"
@@ -20,12 +21,16 @@ var statusTable = []struct {
 	{blockstore.ErrSealed, bfspb.StatusCode_SEALED},
 	{blockstore.ErrGap, bfspb.StatusCode_INVALID_ARGUMENT},
 	{blockstore.ErrOffset, bfspb.StatusCode_INVALID_ARGUMENT},
+	{blockstore.ErrMismatch, bfspb.StatusCode_INVALID_ARGUMENT},
 	{blockstore.ErrInvalid, bfspb.StatusCode_INVALID_ARGUMENT},
 	{errOtherBlock, bfspb.StatusCode_INVALID_ARGUMENT},
 	{blockstore.ErrChecksum, bfspb.StatusCode_CORRUPT},
 	{blockstore.ErrCorrupt, bfspb.StatusCode_CORRUPT},
 	{blockstore.ErrNotFound, bfspb.StatusCode_NOT_FOUND},
 	{blockstore.ErrClosed, bfspb.StatusCode_UNAVAILABLE},
+	// The caller gave up (a CreateBlock past its deadline).
+	{context.DeadlineExceeded, bfspb.StatusCode_UNAVAILABLE},
+	{context.Canceled, bfspb.StatusCode_UNAVAILABLE},
 }
 
 // statusOf returns the code for err and the message to send with it.

@@ -45,7 +45,10 @@ func (s *Server) BlockReport(_ context.Context, req *bfspb.BlockReportRequest) (
 	resp := &bfspb.BlockReportResponse{}
 	for _, b := range req.Blocks {
 		if _, err := s.ns.BlockOwner(b.BlockId); err != nil {
-			resp.Obsolete = append(resp.Obsolete, b.BlockId)
+			// While its creates are in flight the delete waits for them.
+			if !s.creates.hold(req.Address, b.BlockId) {
+				resp.Obsolete = append(resp.Obsolete, b.BlockId)
+			}
 			continue
 		}
 		replicas[blockmap.BlockID(b.BlockId)] = replicaOf(b)
@@ -185,8 +188,14 @@ func (s *Server) dropBlocks(blocks []*bfspb.BlockMeta) {
 }
 
 // deleteReplicas tells the chunkserver at addr to delete replicas. Best
-// effort: block reports catch whatever this misses.
+// effort: block reports catch whatever this misses. The delete of a block
+// whose creates are in flight waits until they have ended (see
+// createReplicas).
 func (s *Server) deleteReplicas(addr string, ids []int64) {
+	ids = slices.DeleteFunc(slices.Clone(ids), func(id int64) bool { return s.creates.hold(addr, id) })
+	if len(ids) == 0 {
+		return
+	}
 	s.closer.goRun(func() {
 		cl, err := s.chunkserver(addr)
 		if err != nil {

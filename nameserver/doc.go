@@ -19,6 +19,10 @@
 // each on a data directory of its own: New locks the directory
 // (internal/datadir) until Close, and refuses one that is held.
 //
+// AddBlock creates the replicas of the new block on its write set
+// (create.go) before it answers, and the deletes of a block wait while
+// those creates are in flight (see chunkserver/doc.go, I4).
+//
 // Handlers decode a request, normalize its paths (bad ones get
 // INVALID_ARGUMENT), call one domain method and encode the answer; the one
 // table in status.go maps domain errors to protocol status codes.

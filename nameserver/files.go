@@ -14,14 +14,17 @@ import (
 var errNoServers = blockmap.ErrNotEnoughServers
 
 // AddBlock gives a file open for write its block and the chunkservers to
-// write it to.
-func (s *Server) AddBlock(_ context.Context, req *bfspb.AddBlockRequest) (*bfspb.AddBlockResponse, error) {
-	blk, err := s.addBlock(req)
+// write it to, which have created their (empty) replicas of it by the time
+// it answers (a packet never creates one). A chunkserver that failed to
+// is still named; the writer drops it. If none of them managed to, the
+// answer is UNAVAILABLE and a retry creates them again.
+func (s *Server) AddBlock(ctx context.Context, req *bfspb.AddBlockRequest) (*bfspb.AddBlockResponse, error) {
+	blk, err := s.addBlock(ctx, req)
 	code, msg := statusOf(err)
 	return &bfspb.AddBlockResponse{Status: code, Message: msg, Block: blk, Conflict: conflictOf(err)}, nil
 }
 
-func (s *Server) addBlock(req *bfspb.AddBlockRequest) (*bfspb.LocatedBlock, error) {
+func (s *Server) addBlock(ctx context.Context, req *bfspb.AddBlockRequest) (*bfspb.LocatedBlock, error) {
 	p, err := cleanPath(req.Path)
 	if err != nil {
 		return nil, err
@@ -40,13 +43,15 @@ func (s *Server) addBlock(req *bfspb.AddBlockRequest) (*bfspb.LocatedBlock, erro
 		return nil, namespace.ErrNotOpen
 	}
 	if len(info.Blocks) > 0 { // a retry: the file keeps its block
-		return locate(info.Blocks[0], true, nil), nil
+		return s.addBlockAgain(ctx, info.Blocks[0])
 	}
 	addrs, err := s.blocks.Pick(int(info.Replication))
 	if err != nil {
 		return nil, err
 	}
 	meta := &bfspb.BlockMeta{Id: int64(s.ns.AllocIDs(1)[0]), Version: 1, WriteSet: addrs}
+	s.creates.begin(meta.Id)
+	defer s.endCreates(meta.Id)
 	res, err := s.mutate(req.SessionId, req.Fences, &bfspb.Command{Op: &bfspb.Command_AddBlock{AddBlock: &bfspb.AddBlockCmd{
 		Path: p, SessionId: req.SessionId, Block: meta,
 	}}})
@@ -54,7 +59,28 @@ func (s *Server) addBlock(req *bfspb.AddBlockRequest) (*bfspb.LocatedBlock, erro
 		return nil, err
 	}
 	s.closer.noteOpenBlocks(res.Info.EntryId, res.Info)
+	if err := s.createReplicas(ctx, meta.Id, addrs); err != nil {
+		return nil, err
+	}
 	return locate(res.Info.Blocks[0], true, nil), nil
+}
+
+// addBlockAgain answers a retried AddBlock with the file's block, its
+// replicas created again (a create changes nothing where one exists): the
+// first answer may have been lost, or UNAVAILABLE because no chunkserver
+// created its replica then.
+func (s *Server) addBlockAgain(ctx context.Context, b *bfspb.BlockMeta) (*bfspb.LocatedBlock, error) {
+	s.creates.begin(b.Id)
+	defer s.endCreates(b.Id)
+	// Checked after begin: a delete of the file from here on waits for
+	// the creates; one before is seen here.
+	if _, err := s.ns.BlockOwner(b.Id); err != nil {
+		return nil, err
+	}
+	if err := s.createReplicas(ctx, b.Id, b.WriteSet); err != nil {
+		return nil, err
+	}
+	return locate(b, true, nil), nil
 }
 
 // locate describes a block for a client: the live replicas the block map

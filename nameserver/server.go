@@ -55,6 +55,7 @@ type Server struct {
 	blocks    *blockmap.Map
 	closer    *closer
 	peers     *connpool.Pool
+	creates   createTracker
 	watch     *watchers
 	cleanings cleanings
 	grpc      *grpc.Server

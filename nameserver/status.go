@@ -31,6 +31,7 @@ var statusTable = []struct {
 	{namespace.ErrClosed, bfspb.StatusCode_UNAVAILABLE},
 	{namespace.ErrNotOpen, bfspb.StatusCode_NOT_OPEN},
 	{errNoServers, bfspb.StatusCode_UNAVAILABLE},
+	{errNoReplica, bfspb.StatusCode_UNAVAILABLE},
 	{session.ErrInvalidTTL, bfspb.StatusCode_INVALID_ARGUMENT},
 	{session.ErrInvalidHolder, bfspb.StatusCode_INVALID_ARGUMENT},
 	{session.ErrNotFound, bfspb.StatusCode_SESSION_EXPIRED},

@@ -1,6 +1,7 @@
 package blockstore
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -26,6 +27,11 @@ func BenchmarkWrite(b *testing.B) {
 	id, seq := BlockID(1), int64(0)
 	for i := 0; i < b.N; i++ {
 		seq++
+		if seq == 1 {
+			if err := s.Create(context.Background(), id); err != nil {
+				b.Fatal(err)
+			}
+		}
 		p := Packet{BlockID: id, Seq: seq, Offset: (seq - 1) * benchPacket, Data: data, CRC32C: crc, Last: seq == perBlock}
 		if _, err := s.Write(p); err != nil {
 			b.Fatal(err)
@@ -91,6 +97,9 @@ func BenchmarkSealConcurrent(b *testing.B) {
 	ids := make(chan BlockID, b.N)
 	for i := range b.N {
 		id := BlockID(i + 1)
+		if err := s.Create(context.Background(), id); err != nil {
+			b.Fatal(err)
+		}
 		p := pkt(id, 1, 0, synced)
 		p.Sync = true
 		if _, err := s.Write(p); err != nil {

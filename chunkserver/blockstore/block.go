@@ -35,6 +35,8 @@ type block struct {
 		// writeback is the size below which writing out to disk has been
 		// started (see startWriteback), or is done.
 		writeback int64
+		// writer sent the packet applied last (0: none since Open).
+		writer WriterID
 		// exists is set once the replica's files are created.
 		exists bool
 		// removed is set when the entry left the store's map (deleted, or

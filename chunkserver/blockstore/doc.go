@@ -76,9 +76,21 @@
 //
 // # Invariants
 //
+//   - A replica is created by Create (durably: it survives a crash and is
+//     listed, empty) or by a Seal of an unknown block (sealed at 0), never
+//     by a packet: a packet for a block with no record is ErrNotFound.
+//     Delete removes the record; nothing of the block is accepted after.
 //   - Packets of a block are applied in sequence order from 1, each at the
 //     offset equal to the replica's size; a packet with a bad CRC32C, a gap
 //     or a wrong offset changes nothing.
+//   - A packet whose sequence number was applied already is acknowledged
+//     only if its bytes are exactly those stored at its offset (read back,
+//     verified and compared), and a last one only if the replica is sealed
+//     where it ends; otherwise it is ErrMismatch (ErrSealed on a sealed
+//     replica) and changes nothing.
+//   - A refusal for a gap, an offset or a mismatch names the replica's
+//     sequence numbers only to the writer of its last applied packet
+//     (Packet.Writer); to anyone else its text is the same for all three.
 //   - I4: once Seal (or a Last packet) has taken a replica, no packet not
 //     yet applied is ever accepted for it, in this process or after a
 //     restart, and its size changes only by Truncate. A Seal of an unknown

@@ -1,6 +1,7 @@
 package blockstore
 
 import (
+	"context"
 	"errors"
 	"io/fs"
 	"math/rand/v2"
@@ -71,10 +72,20 @@ func randBytes(n int, seed uint64) []byte {
 	return b
 }
 
-// writeAll writes data to block id in packets of size n, applying opts to
-// the last one, and returns the seq of the last packet.
+// create makes an empty replica of block id, as the nameserver's AddBlock
+// has every chunkserver of a write set do before the first packet.
+func create(t testing.TB, s *Store, ids ...BlockID) {
+	t.Helper()
+	for _, id := range ids {
+		require.NoError(t, s.Create(context.Background(), id))
+	}
+}
+
+// writeAll creates block id and writes data to it in packets of size n,
+// applying opts to the last one, and returns the seq of the last packet.
 func writeAll(t testing.TB, s *Store, id BlockID, data []byte, n int, last func(*Packet)) int64 {
 	t.Helper()
+	create(t, s, id)
 	var seq int64
 	for off := 0; off < len(data); off += n {
 		seq++

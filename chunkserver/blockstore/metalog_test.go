@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,8 +20,12 @@ func TestGroupCommit(t *testing.T) {
 	release := make(chan struct{})
 	var mu sync.Mutex
 	var frames []int
+	var sealing atomic.Bool // the frames of the replicas' creation do not count
 	dir := t.TempDir()
 	s := openStoreWith(t, dir, options{logLimit: defaultLogLimit, beforeFrame: func(n int) {
+		if !sealing.Load() {
+			return
+		}
 		mu.Lock()
 		frames = append(frames, n)
 		first := len(frames) == 1
@@ -33,6 +38,7 @@ func TestGroupCommit(t *testing.T) {
 	for id := BlockID(1); id <= waiting+1; id++ {
 		writeAll(t, s, id, data, len(data), nil)
 	}
+	sealing.Store(true)
 	var wg sync.WaitGroup
 	seal := func(id BlockID) {
 		wg.Go(func() {

@@ -2,6 +2,7 @@ package blockstore
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -27,12 +28,13 @@ func TestReopen(t *testing.T) {
 	_, err := s.Write(pkt(2, seq+1, 100_000, synced[100_000:])) // never synced
 	require.NoError(t, err)
 
-	writeAll(t, s, 3, randBytes(1000, 10), 100, nil) // never synced at all
+	writeAll(t, s, 3, randBytes(1000, 10), 100, nil) // created, never synced
 	require.NoError(t, s.Close())
 
-	// Debris of an interrupted meta rewrite, and a replica whose meta
-	// header is damaged.
+	// Debris of an interrupted meta rewrite, a data file that never got a
+	// meta nor a record, and a replica whose meta header is damaged.
 	require.NoError(t, os.WriteFile(s.base(2)+tmpExt, []byte("half"), 0o644))
+	require.NoError(t, os.WriteFile(s.base(5)+dataExt, []byte("never synced"), 0o644))
 	s2 := openStore(t, t.TempDir())
 	writeAll(t, s2, 4, []byte("x"), 1, sealLast)
 	require.NoError(t, s2.Close())
@@ -50,9 +52,10 @@ func TestReopen(t *testing.T) {
 	require.Equal(t, []BlockInfo{
 		{ID: 1, Size: int64(len(sealed)), Sealed: true},
 		{ID: 2, Size: 100_000},
+		{ID: 3}, // created: durable from the start, empty
 	}, s.List())
 	blocks, bytes := s.Usage()
-	require.EqualValues(t, 2, blocks)
+	require.EqualValues(t, 3, blocks)
 	require.EqualValues(t, len(sealed)+100_000, bytes)
 	got, err := s.Read(1, 0, 1e6)
 	require.NoError(t, err)
@@ -63,9 +66,12 @@ func TestReopen(t *testing.T) {
 	st, err := os.Stat(s.base(2) + dataExt)
 	require.NoError(t, err)
 	require.EqualValues(t, 100_000, st.Size(), "unsynced tail cut")
-	for _, gone := range []string{s.base(2) + tmpExt, s.base(3) + dataExt, s.base(4) + metaExt} {
+	for _, gone := range []string{s.base(2) + tmpExt, s.base(5) + dataExt, s.base(4) + metaExt} {
 		require.NoFileExists(t, gone)
 	}
+	st, err = os.Stat(s.base(3) + dataExt)
+	require.NoError(t, err)
+	require.Zero(t, st.Size(), "unsynced bytes cut")
 	require.FileExists(t, s.base(4)+metaExt+".corrupt")
 
 	// The unsealed replica takes the packet after its last synced one.
@@ -122,9 +128,13 @@ func TestCrashHelper(t *testing.T) {
 	wg.Wait()
 }
 
-// crashWrite writes block id in 40 packets, syncing every fifth and
-// sealing with the last, and prints what each made durable.
+// crashWrite creates block id, writes it in 40 packets, syncing every
+// fifth and sealing with the last, and prints what each made durable.
 func crashWrite(s *Store, id BlockID, data []byte) error {
+	if err := s.Create(context.Background(), id); err != nil {
+		return err
+	}
+	fmt.Println("durable", id, 0, false)
 	var off int64
 	for seq := int64(1); seq <= 40; seq++ {
 		p := pkt(id, seq, off, data[:1000+int(seq)*997%len(data)])

@@ -31,7 +31,16 @@ type Packet struct {
 	// Last seals the replica at Offset+len(Data) (after syncing).
 	Last    bool
 	Version uint64
+	// Writer names where the packet comes from (the chunkserver numbers
+	// its write streams); 0 is nobody in particular. Only the writer of
+	// the packet applied last is told the replica's sequence numbers when
+	// a packet is refused: anyone else gets a refusal that does not tell a
+	// gap from a wrong offset or a mismatched retransmit.
+	Writer WriterID
 }
+
+// WriterID names the source of packets, e.g. one write stream.
+type WriterID uint64
 
 // BlockInfo describes a replica, as a block report carries it.
 type BlockInfo struct {

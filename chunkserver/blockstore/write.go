@@ -1,6 +1,8 @@
 package blockstore
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -8,24 +10,61 @@ import (
 	"github.com/golang/glog"
 )
 
-// Write applies packet p to its block's replica and returns the replica's
-// size afterwards (also alongside ErrSealed, ErrGap and ErrOffset).
+// Create makes an empty, unsealed replica of block id and makes it
+// durable (its files' directory entries, and a record in the meta log)
+// before it returns: it survives a crash and is listed. A packet never
+// creates a replica; the nameserver creates them when it allocates the
+// block (AddBlock). If the store has any record of the block (created,
+// written, or sealed by a Seal that came first) Create changes nothing,
+// so a sealed block stays sealed.
 //
-// Packets are applied in sequence order from seq 1. A packet already
-// applied is a retry: it is acknowledged again (after syncing, if it asks
-// for a sync not yet done) and changes nothing. A packet whose seq is past
-// the next expected one is refused with ErrGap, one that does not start at
-// the replica's size with ErrOffset, one whose data does not match its
-// checksum with ErrChecksum, and any new packet for a sealed replica with
-// ErrSealed.
+// ctx is checked once the block's entry is in the store, before its
+// files are created: a Delete that arrives after the caller gave up
+// either finds the replica or follows a Create that did nothing.
+func (s *Store) Create(ctx context.Context, id BlockID) error {
+	if id < 0 {
+		return fmt.Errorf("%w: create block %d", ErrInvalid, id)
+	}
+	b, err := s.acquire(id, true, rwNone)
+	if err != nil {
+		return err
+	}
+	defer s.release(b, rwNone)
+	if b.mu.exists {
+		return b.mu.err
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("blockstore: create block %d: %w", id, err)
+	}
+	if err := s.createLocked(b); err != nil {
+		return err
+	}
+	return s.syncLocked(b)
+}
+
+// Write applies packet p to its block's replica and returns the replica's
+// size afterwards (also alongside ErrSealed, ErrGap, ErrOffset and
+// ErrMismatch).
+//
+// Packets are applied in sequence order from seq 1, to a replica Create
+// made: a packet for a block the store has no record of is refused with
+// ErrNotFound. A packet with the sequence number of one already applied
+// is a retry: it is acknowledged again (after syncing, if it asks for a
+// sync not yet done) only if its bytes are exactly what the replica holds
+// at its offset (and, for a last packet, the replica is sealed where it
+// ends); otherwise it is refused with ErrMismatch. A packet whose seq is
+// past the next expected one is refused with ErrGap, one that does not
+// start at the replica's size with ErrOffset, one whose data does not
+// match its checksum with ErrChecksum, and any new packet for a sealed
+// replica with ErrSealed. None of these changes the replica.
 func (s *Store) Write(p Packet) (int64, error) {
 	pieces, err := checkPacket(p)
 	if err != nil {
 		return 0, err
 	}
-	b, err := s.acquire(p.BlockID, p.Seq == 1, rwNone)
+	b, err := s.acquire(p.BlockID, false, rwNone)
 	if errors.Is(err, ErrNotFound) {
-		return 0, fmt.Errorf("%w: block %d: no replica, so packet %d cannot follow", ErrGap, p.BlockID, p.Seq)
+		return 0, fmt.Errorf("%w: block %d: no replica to write; replicas are created by the nameserver when it allocates the block (AddBlock), never by a packet", ErrNotFound, p.BlockID)
 	}
 	if err != nil {
 		return 0, err
@@ -54,16 +93,16 @@ func checkPacket(p Packet) ([]uint32, error) {
 func (s *Store) writeLocked(b *block, p Packet, pieces []uint32) (int64, error) {
 	m := &b.mu.m
 	switch {
-	case b.mu.exists && p.Seq <= m.seq:
+	case p.Seq <= m.seq:
 		return s.retryLocked(b, p)
 	case m.sealed:
-		return m.size, fmt.Errorf("%w: block %d at %d bytes, packet %d refused", ErrSealed, b.id, m.size, p.Seq)
+		return m.size, sealedError(b, p)
 	case b.mu.err != nil:
 		return m.size, b.mu.err
 	case p.Seq != m.seq+1:
-		return m.size, fmt.Errorf("%w: block %d: packet %d, expected %d", ErrGap, b.id, p.Seq, m.seq+1)
+		return m.size, refuseLocked(b, p, fmt.Errorf("%w: block %d: packet %d, expected %d", ErrGap, b.id, p.Seq, m.seq+1))
 	case p.Offset != m.size:
-		return m.size, fmt.Errorf("%w: block %d: packet %d at offset %d, replica holds %d bytes", ErrOffset, b.id, p.Seq, p.Offset, m.size)
+		return m.size, refuseLocked(b, p, fmt.Errorf("%w: block %d: packet %d at offset %d, replica holds %d bytes", ErrOffset, b.id, p.Seq, p.Offset, m.size))
 	}
 	if err := s.appendLocked(b, p, pieces); err != nil {
 		return m.size, err
@@ -77,13 +116,21 @@ func (s *Store) writeLocked(b *block, p Packet, pieces []uint32) (int64, error) 
 	return m.size, nil
 }
 
+func sealedError(b *block, p Packet) error {
+	return fmt.Errorf("%w: block %d at %d bytes, packet %d refused", ErrSealed, b.id, b.mu.m.size, p.Seq)
+}
+
+// refuseLocked returns err, which names the replica's sequence numbers,
+// to the replica's writer, and a refusal that names none to anyone else.
+func refuseLocked(b *block, p Packet, err error) error {
+	if p.Writer != 0 && p.Writer == b.mu.writer {
+		return err
+	}
+	return &refusal{id: b.id, reason: err}
+}
+
 // appendLocked writes p's data at the end of the replica.
 func (s *Store) appendLocked(b *block, p Packet, pieces []uint32) error {
-	if !b.mu.exists {
-		if err := s.createLocked(b); err != nil {
-			return err
-		}
-	}
 	if err := s.activateLocked(b); err != nil {
 		return err
 	}
@@ -97,6 +144,7 @@ func (s *Store) appendLocked(b *block, p Packet, pieces []uint32) error {
 	m.size += int64(len(p.Data))
 	m.seq = p.Seq
 	m.version = max(m.version, p.Version)
+	b.mu.writer = p.Writer
 	s.byteCount.Add(int64(len(p.Data)))
 	s.writebackLocked(b)
 	return nil
@@ -118,17 +166,57 @@ func (s *Store) writebackLocked(b *block) {
 	b.mu.writeback = size
 }
 
-// retryLocked answers a packet applied before: its bytes are there; make
-// them durable if it asks for that and it has not happened yet.
+// retryLocked answers a packet whose seq was applied before: if its bytes
+// are there, make them durable if it asks for that and it has not
+// happened yet; if not, refuse it.
 func (s *Store) retryLocked(b *block, p Packet) (int64, error) {
 	m := &b.mu.m
-	if m.sealed || !(p.Sync || p.Last) || b.mu.durable >= min(p.Offset+int64(len(p.Data)), m.size) {
+	held, err := s.holdsLocked(b, p)
+	switch {
+	case err != nil:
+		return m.size, err
+	case !held && m.sealed:
+		return m.size, sealedError(b, p)
+	case !held:
+		return m.size, refuseLocked(b, p, fmt.Errorf("%w: block %d: packet %d (%d bytes at %d) is not what the replica holds, which has %d bytes, the last of them from packet %d",
+			ErrMismatch, b.id, p.Seq, len(p.Data), p.Offset, m.size, m.seq))
+	}
+	if m.sealed || !(p.Sync || p.Last) || b.mu.durable >= p.Offset+int64(len(p.Data)) {
 		return m.size, nil
 	}
 	if b.mu.err != nil {
 		return m.size, b.mu.err
 	}
 	return m.size, s.syncLocked(b)
+}
+
+// holdsLocked reports whether the replica holds exactly p's data at p's
+// offset, and for a last packet, is sealed where p ends. The stored bytes
+// are read back (verified against their checksums) and compared: retries
+// are rare, and a packet's sequence number says nothing about whose bytes
+// it carries.
+func (s *Store) holdsLocked(b *block, p Packet) (bool, error) {
+	m := &b.mu.m
+	end := p.Offset + int64(len(p.Data))
+	switch {
+	case end > m.size:
+		return false, nil
+	case p.Last && !(m.sealed && m.size == end):
+		return false, nil
+	case len(p.Data) == 0:
+		return true, nil
+	}
+	first, last := int(p.Offset/ChunkSize), int((end-1)/ChunkSize)
+	crcs, err := s.crcsLocked(b, first, last-first+1)
+	if err != nil {
+		return false, err
+	}
+	start := int64(first) * ChunkSize
+	stored, err := s.readVerified(b.id, start, min(int64(last+1)*ChunkSize, m.size), crcs)
+	if err != nil {
+		return false, err
+	}
+	return bytes.Equal(stored[p.Offset-start:end-start], p.Data), nil
 }
 
 // Seal stops all writing to block id: every packet not applied when Seal

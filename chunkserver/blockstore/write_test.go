@@ -21,7 +21,7 @@ func TestWriteOrdering(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		steps []step
-		want  string // the replica's bytes afterwards; "-" for no replica
+		want  string // block 1's bytes afterwards
 	}{
 		{"in order", []step{
 			{pkt(1, 1, 0, hello), 5, nil},
@@ -40,9 +40,13 @@ func TestWriteOrdering(t *testing.T) {
 			{pkt(1, 2, 5, world), 10, nil},
 			{pkt(1, 3, 10, hello), 15, nil},
 		}, "helloworldhello"},
-		{"unknown block must start at seq 1", []step{
+		{"created block must start at seq 1", []step{
 			{pkt(1, 2, 5, world), 0, ErrGap},
-		}, "-"},
+		}, ""},
+		{"no packet creates a replica", []step{
+			{pkt(2, 1, 0, hello), 0, ErrNotFound},
+			{pkt(2, 2, 5, world), 0, ErrNotFound},
+		}, ""},
 		{"wrong offset refused", []step{
 			{pkt(1, 1, 0, hello), 5, nil},
 			{pkt(1, 2, 4, world), 5, ErrOffset},
@@ -51,7 +55,7 @@ func TestWriteOrdering(t *testing.T) {
 		}, "helloworld"},
 		{"first packet not at offset 0", []step{
 			{pkt(1, 1, 3, hello), 0, ErrOffset},
-		}, "-"},
+		}, ""},
 		{"checksum mismatch refused", []step{
 			{bad, 0, ErrChecksum},
 			{pkt(1, 1, 0, hello), 5, nil},
@@ -60,7 +64,7 @@ func TestWriteOrdering(t *testing.T) {
 			{pkt(1, 0, 0, hello), 0, ErrInvalid},
 			{pkt(1, -1, 0, hello), 0, ErrInvalid},
 			{pkt(1, 1, -5, hello), 0, ErrInvalid},
-		}, "-"},
+		}, ""},
 		{"last seals", []step{
 			{func() Packet { p := pkt(1, 1, 0, hello); p.Last = true; return p }(), 5, nil},
 			{pkt(1, 2, 5, world), 5, ErrSealed},
@@ -74,6 +78,7 @@ func TestWriteOrdering(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := openStore(t, t.TempDir())
+			create(t, s, 1)
 			for i, st := range tc.steps {
 				size, err := s.Write(st.p)
 				if st.err == nil {
@@ -84,16 +89,14 @@ func TestWriteOrdering(t *testing.T) {
 				require.Equal(t, st.size, size, "step %d", i)
 			}
 			got, err := s.Read(1, 0, 100)
-			if tc.want == "-" {
-				require.ErrorIs(t, err, ErrNotFound)
-				require.Empty(t, s.List())
-				return
-			}
 			require.NoError(t, err)
 			require.Equal(t, tc.want, string(got))
 			info, err := s.Info(1)
 			require.NoError(t, err)
 			require.EqualValues(t, len(tc.want), info.Size)
+			_, err = s.Info(2)
+			require.ErrorIs(t, err, ErrNotFound, "block 2 was never created")
+			require.Len(t, s.List(), 1)
 		})
 	}
 }
@@ -101,6 +104,7 @@ func TestWriteOrdering(t *testing.T) {
 func TestSyncedRetryIsDurable(t *testing.T) {
 	dir := t.TempDir()
 	s := openStore(t, dir)
+	create(t, s, 1)
 	_, err := s.Write(pkt(1, 1, 0, []byte("abc")))
 	require.NoError(t, err)
 	// A retry of packet 1 that asks for a sync makes it durable.
@@ -173,6 +177,7 @@ func TestSealRacesWrites(t *testing.T) {
 	results := make([]result, blocks)
 	var wg sync.WaitGroup
 	for id := range BlockID(blocks) {
+		create(t, s, id)
 		r := &results[id]
 		started := make(chan struct{})
 		var startOnce sync.Once

@@ -642,6 +642,102 @@ func (x *DeleteBlocksResponse) GetMessage() string {
 	return ""
 }
 
+type CreateBlockRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	BlockId       int64                  `protobuf:"varint,1,opt,name=block_id,json=blockId,proto3" json:"block_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateBlockRequest) Reset() {
+	*x = CreateBlockRequest{}
+	mi := &file_chunkserver_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateBlockRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateBlockRequest) ProtoMessage() {}
+
+func (x *CreateBlockRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_chunkserver_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateBlockRequest.ProtoReflect.Descriptor instead.
+func (*CreateBlockRequest) Descriptor() ([]byte, []int) {
+	return file_chunkserver_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *CreateBlockRequest) GetBlockId() int64 {
+	if x != nil {
+		return x.BlockId
+	}
+	return 0
+}
+
+type CreateBlockResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Status        StatusCode             `protobuf:"varint,1,opt,name=status,proto3,enum=bfs.StatusCode" json:"status,omitempty"`
+	Message       string                 `protobuf:"bytes,15,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateBlockResponse) Reset() {
+	*x = CreateBlockResponse{}
+	mi := &file_chunkserver_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateBlockResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateBlockResponse) ProtoMessage() {}
+
+func (x *CreateBlockResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_chunkserver_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateBlockResponse.ProtoReflect.Descriptor instead.
+func (*CreateBlockResponse) Descriptor() ([]byte, []int) {
+	return file_chunkserver_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *CreateBlockResponse) GetStatus() StatusCode {
+	if x != nil {
+		return x.Status
+	}
+	return StatusCode_OK
+}
+
+func (x *CreateBlockResponse) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
 type GetBlockInfoRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	BlockId       int64                  `protobuf:"varint,1,opt,name=block_id,json=blockId,proto3" json:"block_id,omitempty"`
@@ -651,7 +747,7 @@ type GetBlockInfoRequest struct {
 
 func (x *GetBlockInfoRequest) Reset() {
 	*x = GetBlockInfoRequest{}
-	mi := &file_chunkserver_proto_msgTypes[10]
+	mi := &file_chunkserver_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -663,7 +759,7 @@ func (x *GetBlockInfoRequest) String() string {
 func (*GetBlockInfoRequest) ProtoMessage() {}
 
 func (x *GetBlockInfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_chunkserver_proto_msgTypes[10]
+	mi := &file_chunkserver_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -676,7 +772,7 @@ func (x *GetBlockInfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetBlockInfoRequest.ProtoReflect.Descriptor instead.
 func (*GetBlockInfoRequest) Descriptor() ([]byte, []int) {
-	return file_chunkserver_proto_rawDescGZIP(), []int{10}
+	return file_chunkserver_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *GetBlockInfoRequest) GetBlockId() int64 {
@@ -699,7 +795,7 @@ type GetBlockInfoResponse struct {
 
 func (x *GetBlockInfoResponse) Reset() {
 	*x = GetBlockInfoResponse{}
-	mi := &file_chunkserver_proto_msgTypes[11]
+	mi := &file_chunkserver_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -711,7 +807,7 @@ func (x *GetBlockInfoResponse) String() string {
 func (*GetBlockInfoResponse) ProtoMessage() {}
 
 func (x *GetBlockInfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_chunkserver_proto_msgTypes[11]
+	mi := &file_chunkserver_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -724,7 +820,7 @@ func (x *GetBlockInfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetBlockInfoResponse.ProtoReflect.Descriptor instead.
 func (*GetBlockInfoResponse) Descriptor() ([]byte, []int) {
-	return file_chunkserver_proto_rawDescGZIP(), []int{11}
+	return file_chunkserver_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *GetBlockInfoResponse) GetStatus() StatusCode {
@@ -808,6 +904,11 @@ const file_chunkserver_proto_rawDesc = "" +
 	"\tblock_ids\x18\x01 \x03(\x03R\bblockIds\"Y\n" +
 	"\x14DeleteBlocksResponse\x12'\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
+	"\amessage\x18\x0f \x01(\tR\amessage\"/\n" +
+	"\x12CreateBlockRequest\x12\x19\n" +
+	"\bblock_id\x18\x01 \x01(\x03R\ablockId\"X\n" +
+	"\x13CreateBlockResponse\x12'\n" +
+	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
 	"\amessage\x18\x0f \x01(\tR\amessage\"0\n" +
 	"\x13GetBlockInfoRequest\x12\x19\n" +
 	"\bblock_id\x18\x01 \x01(\x03R\ablockId\"\x9f\x01\n" +
@@ -816,14 +917,15 @@ const file_chunkserver_proto_rawDesc = "" +
 	"\x04size\x18\x02 \x01(\x03R\x04size\x12\x18\n" +
 	"\aversion\x18\x03 \x01(\x04R\aversion\x12\x16\n" +
 	"\x06sealed\x18\x04 \x01(\bR\x06sealed\x12\x18\n" +
-	"\amessage\x18\x0f \x01(\tR\amessage2\xd7\x02\n" +
+	"\amessage\x18\x0f \x01(\tR\amessage2\x99\x03\n" +
 	"\vChunkServer\x12,\n" +
 	"\x05Write\x12\x10.bfs.WritePacket\x1a\r.bfs.WriteAck(\x010\x01\x12*\n" +
 	"\x04Read\x12\x10.bfs.ReadRequest\x1a\x0e.bfs.ReadChunk0\x01\x12+\n" +
 	"\x04Seal\x12\x10.bfs.SealRequest\x1a\x11.bfs.SealResponse\x127\n" +
 	"\bTruncate\x12\x14.bfs.TruncateRequest\x1a\x15.bfs.TruncateResponse\x12C\n" +
 	"\fDeleteBlocks\x12\x18.bfs.DeleteBlocksRequest\x1a\x19.bfs.DeleteBlocksResponse\x12C\n" +
-	"\fGetBlockInfo\x12\x18.bfs.GetBlockInfoRequest\x1a\x19.bfs.GetBlockInfoResponseB#Z!github.com/bfs-go/bfs/proto/bfspbb\x06proto3"
+	"\fGetBlockInfo\x12\x18.bfs.GetBlockInfoRequest\x1a\x19.bfs.GetBlockInfoResponse\x12@\n" +
+	"\vCreateBlock\x12\x17.bfs.CreateBlockRequest\x1a\x18.bfs.CreateBlockResponseB#Z!github.com/bfs-go/bfs/proto/bfspbb\x06proto3"
 
 var (
 	file_chunkserver_proto_rawDescOnce sync.Once
@@ -837,7 +939,7 @@ func file_chunkserver_proto_rawDescGZIP() []byte {
 	return file_chunkserver_proto_rawDescData
 }
 
-var file_chunkserver_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_chunkserver_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_chunkserver_proto_goTypes = []any{
 	(*WritePacket)(nil),          // 0: bfs.WritePacket
 	(*WriteAck)(nil),             // 1: bfs.WriteAck
@@ -849,34 +951,39 @@ var file_chunkserver_proto_goTypes = []any{
 	(*TruncateResponse)(nil),     // 7: bfs.TruncateResponse
 	(*DeleteBlocksRequest)(nil),  // 8: bfs.DeleteBlocksRequest
 	(*DeleteBlocksResponse)(nil), // 9: bfs.DeleteBlocksResponse
-	(*GetBlockInfoRequest)(nil),  // 10: bfs.GetBlockInfoRequest
-	(*GetBlockInfoResponse)(nil), // 11: bfs.GetBlockInfoResponse
-	(StatusCode)(0),              // 12: bfs.StatusCode
+	(*CreateBlockRequest)(nil),   // 10: bfs.CreateBlockRequest
+	(*CreateBlockResponse)(nil),  // 11: bfs.CreateBlockResponse
+	(*GetBlockInfoRequest)(nil),  // 12: bfs.GetBlockInfoRequest
+	(*GetBlockInfoResponse)(nil), // 13: bfs.GetBlockInfoResponse
+	(StatusCode)(0),              // 14: bfs.StatusCode
 }
 var file_chunkserver_proto_depIdxs = []int32{
-	12, // 0: bfs.WriteAck.status:type_name -> bfs.StatusCode
-	12, // 1: bfs.ReadChunk.status:type_name -> bfs.StatusCode
-	12, // 2: bfs.SealResponse.status:type_name -> bfs.StatusCode
-	12, // 3: bfs.TruncateResponse.status:type_name -> bfs.StatusCode
-	12, // 4: bfs.DeleteBlocksResponse.status:type_name -> bfs.StatusCode
-	12, // 5: bfs.GetBlockInfoResponse.status:type_name -> bfs.StatusCode
-	0,  // 6: bfs.ChunkServer.Write:input_type -> bfs.WritePacket
-	2,  // 7: bfs.ChunkServer.Read:input_type -> bfs.ReadRequest
-	4,  // 8: bfs.ChunkServer.Seal:input_type -> bfs.SealRequest
-	6,  // 9: bfs.ChunkServer.Truncate:input_type -> bfs.TruncateRequest
-	8,  // 10: bfs.ChunkServer.DeleteBlocks:input_type -> bfs.DeleteBlocksRequest
-	10, // 11: bfs.ChunkServer.GetBlockInfo:input_type -> bfs.GetBlockInfoRequest
-	1,  // 12: bfs.ChunkServer.Write:output_type -> bfs.WriteAck
-	3,  // 13: bfs.ChunkServer.Read:output_type -> bfs.ReadChunk
-	5,  // 14: bfs.ChunkServer.Seal:output_type -> bfs.SealResponse
-	7,  // 15: bfs.ChunkServer.Truncate:output_type -> bfs.TruncateResponse
-	9,  // 16: bfs.ChunkServer.DeleteBlocks:output_type -> bfs.DeleteBlocksResponse
-	11, // 17: bfs.ChunkServer.GetBlockInfo:output_type -> bfs.GetBlockInfoResponse
-	12, // [12:18] is the sub-list for method output_type
-	6,  // [6:12] is the sub-list for method input_type
-	6,  // [6:6] is the sub-list for extension type_name
-	6,  // [6:6] is the sub-list for extension extendee
-	0,  // [0:6] is the sub-list for field type_name
+	14, // 0: bfs.WriteAck.status:type_name -> bfs.StatusCode
+	14, // 1: bfs.ReadChunk.status:type_name -> bfs.StatusCode
+	14, // 2: bfs.SealResponse.status:type_name -> bfs.StatusCode
+	14, // 3: bfs.TruncateResponse.status:type_name -> bfs.StatusCode
+	14, // 4: bfs.DeleteBlocksResponse.status:type_name -> bfs.StatusCode
+	14, // 5: bfs.CreateBlockResponse.status:type_name -> bfs.StatusCode
+	14, // 6: bfs.GetBlockInfoResponse.status:type_name -> bfs.StatusCode
+	0,  // 7: bfs.ChunkServer.Write:input_type -> bfs.WritePacket
+	2,  // 8: bfs.ChunkServer.Read:input_type -> bfs.ReadRequest
+	4,  // 9: bfs.ChunkServer.Seal:input_type -> bfs.SealRequest
+	6,  // 10: bfs.ChunkServer.Truncate:input_type -> bfs.TruncateRequest
+	8,  // 11: bfs.ChunkServer.DeleteBlocks:input_type -> bfs.DeleteBlocksRequest
+	12, // 12: bfs.ChunkServer.GetBlockInfo:input_type -> bfs.GetBlockInfoRequest
+	10, // 13: bfs.ChunkServer.CreateBlock:input_type -> bfs.CreateBlockRequest
+	1,  // 14: bfs.ChunkServer.Write:output_type -> bfs.WriteAck
+	3,  // 15: bfs.ChunkServer.Read:output_type -> bfs.ReadChunk
+	5,  // 16: bfs.ChunkServer.Seal:output_type -> bfs.SealResponse
+	7,  // 17: bfs.ChunkServer.Truncate:output_type -> bfs.TruncateResponse
+	9,  // 18: bfs.ChunkServer.DeleteBlocks:output_type -> bfs.DeleteBlocksResponse
+	13, // 19: bfs.ChunkServer.GetBlockInfo:output_type -> bfs.GetBlockInfoResponse
+	11, // 20: bfs.ChunkServer.CreateBlock:output_type -> bfs.CreateBlockResponse
+	14, // [14:21] is the sub-list for method output_type
+	7,  // [7:14] is the sub-list for method input_type
+	7,  // [7:7] is the sub-list for extension type_name
+	7,  // [7:7] is the sub-list for extension extendee
+	0,  // [0:7] is the sub-list for field type_name
 }
 
 func init() { file_chunkserver_proto_init() }
@@ -891,7 +998,7 @@ func file_chunkserver_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_chunkserver_proto_rawDesc), len(file_chunkserver_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   12,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -25,6 +25,7 @@ const (
 	ChunkServer_Truncate_FullMethodName     = "/bfs.ChunkServer/Truncate"
 	ChunkServer_DeleteBlocks_FullMethodName = "/bfs.ChunkServer/DeleteBlocks"
 	ChunkServer_GetBlockInfo_FullMethodName = "/bfs.ChunkServer/GetBlockInfo"
+	ChunkServer_CreateBlock_FullMethodName  = "/bfs.ChunkServer/CreateBlock"
 )
 
 // ChunkServerClient is the client API for ChunkServer service.
@@ -34,13 +35,22 @@ const (
 // ChunkServer stores block replicas on local disk.
 type ChunkServerClient interface {
 	// Write streams packets of one block; every packet is acknowledged once it
-	// is applied (and, for a sync packet, on disk).
+	// is applied (and, for a sync packet, on disk). A packet for a block with
+	// no replica (see CreateBlock) is refused with NOT_FOUND. A packet already
+	// stored (same sequence number) is acknowledged again only if its offset,
+	// length and checksum match what is stored; otherwise INVALID_ARGUMENT.
 	Write(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[WritePacket, WriteAck], error)
 	Read(ctx context.Context, in *ReadRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ReadChunk], error)
 	Seal(ctx context.Context, in *SealRequest, opts ...grpc.CallOption) (*SealResponse, error)
 	Truncate(ctx context.Context, in *TruncateRequest, opts ...grpc.CallOption) (*TruncateResponse, error)
 	DeleteBlocks(ctx context.Context, in *DeleteBlocksRequest, opts ...grpc.CallOption) (*DeleteBlocksResponse, error)
 	GetBlockInfo(ctx context.Context, in *GetBlockInfoRequest, opts ...grpc.CallOption) (*GetBlockInfoResponse, error)
+	// CreateBlock makes an empty, unsealed replica of a block the nameserver
+	// has just allocated (AddBlock calls it on every chunkserver of the write
+	// set). Idempotent: if the chunkserver has any record of the block
+	// (created, written, or sealed by a Seal that came first) nothing
+	// changes and the answer is OK. A Write packet never creates a replica.
+	CreateBlock(ctx context.Context, in *CreateBlockRequest, opts ...grpc.CallOption) (*CreateBlockResponse, error)
 }
 
 type chunkServerClient struct {
@@ -123,6 +133,16 @@ func (c *chunkServerClient) GetBlockInfo(ctx context.Context, in *GetBlockInfoRe
 	return out, nil
 }
 
+func (c *chunkServerClient) CreateBlock(ctx context.Context, in *CreateBlockRequest, opts ...grpc.CallOption) (*CreateBlockResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CreateBlockResponse)
+	err := c.cc.Invoke(ctx, ChunkServer_CreateBlock_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ChunkServerServer is the server API for ChunkServer service.
 // All implementations must embed UnimplementedChunkServerServer
 // for forward compatibility.
@@ -130,13 +150,22 @@ func (c *chunkServerClient) GetBlockInfo(ctx context.Context, in *GetBlockInfoRe
 // ChunkServer stores block replicas on local disk.
 type ChunkServerServer interface {
 	// Write streams packets of one block; every packet is acknowledged once it
-	// is applied (and, for a sync packet, on disk).
+	// is applied (and, for a sync packet, on disk). A packet for a block with
+	// no replica (see CreateBlock) is refused with NOT_FOUND. A packet already
+	// stored (same sequence number) is acknowledged again only if its offset,
+	// length and checksum match what is stored; otherwise INVALID_ARGUMENT.
 	Write(grpc.BidiStreamingServer[WritePacket, WriteAck]) error
 	Read(*ReadRequest, grpc.ServerStreamingServer[ReadChunk]) error
 	Seal(context.Context, *SealRequest) (*SealResponse, error)
 	Truncate(context.Context, *TruncateRequest) (*TruncateResponse, error)
 	DeleteBlocks(context.Context, *DeleteBlocksRequest) (*DeleteBlocksResponse, error)
 	GetBlockInfo(context.Context, *GetBlockInfoRequest) (*GetBlockInfoResponse, error)
+	// CreateBlock makes an empty, unsealed replica of a block the nameserver
+	// has just allocated (AddBlock calls it on every chunkserver of the write
+	// set). Idempotent: if the chunkserver has any record of the block
+	// (created, written, or sealed by a Seal that came first) nothing
+	// changes and the answer is OK. A Write packet never creates a replica.
+	CreateBlock(context.Context, *CreateBlockRequest) (*CreateBlockResponse, error)
 	mustEmbedUnimplementedChunkServerServer()
 }
 
@@ -164,6 +193,9 @@ func (UnimplementedChunkServerServer) DeleteBlocks(context.Context, *DeleteBlock
 }
 func (UnimplementedChunkServerServer) GetBlockInfo(context.Context, *GetBlockInfoRequest) (*GetBlockInfoResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetBlockInfo not implemented")
+}
+func (UnimplementedChunkServerServer) CreateBlock(context.Context, *CreateBlockRequest) (*CreateBlockResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CreateBlock not implemented")
 }
 func (UnimplementedChunkServerServer) mustEmbedUnimplementedChunkServerServer() {}
 func (UnimplementedChunkServerServer) testEmbeddedByValue()                     {}
@@ -276,6 +308,24 @@ func _ChunkServer_GetBlockInfo_Handler(srv interface{}, ctx context.Context, dec
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ChunkServer_CreateBlock_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CreateBlockRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ChunkServerServer).CreateBlock(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ChunkServer_CreateBlock_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ChunkServerServer).CreateBlock(ctx, req.(*CreateBlockRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ChunkServer_ServiceDesc is the grpc.ServiceDesc for ChunkServer service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -298,6 +348,10 @@ var ChunkServer_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetBlockInfo",
 			Handler:    _ChunkServer_GetBlockInfo_Handler,
+		},
+		{
+			MethodName: "CreateBlock",
+			Handler:    _ChunkServer_CreateBlock_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
