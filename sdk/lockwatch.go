@@ -24,13 +24,6 @@ const (
 // lockLookupTimeout bounds a lookup of a lock by a session's watch.
 const lockLookupTimeout = 5 * time.Second
 
-// sessionWatches holds the lock watch of every session that has one, so
-// the handles of a session share its stream.
-var sessionWatches = struct {
-	sync.Mutex
-	m map[*Session]*sessionWatch
-}{m: make(map[*Session]*sessionWatch)}
-
 // sessionWatch is the one WatchDirLocks stream of a session, which the
 // nameserver filters down to the ends of that session's locks; it closes
 // the Done of the handles whose lock ended. A goroutine counted in the
@@ -98,10 +91,11 @@ func (c *Client) sessionWatch(ctx context.Context, s *Session) (*sessionWatch, e
 	return w, w.await(ctx)
 }
 
+// watchOf returns the lock watch of s, starting it if s has none yet.
 func (c *Client) watchOf(s *Session) (*sessionWatch, error) {
-	sessionWatches.Lock()
-	defer sessionWatches.Unlock()
-	if w := sessionWatches.m[s]; w != nil {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if w := s.mu.watch; w != nil {
 		return w, nil
 	}
 	if s.stopCtx.Err() != nil {
@@ -124,7 +118,7 @@ func (c *Client) watchOf(s *Session) (*sessionWatch, error) {
 	w.mu.attempt = &watchAttempt{done: make(chan struct{})}
 	w.mu.locks = make(map[string][]*Lock)
 	w.mu.pending = make(map[string]*pendingLocks)
-	sessionWatches.m[s] = w
+	s.mu.watch = w
 	go w.run()
 	return w, nil
 }
@@ -459,11 +453,11 @@ func (w *sessionWatch) forget(l *Lock) {
 
 // stop ends the watch with its session: every handle left is lost.
 func (w *sessionWatch) stop() {
-	sessionWatches.Lock()
-	if sessionWatches.m[w.s] == w {
-		delete(sessionWatches.m, w.s)
+	w.s.mu.Lock()
+	if w.s.mu.watch == w {
+		w.s.mu.watch = nil
 	}
-	sessionWatches.Unlock()
+	w.s.mu.Unlock()
 	why := w.c.sessionLost(w.s)
 	w.mu.Lock()
 	w.mu.stopped = true

@@ -30,6 +30,15 @@ type Session struct {
 	endOnce sync.Once
 	done    chan struct{}
 	err     error // set once, before done is closed
+
+	mu struct {
+		sync.Mutex
+		// watch is the session's lock watch (see sessionWatch): started
+		// by its first LockDir, shared by all its handles, and dropped
+		// when it stops with the session (nil before and after). mu is
+		// taken before the Client's.
+		watch *sessionWatch
+	}
 }
 
 func newSession(id, holder string, ttl time.Duration) *Session {
