@@ -13,12 +13,20 @@ import (
 	"github.com/bfs-go/bfs/chunkserver/blockstore"
 	"github.com/bfs-go/bfs/internal/clock"
 	"github.com/bfs-go/bfs/internal/millis"
+	"github.com/bfs-go/bfs/internal/retry"
 	"github.com/bfs-go/bfs/proto/bfspb"
 )
 
 // rpcTimeout bounds every call to the nameserver, so a hung nameserver
 // delays a retry, never stops it.
 const rpcTimeout = 10 * time.Second
+
+// Backoff (jittered, see retry.New) between registration attempts, so
+// chunkservers retrying after a nameserver restart spread out.
+const (
+	registerRetryMin = 50 * time.Millisecond
+	registerRetryMax = 5 * time.Second
+)
 
 // registry is the part of the nameserver the membership loop calls.
 type registry interface {
@@ -60,7 +68,7 @@ func (m *membership) run(ctx context.Context) {
 // register retries until the nameserver accepts the chunkserver; it
 // returns false if ctx ends first.
 func (m *membership) register(ctx context.Context) bool {
-	bo := newBackoff(50*time.Millisecond, 5*time.Second)
+	bo := retry.New(registerRetryMin, registerRetryMax)
 	for {
 		if resp, err := m.tryRegister(ctx); err == nil {
 			m.adopt(resp)
@@ -68,7 +76,7 @@ func (m *membership) register(ctx context.Context) bool {
 		} else if ctx.Err() == nil {
 			glog.Warningf("register with the nameserver as %s: %v", m.addr, err)
 		}
-		if !clock.Sleep(ctx, m.clock, bo.next()) {
+		if !retry.Sleep(ctx, m.clock, bo) {
 			return false
 		}
 	}

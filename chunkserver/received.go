@@ -11,11 +11,18 @@ import (
 
 	"github.com/bfs-go/bfs/chunkserver/blockstore"
 	"github.com/bfs-go/bfs/internal/clock"
+	"github.com/bfs-go/bfs/internal/retry"
 	"github.com/bfs-go/bfs/proto/bfspb"
 )
 
 // maxReceivedBatch bounds the blocks of one BlockReceived call.
 const maxReceivedBatch = 1000
+
+// Backoff (jittered, see retry.New) between BlockReceived attempts.
+const (
+	receivedRetryMin = 20 * time.Millisecond
+	receivedRetryMax = 2 * time.Second
+)
 
 // receiver is the part of the nameserver the reporter calls.
 type receiver interface {
@@ -66,7 +73,7 @@ func (r *reporter) run(ctx context.Context) {
 		return
 	case <-r.member.registered:
 	}
-	bo := newBackoff(20*time.Millisecond, 2*time.Second)
+	bo := retry.New(receivedRetryMin, receivedRetryMax)
 	for {
 		select {
 		case <-ctx.Done():
@@ -74,11 +81,11 @@ func (r *reporter) run(ctx context.Context) {
 		case <-r.kick:
 		}
 		for !r.flush(ctx) {
-			if !clock.Sleep(ctx, r.clock, bo.next()) {
+			if !retry.Sleep(ctx, r.clock, bo) {
 				return
 			}
 		}
-		bo.reset()
+		bo.Reset()
 	}
 }
 

@@ -10,12 +10,12 @@ import (
 
 	"github.com/golang/glog"
 
-	"github.com/bfs-go/bfs/internal/clock"
+	"github.com/bfs-go/bfs/internal/retry"
 	"github.com/bfs-go/bfs/proto/bfspb"
 )
 
-// Backoff between attempts to start a session's lock watch, and to look
-// up the locks it could not.
+// Backoff (jittered, see retry.New) between attempts to start a session's
+// lock watch, and to look up the locks it could not.
 const (
 	watchRetryMin = 50 * time.Millisecond
 	watchRetryMax = 2 * time.Second
@@ -146,7 +146,7 @@ func (w *sessionWatch) await(ctx context.Context) error {
 
 // run keeps a stream up until the session stops, with a rechecker beside
 // it. Until the first stream is up, LockDir calls wait for each try:
-// those are not backed off.
+// those are retried after the shortest delay, not backed off further.
 func (w *sessionWatch) run() {
 	defer w.c.lockWatches.Done()
 	ctx := w.s.stopCtx
@@ -156,18 +156,20 @@ func (w *sessionWatch) run() {
 	// Before the rechecker is waited for: the handles are lost as soon
 	// as the session is.
 	defer w.stop()
-	for backoff := watchRetryMin; ; {
+	bo := retry.New(watchRetryMin, watchRetryMax)
+	for {
 		err := w.watchOnce(ctx)
 		switch {
 		case ctx.Err() != nil:
 			return
 		case err == nil: // it was up
-			backoff = watchRetryMin
+			bo.Reset()
 		case w.started():
 			glog.V(1).Infof("bfs sdk: lock watch of session %s: %v", w.s.id, err)
-			backoff = min(2*backoff, watchRetryMax)
+		default: // a LockDir waits for each try
+			bo.Reset()
 		}
-		if !clock.Sleep(ctx, w.c.clock, backoff) {
+		if !retry.Sleep(ctx, w.c.clock, bo) {
 			return
 		}
 	}
@@ -307,23 +309,22 @@ func (w *sessionWatch) wake() {
 // retrying with backoff those it could not. It runs beside the stream, so
 // a lookup that keeps failing never holds up the events of other locks.
 func (w *sessionWatch) rechecks(ctx context.Context) {
-	retry := w.c.clock.NewTimer(watchRetryMax)
-	defer retry.Stop()
-	retry.Stop() // armed only while some lookup has to be tried again
-	backoff := watchRetryMin
+	again := w.c.clock.NewTimer(watchRetryMax)
+	defer again.Stop()
+	again.Stop() // armed only while some lookup has to be tried again
+	bo := retry.New(watchRetryMin, watchRetryMax)
 	for {
 		if w.recheckUnchecked(ctx) {
-			retry.Stop()
-			backoff = watchRetryMin
+			again.Stop()
+			bo.Reset()
 		} else {
-			retry.Reset(backoff)
-			backoff = min(2*backoff, watchRetryMax)
+			again.Reset(bo.NextBackOff())
 		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-w.kick:
-		case <-retry.C():
+		case <-again.C():
 		}
 	}
 }
