@@ -229,14 +229,6 @@ func (m *Map) Dead(addr string, now time.Time, timeout time.Duration) bool {
 	return now.Sub(m.start) > timeout
 }
 
-// Live reports whether addr is a registered, live chunkserver.
-func (m *Map) Live(addr string) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	_, ok := m.mu.byAddr[addr]
-	return ok
-}
-
 // Pick chooses n distinct live chunkservers for a new block, the least
 // loaded first, and counts the block against them.
 func (m *Map) Pick(n int) ([]string, error) {
