@@ -90,7 +90,7 @@ func (s *Server) applyPacket(p *blockstore.Packet, block blockstore.BlockID) *bf
 	} else {
 		size, err = s.store.Write(*p)
 	}
-	code, msg := statusOf(err)
+	code, msg := statusTable.Of(err)
 	s.metrics.packetLatency.WithLabelValues(packetKind(p)).Observe(time.Since(start).Seconds())
 	s.metrics.packets.WithLabelValues(code.String()).Inc()
 	if err == nil {
@@ -161,7 +161,7 @@ func (s *Server) Read(req *bfspb.ReadRequest, stream grpc.ServerStreamingServer[
 }
 
 func sendReadError(stream grpc.ServerStreamingServer[bfspb.ReadChunk], off int64, err error) error {
-	code, msg := statusOf(err)
+	code, msg := statusTable.Of(err)
 	return stream.Send(&bfspb.ReadChunk{Status: code, Offset: off, Message: msg})
 }
 
@@ -170,12 +170,12 @@ func sendReadError(stream grpc.ServerStreamingServer[bfspb.ReadChunk], off int64
 func (s *Server) Seal(_ context.Context, req *bfspb.SealRequest) (*bfspb.SealResponse, error) {
 	if fail := s.cfg.TestingKnobs.Seal; fail != nil {
 		if err := fail(req.BlockId); err != nil {
-			code, msg := statusOf(err)
+			code, msg := statusTable.Of(err)
 			return &bfspb.SealResponse{Status: code, Message: msg}, nil
 		}
 	}
 	size, version, err := s.store.Seal(blockstore.BlockID(req.BlockId))
-	code, msg := statusOf(err)
+	code, msg := statusTable.Of(err)
 	if err == nil {
 		s.metrics.seals.Inc()
 		s.sealed(blockstore.BlockID(req.BlockId))
@@ -189,17 +189,17 @@ func (s *Server) Seal(_ context.Context, req *bfspb.SealRequest) (*bfspb.SealRes
 func (s *Server) CreateBlock(ctx context.Context, req *bfspb.CreateBlockRequest) (*bfspb.CreateBlockResponse, error) {
 	if hook := s.cfg.TestingKnobs.CreateBlock; hook != nil {
 		if err := hook(req.BlockId); err != nil {
-			code, msg := statusOf(err)
+			code, msg := statusTable.Of(err)
 			return &bfspb.CreateBlockResponse{Status: code, Message: msg}, nil
 		}
 	}
-	code, msg := statusOf(s.store.Create(ctx, blockstore.BlockID(req.BlockId)))
+	code, msg := statusTable.Of(s.store.Create(ctx, blockstore.BlockID(req.BlockId)))
 	return &bfspb.CreateBlockResponse{Status: code, Message: msg}, nil
 }
 
 // Truncate cuts a replica to the length the nameserver agreed.
 func (s *Server) Truncate(_ context.Context, req *bfspb.TruncateRequest) (*bfspb.TruncateResponse, error) {
-	code, msg := statusOf(s.store.Truncate(blockstore.BlockID(req.BlockId), req.Size))
+	code, msg := statusTable.Of(s.store.Truncate(blockstore.BlockID(req.BlockId), req.Size))
 	return &bfspb.TruncateResponse{Status: code, Message: msg}, nil
 }
 
@@ -211,13 +211,13 @@ func (s *Server) DeleteBlocks(_ context.Context, req *bfspb.DeleteBlocksRequest)
 			errs = append(errs, err)
 		}
 	}
-	code, msg := statusOf(errors.Join(errs...))
+	code, msg := statusTable.Of(errors.Join(errs...))
 	return &bfspb.DeleteBlocksResponse{Status: code, Message: msg}, nil
 }
 
 // GetBlockInfo describes a replica.
 func (s *Server) GetBlockInfo(_ context.Context, req *bfspb.GetBlockInfoRequest) (*bfspb.GetBlockInfoResponse, error) {
 	info, err := s.store.Info(blockstore.BlockID(req.BlockId))
-	code, msg := statusOf(err)
+	code, msg := statusTable.Of(err)
 	return &bfspb.GetBlockInfoResponse{Status: code, Message: msg, Size: info.Size, Version: info.Version, Sealed: info.Sealed}, nil
 }

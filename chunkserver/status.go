@@ -4,46 +4,28 @@ import (
 	"context"
 	"errors"
 
-	"github.com/golang/glog"
-
 	"github.com/bfs-go/bfs/chunkserver/blockstore"
+	"github.com/bfs-go/bfs/internal/statuscode"
 	"github.com/bfs-go/bfs/proto/bfspb"
 )
 
 // errOtherBlock refuses a packet of another block than the stream's first.
 var errOtherBlock = errors.New("a write stream carries the packets of one block")
 
-// statusTable is the one place domain errors become protocol codes.
-var statusTable = []struct {
-	err  error
-	code bfspb.StatusCode
-}{
-	{blockstore.ErrSealed, bfspb.StatusCode_SEALED},
-	{blockstore.ErrGap, bfspb.StatusCode_INVALID_ARGUMENT},
-	{blockstore.ErrOffset, bfspb.StatusCode_INVALID_ARGUMENT},
-	{blockstore.ErrMismatch, bfspb.StatusCode_INVALID_ARGUMENT},
-	{blockstore.ErrInvalid, bfspb.StatusCode_INVALID_ARGUMENT},
-	{errOtherBlock, bfspb.StatusCode_INVALID_ARGUMENT},
-	{blockstore.ErrChecksum, bfspb.StatusCode_CORRUPT},
-	{blockstore.ErrCorrupt, bfspb.StatusCode_CORRUPT},
-	{blockstore.ErrNotFound, bfspb.StatusCode_NOT_FOUND},
-	{blockstore.ErrClosed, bfspb.StatusCode_UNAVAILABLE},
+// statusTable is the one place domain errors become protocol codes
+// (statusTable.Of(err)); errors outside it are INTERNAL, and logged.
+var statusTable = statuscode.Table{
+	{Err: blockstore.ErrSealed, Code: bfspb.StatusCode_SEALED},
+	{Err: blockstore.ErrGap, Code: bfspb.StatusCode_INVALID_ARGUMENT},
+	{Err: blockstore.ErrOffset, Code: bfspb.StatusCode_INVALID_ARGUMENT},
+	{Err: blockstore.ErrMismatch, Code: bfspb.StatusCode_INVALID_ARGUMENT},
+	{Err: blockstore.ErrInvalid, Code: bfspb.StatusCode_INVALID_ARGUMENT},
+	{Err: errOtherBlock, Code: bfspb.StatusCode_INVALID_ARGUMENT},
+	{Err: blockstore.ErrChecksum, Code: bfspb.StatusCode_CORRUPT},
+	{Err: blockstore.ErrCorrupt, Code: bfspb.StatusCode_CORRUPT},
+	{Err: blockstore.ErrNotFound, Code: bfspb.StatusCode_NOT_FOUND},
+	{Err: blockstore.ErrClosed, Code: bfspb.StatusCode_UNAVAILABLE},
 	// The caller gave up (a CreateBlock past its deadline).
-	{context.DeadlineExceeded, bfspb.StatusCode_UNAVAILABLE},
-	{context.Canceled, bfspb.StatusCode_UNAVAILABLE},
-}
-
-// statusOf returns the code for err and the message to send with it.
-// Errors outside the table are internal: logged here, reported as INTERNAL.
-func statusOf(err error) (bfspb.StatusCode, string) {
-	if err == nil {
-		return bfspb.StatusCode_OK, ""
-	}
-	for _, e := range statusTable {
-		if errors.Is(err, e.err) {
-			return e.code, err.Error()
-		}
-	}
-	glog.Errorf("internal error: %v", err)
-	return bfspb.StatusCode_INTERNAL, err.Error()
+	{Err: context.DeadlineExceeded, Code: bfspb.StatusCode_UNAVAILABLE},
+	{Err: context.Canceled, Code: bfspb.StatusCode_UNAVAILABLE},
 }
