@@ -225,7 +225,7 @@ func (d *demo) lossSeen(ctx context.Context) error {
 		d.say("A's lock handle reports the loss: %v", d.heldA.Err())
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("A's lock handle never reported the loss: %w", ctx.Err())
+		return fmt.Errorf("tablet server A's lock handle never reported the loss: %w", ctx.Err())
 	}
 }
 
@@ -253,7 +253,7 @@ func (d *demo) readB(ctx context.Context) error {
 		return err
 	}
 	if len(got) < len(d.data) || !bytes.Equal(got[:len(d.data)], d.data) {
-		return fmt.Errorf("B read %d bytes of %s that are not the %d bytes A synced", len(got), demoFile, len(d.data))
+		return fmt.Errorf("tablet server B read %d bytes of %s that are not the %d bytes A synced", len(got), demoFile, len(d.data))
 	}
 	d.say("B reads %s: %d bytes, all %d bytes A synced are there (%s)", demoFile, len(got), len(d.data), ms(time.Since(start)))
 	return nil
@@ -266,12 +266,12 @@ func (d *demo) fenced(ctx context.Context) error {
 		err = d.writerA.Sync(ctx)
 	}
 	if err == nil {
-		return errors.New("A's write after the unlock was accepted")
+		return errors.New("tablet server A's write after the unlock was accepted")
 	}
 	d.say("A tries to write again: refused (%s)", refusal(err))
 	err = d.a.Touch(ctx, demoDir+"/late")
 	if err == nil {
-		return errors.New("A's create after the unlock was accepted")
+		return errors.New("tablet server A's create after the unlock was accepted")
 	}
 	d.say("A tries to create %s/late: refused (%s)", demoDir, refusal(err))
 	return nil
