@@ -370,8 +370,7 @@ func TestKeepAliveUnknown(t *testing.T) {
 func TestLateKeepAlive(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		release := make(chan struct{})
-		var f *fixture
-		f = newFixture(t, nil, func(c *session.Config) {
+		f := newFixture(t, nil, func(c *session.Config) {
 			onEnd := c.OnEnd
 			c.OnEnd = func(s session.Session, why session.EndReason) {
 				onEnd(s, why)
