@@ -9,8 +9,9 @@
 // ownership of memory, thread safety. Its prototypes are checked by the
 // compiler against the functions this package exports (internal.h gives
 // cgo the const types to match them), so the header cannot drift from the
-// library. cpp/ holds the C++ Dfs adapter over it (bfs_dfs.h); testdata/
-// the C and C++ test programs; bench/ the C benchmark program. BUILD.md,
+// library. cpp/ holds the C++ Dfs adapter over it (bfs_dfs.h); python/ a
+// ctypes binding (bfs.py) and its test; testdata/ the C and C++ test
+// programs; bench/ the C benchmark program. BUILD.md,
 // "The C API", says how to build, test and benchmark it.
 //
 // # Layout

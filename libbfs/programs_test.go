@@ -142,26 +142,33 @@ func runProgram(t *testing.T, name string) {
 			cmd := exec.CommandContext(ctx, filepath.Join(programsDir, v.name, name))
 			cmd.Env = append(os.Environ(), v.env...)
 			cmd.Env = append(cmd.Env, "BFS_NAMESERVER="+c.NameServerAddr, "BFS_TEST_ROOT=/"+name+"-"+v.name)
-			out, err := cmd.CombinedOutput()
-			passed := false
-			sc := bufio.NewScanner(strings.NewReader(string(out)))
-			for sc.Scan() {
-				t.Logf("%s: %s", name, sc.Text())
-				passed = passed || sc.Text() == "PASS"
-				if strings.Contains(sc.Text(), "WARNING: DATA RACE") {
-					t.Errorf("%s reports a data race", name)
-				}
-			}
-			var exit *exec.ExitError
-			switch {
-			case errors.As(err, &exit):
-				t.Fatalf("%s (%s) exited with %d", name, v.name, exit.ExitCode())
-			case err != nil:
-				t.Fatalf("%s (%s): %v", name, v.name, err)
-			case !passed:
-				t.Fatalf("%s (%s) exited 0 without printing PASS", name, v.name)
-			}
+			check(t, name+" ("+v.name+")", cmd, "PASS")
 		})
+	}
+}
+
+// check runs cmd and fails the test unless it exits 0 having printed the
+// line pass (on stdout or stderr). Its output goes to the test log.
+func check(t *testing.T, name string, cmd *exec.Cmd, pass string) {
+	t.Helper()
+	out, err := cmd.CombinedOutput()
+	passed := false
+	sc := bufio.NewScanner(strings.NewReader(string(out)))
+	for sc.Scan() {
+		t.Logf("%s: %s", name, sc.Text())
+		passed = passed || sc.Text() == pass
+		if strings.Contains(sc.Text(), "WARNING: DATA RACE") {
+			t.Errorf("%s reports a data race", name)
+		}
+	}
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		t.Fatalf("%s exited with %d", name, exit.ExitCode())
+	case err != nil:
+		t.Fatalf("%s: %v", name, err)
+	case !passed:
+		t.Fatalf("%s exited 0 without printing %s", name, pass)
 	}
 }
 
@@ -172,3 +179,21 @@ func TestCAPI(t *testing.T) { runProgram(t, "api_test") }
 // TestDfsAdapter runs testdata/dfs_test.cc: the C++ Dfs adapter, and the
 // failover of a tablet from one server to another.
 func TestDfsAdapter(t *testing.T) { runProgram(t, "dfs_test") }
+
+// TestPython runs python/test_bfs.py, the test of the ctypes binding,
+// against libbfs.so.
+func TestPython(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("the Python binding's test needs python3")
+	}
+	buildPrograms(t)
+	c := testcluster.Start(t, testcluster.WithChunkservers(3))
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, python, "-m", "unittest", "-v", "test_bfs")
+	cmd.Dir = "python"
+	cmd.Env = append(os.Environ(), "LIBBFS="+filepath.Join(programsDir, "asan", "libbfs.so"),
+		"PYTHONDONTWRITEBYTECODE=1", "BFS_NAMESERVER="+c.NameServerAddr, "BFS_TEST_ROOT=/python")
+	check(t, "test_bfs.py", cmd, "OK")
+}
