@@ -327,7 +327,8 @@ int bfs_close(bfs_file file);
  * done by the nameserver, which answers as soon as the directory is free.
  *
  * Locking a directory the session holds already succeeds with the same
- * epoch (another handle of the same lock). Nested locks (a tablet, then
+ * epoch: another handle of the same lock. Releasing either releases the
+ * lock; the other then reports it lost (without a fence). Nested locks (a tablet, then
  * tablet/lg) are allowed; a lock above or below another session's lock is
  * BFS_ERR_LOCKED. A new lock lifts the fence of a lock of the directory
  * (or one below) that this client lost.

@@ -83,13 +83,11 @@ func status(err error) C.int {
 }
 
 func setMessage(msg string) {
-	if msg == "" {
-		C.bfs__set_error(nil, 0)
-		return
-	}
-	// C copies the bytes before it returns and keeps no pointer: passing
-	// Go memory without pointers in it is allowed.
-	C.bfs__set_error((*C.char)(unsafe.Pointer(unsafe.StringData(msg))), C.size_t(len(msg)))
+	// A copy in C memory, so that no Go pointer is passed to C at all;
+	// errors are rare enough for the copy not to matter.
+	cs := C.CString(msg)
+	defer C.free(unsafe.Pointer(cs))
+	C.bfs__set_error(cs, C.size_t(len(msg)))
 }
 
 // guard is deferred first by every exported function: a panic stops there

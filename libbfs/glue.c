@@ -87,10 +87,10 @@ void bfs_lock_info_free(bfs_lock_info* info) {
 // return (itself).
 static __thread bfs_lock callback_lock;
 
-void bfs__call_lost(bfs_lock_lost_fn fn, bfs_lock lock, int code, const char* message, void* arg) {
+void bfs__call_lost(bfs_lock_lost_fn fn, bfs_lock lock, int code, const char* message, uintptr_t arg) {
   bfs_lock outer = callback_lock;
   callback_lock = lock;
-  fn(lock, code, message, arg);
+  fn(lock, code, message, (void*)arg);
   callback_lock = outer;
 }
 

@@ -19,8 +19,10 @@ typedef const bfs_options bfs__coptions;
 void bfs__set_error(const char* msg, size_t n);
 
 /* Calls fn for the lock's loss, marking the thread as running the callback
- * of lock for bfs__in_callback. */
-void bfs__call_lost(bfs_lock_lost_fn fn, bfs_lock lock, int code, const char* message, void* arg);
+ * of lock for bfs__in_callback. arg is the caller's void*, which Go keeps
+ * as an integer: whatever it holds, Go's garbage collector must not take
+ * it for a pointer. */
+void bfs__call_lost(bfs_lock_lost_fn fn, bfs_lock lock, int code, const char* message, uintptr_t arg);
 
 /* Reports whether the calling thread is running the lost-lock callback of
  * lock. */

@@ -31,8 +31,10 @@ type dirLock struct {
 
 	mu struct {
 		sync.Mutex
-		fn  C.bfs_lock_lost_fn
-		arg unsafe.Pointer // the caller's; C memory, or anything: never read
+		fn C.bfs_lock_lost_fn
+		// arg is the caller's void*, held as an integer: it may hold
+		// anything, and the garbage collector must not follow it.
+		arg C.uintptr_t
 		// watching: a goroutine waits for the loss. fired: the callback
 		// was called (it is called once). firing: it is running now.
 		watching, fired, firing, released bool
@@ -48,7 +50,7 @@ func newDirLock(f *fsys, l *sdk.Lock) *dirLock {
 }
 
 // onLost registers fn (nil: none) and starts watching for the loss.
-func (k *dirLock) onLost(fn C.bfs_lock_lost_fn, arg unsafe.Pointer) {
+func (k *dirLock) onLost(fn C.bfs_lock_lost_fn, arg C.uintptr_t) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.mu.fn, k.mu.arg = fn, arg
@@ -171,7 +173,7 @@ func bfs_lock_on_lost(h C.bfs_lock, fn C.bfs_lock_lost_fn, arg unsafe.Pointer) (
 	if err != nil {
 		return status(err)
 	}
-	k.onLost(fn, arg)
+	k.onLost(fn, C.uintptr_t(uintptr(arg)))
 	return C.BFS_OK
 }
 
