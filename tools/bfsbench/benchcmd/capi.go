@@ -78,7 +78,7 @@ const (
 )
 
 const (
-	capiLockNote  = "one op = lock+unlock of an empty directory, without waiting: SDK LockDir + Lock.Unlock from a Go process, bfs_lock_dir + bfs_unlock from a C process through libbfs.so; 1 client each, its own session and directory; Go and C alternate in quarters of --duration (Go, C, C, Go)"
+	capiLockNote  = "one op = lock+unlock of an empty directory, without waiting: SDK LockDir + Lock.Unlock from a Go process, bfs_lock_dir + bfs_unlock from a C process through libbfs.so; 1 client each, its own session and directory; Go and C alternate in eighths of --duration (Go, C, C, Go, Go, C, C, Go), each eighth a new process"
 	capiWriteNote = "one file of --size created, written in 1 MiB writes and closed (3 replicas, sealed, closed on the nameserver), timed from before the create to after the close: SDK Create/Write/Close from a Go process, bfs_create/bfs_write/bfs_close from a C process; which goes first alternates per trial; MB = 10^6 bytes"
 )
 
@@ -167,12 +167,14 @@ func buildCBench(ctx context.Context, c *common) (prog string, remove func(), er
 	return prog, remove, nil
 }
 
-// locks measures lock+unlock cycles from Go and from C in quarters of
-// --duration (Go, C, C, Go), and their throughput ratio.
+// locks measures lock+unlock cycles from Go and from C in eighths of
+// --duration (Go, C, C, Go, twice: on a host busy with other work, the
+// more turns the less either side's figure is its luck), and their
+// throughput ratio.
 func (b *capiBench) locks(ctx context.Context) ([]bench.Result, error) {
-	q := b.c.duration / 4
+	q := b.c.duration / 8
 	var runs [2][]bench.Result
-	for i, side := range []int{0, 1, 1, 0} {
+	for i, side := range []int{0, 1, 1, 0, 0, 1, 1, 0} {
 		s := b.sides[side]
 		name := fmt.Sprintf("lock+unlock (%s)", s.name)
 		b.c.progressf("%s with 1 client for %v...", name, q)

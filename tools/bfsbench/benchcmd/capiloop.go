@@ -90,6 +90,11 @@ func sdkLockCycles(ctx context.Context, client *sdk.Client, dir string, d time.D
 
 // sdkWrite is bench.c's write_file.
 func sdkWrite(ctx context.Context, client *sdk.Client, path string, size int64, stdout io.Writer) error {
+	// bench.c's bfs_fs_open has opened the session (and the connection)
+	// before its clock starts: so here.
+	if _, err := client.Session(ctx); err != nil {
+		return err
+	}
 	buf := make([]byte, ioChunk)
 	for i := range buf {
 		buf[i] = byte(i*7 + 3)
