@@ -97,6 +97,9 @@ func buildPrograms(t *testing.T) {
 	if err := cbuild.Compilers(); err != nil {
 		t.Skipf("the C API tests need gcc and g++: %v", err)
 	}
+	if os.Getenv("CGO_ENABLED") == "0" {
+		t.Skip("the C API tests need cgo, and CGO_ENABLED=0")
+	}
 	built.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		defer cancel()
