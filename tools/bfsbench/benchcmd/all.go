@@ -27,15 +27,17 @@ type suiteEntry struct {
 // 256 MiB puts are most of it.
 func newAllCmd(c *common) *cobra.Command {
 	locks, io, seal, fence, expiry := &locksOptions{}, defaultIOOptions(), defaultSealOptions(), defaultFenceOptions(), defaultExpiryOptions()
+	capi := defaultCAPIOptions()
 	var plotDir string
 	cmd := &cobra.Command{
 		Use:   "all",
-		Short: "Run meta, locks, io, seal, fence and expiry, each on a fresh cluster, printing every table and a summary against the targets",
-		Long: `Run meta, locks, io, seal, fence and expiry, each on a fresh cluster, print
-every table as it completes, then one summary of the figures the issues name
-against their targets. --duration and --clients apply to meta and locks,
---vs-etcd to locks; the other benchmarks take their flags with a prefix
-(--io-size, --seal-blocks, --fence-files, --expiry-ttl, ...). --csv gets every
+		Short: "Run meta, locks, io, seal, fence, expiry and capi, each on a fresh cluster, printing every table and a summary against the targets",
+		Long: `Run meta, locks, io, seal, fence, expiry and capi, each on a fresh cluster,
+print every table as it completes, then one summary of the figures the issues
+name against their targets. --duration applies to meta, locks and capi's lock
+cycles, --clients to meta and locks, --vs-etcd to locks; the other benchmarks
+take their flags with a prefix (--io-size, --seal-blocks, --fence-files,
+--expiry-ttl, --capi-size, ...). capi needs gcc. --csv gets every
 result; --plot-dir gets every benchmark's chart as <benchmark>.png.
 A benchmark that fails does not stop the others; the exit code says so.`,
 		Args: cobra.NoArgs,
@@ -46,6 +48,7 @@ A benchmark that fails does not stop the others; the exit code says so.`,
 	seal.register(f, "seal-")
 	fence.register(f, "fence-")
 	expiry.register(f, "expiry-")
+	capi.register(f, "capi-")
 	f.StringVar(&plotDir, "plot-dir", "", "also draw every benchmark's chart into this directory, as <benchmark>.png")
 	suite := []suiteEntry{
 		{"meta", noValidation, runMeta, metaChart},
@@ -54,6 +57,7 @@ A benchmark that fails does not stop the others; the exit code says so.`,
 		{"seal", func() error { return seal.validate("seal-") }, seal.run, sealChart},
 		{"fence", func() error { return fence.validate("fence-") }, fence.run, fenceChart},
 		{"expiry", func() error { return expiry.validate("expiry-") }, expiry.run, expiryChart},
+		{"capi", func() error { return capi.validate("capi-") }, capi.run, capiChart},
 	}
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error { return c.runSuite(cmd.Context(), suite, plotDir) }
 	return cmd

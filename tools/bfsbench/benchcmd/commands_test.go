@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bfs-go/bfs/internal/cbuild"
 	"github.com/bfs-go/bfs/internal/sandbox"
 	"github.com/bfs-go/bfs/sdk"
 )
@@ -189,13 +190,40 @@ func TestExpiry(t *testing.T) {
 	}
 }
 
+// TestCAPI runs the Go side in this test binary started again (see
+// TestMain) and the C side through libbfs.so, built with gcc. It is not
+// parallel: it builds libbfs while no other test measures anything, and
+// TestAll then finds it in the build cache.
+func TestCAPI(t *testing.T) {
+	if err := cbuild.Compilers(); err != nil {
+		t.Skipf("capi needs gcc and g++: %v", err)
+	}
+	png := filepath.Join(t.TempDir(), "capi.png")
+	out, rows := run(t, "capi", "--duration", "400ms", "--size", "2MiB", "--trials", "2", "--plot", png)
+	checkPNG(t, png)
+	want(t, rows, "lock+unlock (sdk)", "1", "", "ops_per_s", "p50_ms", "p99_ms")
+	want(t, rows, "lock+unlock (libbfs)", "1", "", "ops_per_s", "p50_ms", "p99_ms")
+	want(t, rows, "libbfs/sdk lock+unlock", "1", "", "value")
+	for _, p := range []string{"trial 1", "trial 2", "median"} {
+		want(t, rows, "write (sdk)", "1", p, "value")
+		want(t, rows, "write (libbfs)", "1", p, "value")
+	}
+	want(t, rows, "libbfs/sdk write", "1", "median", "value")
+	if !strings.Contains(out, "capi libbfs/sdk write") || !strings.Contains(out, "≥ 0.80x") {
+		t.Errorf("no verdict against the target:\n%s", out)
+	}
+}
+
 func TestAll(t *testing.T) {
 	t.Parallel()
+	if err := cbuild.Compilers(); err != nil {
+		t.Skipf("all runs capi, which needs gcc and g++: %v", err)
+	}
 	plots := t.TempDir()
 	out, rows := run(t, "all", "--clients", "1", "--duration", "100ms", "--io-size", "1MiB", "--io-trials", "1",
 		"--seal-blocks", "1", "--fence-files", "2", "--fence-trials", "1", "--expiry-ttl", "1s", "--expiry-trials", "1",
-		"--vs-etcd", "--plot-dir", plots)
-	for _, s := range []string{"meta", "locks", "io", "seal", "fence", "expiry"} {
+		"--capi-size", "1MiB", "--capi-trials", "1", "--vs-etcd", "--plot-dir", plots)
+	for _, s := range []string{"meta", "locks", "io", "seal", "fence", "expiry", "capi"} {
 		if !strings.Contains(out, "== "+s+" (") {
 			t.Errorf("no %s table in:\n%s", s, out)
 		}
@@ -203,7 +231,7 @@ func TestAll(t *testing.T) {
 	}
 	// The summary gathers a figure of every benchmark.
 	for _, s := range []string{"== summary", "meta create+delete, 1 client", "locks bfs/etcd, 1 client", "io put / (raw write / 3)",
-		"seal sent → BlockReceived", "fence K=2", "expiry hand-over, TTL 1s"} {
+		"seal sent → BlockReceived", "fence K=2", "expiry hand-over, TTL 1s", "capi libbfs/sdk lock+unlock"} {
 		if !strings.Contains(out, s) {
 			t.Errorf("no %q in:\n%s", s, out)
 		}
@@ -216,6 +244,7 @@ func TestAll(t *testing.T) {
 	want(t, rows, "seal→closed", "1", "", "p50_ms")
 	want(t, rows, "fence", "1", "files=2", "p50_ms")
 	want(t, rows, "expiry hand-over", "1", "ttl=1s", "p50_ms")
+	want(t, rows, "libbfs/sdk write", "1", "median", "value")
 }
 
 // Bad flags fail with a clear message before any cluster starts.
@@ -234,6 +263,8 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"fence", "--files", "1,0"}, "--files values must be in"},
 		{[]string{"fence", "--trials", "-2"}, "--trials must be at least 1"},
 		{[]string{"expiry", "--ttl", "-1s"}, "--ttl must be positive"},
+		{[]string{"capi", "--size", "0"}, "--size must be positive"},
+		{[]string{"all", "--capi-trials", "0"}, "--capi-trials must be at least 1"},
 		{[]string{"locks", "--clients", "0"}, "--clients values must be in"},
 		{[]string{"meta", "--duration", "-1s"}, "--duration must be positive"},
 		{[]string{"all", "--fence-trials", "-1"}, "--fence-trials must be at least 1"},

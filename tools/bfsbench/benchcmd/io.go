@@ -63,6 +63,9 @@ func newIOCmd(c *common) *cobra.Command {
 	return cmd
 }
 
+// ioRows are the names of the io benchmark's throughput rows.
+var ioRows = []string{"raw write", "raw read", "put", "get"}
+
 // ioTrial is what one trial measured, in MB/s.
 type ioTrial struct{ rawWrite, rawRead, put, get float64 }
 

@@ -1,12 +1,17 @@
 package benchcmd
 
 import (
+	"os"
 	"testing"
 
 	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) {
+	// The capi benchmark runs the test binary again as its Go side.
+	if code, ok := SDKLoop(os.Args[1:], os.Stdout, os.Stderr); ok {
+		os.Exit(code)
+	}
 	goleak.VerifyTestMain(m,
 		// glog starts its flush daemon at package init; it is not ours to stop.
 		goleak.IgnoreTopFunction("github.com/golang/glog.(*fileSink).flushDaemon"),

@@ -39,13 +39,14 @@ const (
 	lockedTarget     = 0.95 // create+delete in a locked over an unlocked directory
 	ioTarget         = 0.7  // put over raw write / replication, and get over raw read
 	etcdTarget       = 3.0  // bfs over etcd lock+unlock throughput at 64 clients
+	capiTarget       = 0.8  // libbfs (C) over the Go SDK, lock+unlock and 1 MiB writes
 	fenceTargetLabel = "≤ 1s at K=1000"
 )
 
 // verdicts returns the summary of results, in the order of the suite.
 func verdicts(results []bench.Result) []verdict {
 	var vs []verdict
-	for _, f := range []func([]bench.Result) []verdict{metaVerdicts, locksVerdicts, ioVerdicts, sealVerdicts, fenceVerdicts, expiryVerdicts} {
+	for _, f := range []func([]bench.Result) []verdict{metaVerdicts, locksVerdicts, ioVerdicts, sealVerdicts, fenceVerdicts, expiryVerdicts, capiVerdicts} {
 		vs = append(vs, f(results)...)
 	}
 	return vs
@@ -169,7 +170,7 @@ func ioVerdicts(results []bench.Result) []verdict {
 			continue
 		}
 		switch {
-		case r.Unit == "MB/s":
+		case r.Unit == "MB/s" && slices.Contains(ioRows, r.Name):
 			vs = append(vs, verdict{figure: "io " + r.Name + " (median)", measured: fmt.Sprintf("%.1f MB/s", r.Value)})
 		case r.Unit == "x" && (strings.HasPrefix(r.Name, "put / (raw write") || r.Name == "get / raw read"):
 			v := verdict{figure: "io " + r.Name, measured: fmt.Sprintf("%.2fx", r.Value)}
