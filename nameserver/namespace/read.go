@@ -216,3 +216,22 @@ func walk(r pebble.Reader, root *bfspb.FileInfo, fn func(key []byte, info *bfspb
 	}
 	return nil
 }
+
+// scanKeys calls fn with every key and value in [lower, upper).
+func scanKeys(r pebble.Reader, lower, upper []byte, fn func(k, v []byte) error) error {
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return fmt.Errorf("namespace: iterate: %w", err)
+	}
+	for valid := it.First(); valid; valid = it.Next() {
+		if err := fn(append([]byte(nil), it.Key()...), append([]byte(nil), it.Value()...)); err != nil {
+			it.Close()
+			return err
+		}
+	}
+	if err := it.Error(); err != nil {
+		it.Close()
+		return fmt.Errorf("namespace: iterate: %w", err)
+	}
+	return it.Close()
+}

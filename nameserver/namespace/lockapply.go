@@ -1,155 +1,21 @@
 package namespace
 
+// The apply steps of the lock commands: LockDir grants (or, with other
+// sessions' files open below, starts the cleaning a grant waits for),
+// UnlockDir moves a subtree's locks to CLEANING with what it must drain,
+// FinishCleaning unlocks what a cleaning drained.
+
 import (
 	"errors"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/cockroachdb/pebble/v2"
-	"github.com/golang/glog"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/bfs-go/bfs/dirlock"
 	"github.com/bfs-go/bfs/proto/bfspb"
 )
-
-// MaxHistory is how many past locks are kept per directory.
-const MaxHistory = 64
-
-// Locks returns the in-memory lock table. It mirrors what is stored and is
-// changed only by Apply (and by Open, which loads it).
-func (s *Store) Locks() *dirlock.Table { return s.locks }
-
-// allocEpoch reserves a new lock epoch. Like ids, epochs are handed out in
-// memory and recorded by the batch that uses them, max-merged, so they
-// never go back, also across restarts. Apply takes one for a LockDir under
-// the directory's path lock, so the grants of one directory get epochs
-// that grow in the order they commit.
-func (s *Store) allocEpoch() uint64 { return s.lastEpoch.Add(1) }
-
-// loadLocks fills the lock table from the lock index.
-func (s *Store) loadLocks() error {
-	lower, upper := prefixBounds(prefixLock)
-	var ids []uint64
-	if err := scanKeys(s.db, lower, upper, func(k, _ []byte) error {
-		ids = append(ids, decodeUint64(k[1:]))
-		return nil
-	}); err != nil {
-		return err
-	}
-	for _, id := range ids {
-		path, info, err := pathOf(s.db, id)
-		if err != nil {
-			return fmt.Errorf("namespace: locked directory %d: %w", id, err)
-		}
-		s.locks.Set(lockOf(path, info))
-	}
-	return nil
-}
-
-func lockOf(path string, info *bfspb.FileInfo) dirlock.Lock {
-	st := dirlock.Locked
-	if info.LockStatus == bfspb.LockStatus_LOCK_STATUS_CLEANING {
-		st = dirlock.Cleaning
-	}
-	return dirlock.Lock{
-		Path: path, Status: st, Holder: info.Holder, Session: dirlock.SessionID(info.HolderSession),
-		Epoch: dirlock.Epoch(info.Epoch), Since: time.Unix(0, info.LockSinceNs), EntryID: info.EntryId,
-	}
-}
-
-// scanKeys calls fn with every key and value in [lower, upper).
-func scanKeys(r pebble.Reader, lower, upper []byte, fn func(k, v []byte) error) error {
-	it, err := r.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
-	if err != nil {
-		return fmt.Errorf("namespace: iterate: %w", err)
-	}
-	for valid := it.First(); valid; valid = it.Next() {
-		if err := fn(append([]byte(nil), it.Key()...), append([]byte(nil), it.Value()...)); err != nil {
-			it.Close()
-			return err
-		}
-	}
-	if err := it.Error(); err != nil {
-		it.Close()
-		return fmt.Errorf("namespace: iterate: %w", err)
-	}
-	return it.Close()
-}
-
-// guard is the lock check of every namespace mutation, run under the
-// command's path locks so no lock transition can slip in between the check
-// and the commit: the fences it carries (a client that lost a lock hears
-// STALE_EPOCH, whoever holds the directory now), then the directory locks
-// over (and for a recursive delete or a move, under) its paths.
-func guard(locks *dirlock.Table, cmd *bfspb.Command) error {
-	if len(cmd.Fences) > 0 {
-		err := locks.CheckFences(commandPaths(cmd), dirlock.SessionID(commandSession(cmd)), Fences(cmd.Fences))
-		if err != nil {
-			return err
-		}
-	}
-	return guardLocks(locks, cmd)
-}
-
-// Fences converts fences from the wire.
-func Fences(in []*bfspb.Fence) []dirlock.Fence {
-	out := make([]dirlock.Fence, len(in))
-	for i, f := range in {
-		out[i] = dirlock.Fence{Path: f.Path, Epoch: dirlock.Epoch(f.Epoch)}
-	}
-	return out
-}
-
-func guardLocks(locks *dirlock.Table, cmd *bfspb.Command) error {
-	switch op := cmd.Op.(type) {
-	case *bfspb.Command_DeleteDir:
-		return locks.CheckSubtree(op.DeleteDir.Path, dirlock.SessionID(op.DeleteDir.SessionId))
-	case *bfspb.Command_Rename:
-		sid := dirlock.SessionID(op.Rename.SessionId)
-		if err := locks.CheckMove(op.Rename.Src, sid); err != nil {
-			return err
-		}
-		return locks.Check(op.Rename.Dst, sid)
-	case *bfspb.Command_Mkdir, *bfspb.Command_Create, *bfspb.Command_DeleteFile,
-		*bfspb.Command_Chmod, *bfspb.Command_AddBlock, *bfspb.Command_SyncBlock:
-		return locks.Check(commandPaths(cmd)[0], dirlock.SessionID(commandSession(cmd)))
-	}
-	// CloseFile is the nameserver closing a file (it drains locks rather
-	// than being stopped by them); sessions and lock commands decide for
-	// themselves.
-	return nil
-}
-
-// commandSession is the session a mutation is made for ("" for commands
-// of the nameserver's own).
-func commandSession(cmd *bfspb.Command) string {
-	switch op := cmd.Op.(type) {
-	case *bfspb.Command_Mkdir:
-		return op.Mkdir.SessionId
-	case *bfspb.Command_Create:
-		return op.Create.SessionId
-	case *bfspb.Command_DeleteFile:
-		return op.DeleteFile.SessionId
-	case *bfspb.Command_DeleteDir:
-		return op.DeleteDir.SessionId
-	case *bfspb.Command_Rename:
-		return op.Rename.SessionId
-	case *bfspb.Command_Chmod:
-		return op.Chmod.SessionId
-	case *bfspb.Command_AddBlock:
-		return op.AddBlock.SessionId
-	case *bfspb.Command_SyncBlock:
-		return op.SyncBlock.SessionId
-	}
-	return ""
-}
-
-// OperatorSession is the session id recorded for an operator lock: no
-// client ever has it, so nobody mutates under such a lock, and no session
-// expiry releases it.
-func OperatorSession(epoch uint64) string { return fmt.Sprintf("operator-%d", epoch) }
 
 func applyLockDir(r pebble.Reader, b *pebble.Batch, locks *dirlock.Table, c *bfspb.LockDirCmd, now int64) (*Result, error) {
 	session := c.SessionId
@@ -309,24 +175,6 @@ func takeOverCleanings(r pebble.Reader, b *pebble.Batch, dirs []lockedDir, files
 		}
 	}
 	return files, nil
-}
-
-// getCleaning reads the cleaning record of directory dir; nil if it has
-// none.
-func getCleaning(r pebble.Reader, dir uint64) (*bfspb.CleaningRecord, error) {
-	v, closer, err := r.Get(cleanKey(dir))
-	if errors.Is(err, pebble.ErrNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("namespace: read: %w", err)
-	}
-	defer closer.Close()
-	rec := &bfspb.CleaningRecord{}
-	if err := proto.Unmarshal(v, rec); err != nil {
-		return nil, fmt.Errorf("namespace: corrupt cleaning record of directory %d: %w", dir, err)
-	}
-	return rec, nil
 }
 
 // lockedDir is a directory an unlock releases: its lock as the table has
@@ -531,150 +379,4 @@ func finishCleaning(r pebble.Reader, b *pebble.Batch, path string, rec *bfspb.Cl
 		}
 	}
 	return res, nil
-}
-
-// addHistory appends entry to dir's history, dropping the oldest beyond
-// MaxHistory.
-//
-// Entries are keyed by epoch, and only the oldest is ever dropped, so the
-// tombstones of dropped entries all sort before the live ones: a read from
-// the oldest end would step over every one of them not yet compacted away,
-// thousands for a directory locked over and over. The newest entry says
-// how many entries there are and which is the oldest (stored,
-// oldest_epoch), so adding one reads the newest, and, once the history is
-// full, the oldest two (the one dropped and the one after it): a few
-// steps, whatever the history's length.
-func addHistory(r pebble.Reader, b *pebble.Batch, dir uint64, entry *bfspb.LockHistoryEntry) error {
-	lower, upper := historyBounds(dir)
-	it, err := r.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
-	if err != nil {
-		return fmt.Errorf("namespace: iterate: %w", err)
-	}
-	err = placeHistory(it, b, dir, entry)
-	if cerr := it.Close(); err == nil && cerr != nil {
-		err = fmt.Errorf("namespace: iterate: %w", cerr)
-	}
-	if err != nil {
-		return err
-	}
-	v, err := proto.Marshal(entry)
-	if err != nil {
-		return err
-	}
-	return b.Set(historyKey(dir, entry.Epoch), v, nil)
-}
-
-// placeHistory sets entry's bookkeeping, deleting in b the entry it
-// pushes out of the history.
-func placeHistory(it *pebble.Iterator, b *pebble.Batch, dir uint64, entry *bfspb.LockHistoryEntry) error {
-	if !it.Last() {
-		entry.Stored, entry.OldestEpoch = 1, entry.Epoch
-		return it.Error()
-	}
-	newest := &bfspb.LockHistoryEntry{}
-	if err := proto.Unmarshal(it.Value(), newest); err != nil {
-		return fmt.Errorf("namespace: corrupt history %x: %w", it.Key(), err)
-	}
-	switch {
-	case newest.Stored <= 0 || newest.Stored > MaxHistory:
-		return recountHistory(it, b, entry) // stored without the bookkeeping
-	case newest.Stored < MaxHistory:
-		entry.Stored, entry.OldestEpoch = newest.Stored+1, newest.OldestEpoch
-		return nil
-	}
-	if err := b.Delete(historyKey(dir, newest.OldestEpoch), nil); err != nil {
-		return err
-	}
-	entry.Stored, entry.OldestEpoch = MaxHistory, entry.Epoch
-	if it.SeekGE(historyKey(dir, newest.OldestEpoch+1)) {
-		entry.OldestEpoch = historyEpoch(it.Key())
-	}
-	return it.Error()
-}
-
-// recountHistory sets entry's bookkeeping by reading the history from its
-// newest end, dropping (in b) whatever lies beyond MaxHistory with entry.
-func recountHistory(it *pebble.Iterator, b *pebble.Batch, entry *bfspb.LockHistoryEntry) error {
-	entry.Stored, entry.OldestEpoch = 1, entry.Epoch
-	for valid := it.Last(); valid; valid = it.Prev() {
-		if entry.Stored == MaxHistory {
-			if err := b.Delete(append([]byte(nil), it.Key()...), nil); err != nil {
-				return err
-			}
-			continue
-		}
-		entry.Stored++
-		entry.OldestEpoch = historyEpoch(it.Key())
-	}
-	return it.Error()
-}
-
-// historyEpoch is the epoch a history key ends with.
-func historyEpoch(k []byte) uint64 { return decodeUint64(k[len(k)-8:]) }
-
-// History returns the past locks of the directory path, oldest first.
-func (s *Store) History(path string) ([]*bfspb.LockHistoryEntry, error) {
-	p, err := clean(path)
-	if err != nil {
-		return nil, err
-	}
-	info, err := lookupDir(s.db, p)
-	if err != nil {
-		return nil, err
-	}
-	lower, upper := historyBounds(info.EntryId)
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
-	if err != nil {
-		return nil, fmt.Errorf("namespace: iterate: %w", err)
-	}
-	defer it.Close()
-	// Newest first, and no further than the history's length: below the
-	// oldest entry lie only the tombstones of dropped ones.
-	var out []*bfspb.LockHistoryEntry
-	for valid := it.Last(); valid && len(out) < MaxHistory; valid = it.Prev() {
-		e := &bfspb.LockHistoryEntry{}
-		if err := proto.Unmarshal(it.Value(), e); err != nil {
-			return nil, fmt.Errorf("namespace: corrupt history %x: %w", it.Key(), err)
-		}
-		e.Stored, e.OldestEpoch = 0, 0
-		out = append(out, e)
-	}
-	if err := it.Error(); err != nil {
-		return nil, fmt.Errorf("namespace: iterate: %w", err)
-	}
-	slices.Reverse(out)
-	return out, nil
-}
-
-// Cleaning is a directory whose cleaning is in progress.
-type Cleaning struct {
-	Path   string
-	Record *bfspb.CleaningRecord
-	Dir    *bfspb.FileInfo
-}
-
-// Cleanings returns every directory found CLEANING (to resume after a
-// restart).
-func (s *Store) Cleanings() ([]Cleaning, error) {
-	lower, upper := prefixBounds(prefixClean)
-	var out []Cleaning
-	err := scanKeys(s.db, lower, upper, func(k, v []byte) error {
-		rec := &bfspb.CleaningRecord{}
-		if err := proto.Unmarshal(v, rec); err != nil {
-			return fmt.Errorf("namespace: corrupt cleaning record %x: %w", k, err)
-		}
-		path, info, err := pathOf(s.db, decodeUint64(k[1:]))
-		if errors.Is(err, ErrNotFound) {
-			// A record outliving its directory cannot finish anything;
-			// refusing to start over it would take the namespace down.
-			glog.Errorf("namespace: cleaning record of epoch %d names directory %d, which is gone; ignoring it", rec.Epoch, decodeUint64(k[1:]))
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		out = append(out, Cleaning{Path: path, Record: rec, Dir: info})
-		return nil
-	})
-	return out, err
 }
