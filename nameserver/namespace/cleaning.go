@@ -33,6 +33,15 @@ func getCleaning(r pebble.Reader, dir uint64) (*bfspb.CleaningRecord, error) {
 	return rec, nil
 }
 
+// putCleaning stores rec as directory dir's cleaning record.
+func putCleaning(b *pebble.Batch, dir uint64, rec *bfspb.CleaningRecord) error {
+	v, err := proto.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	return b.Set(cleanKey(dir), v, nil)
+}
+
 // Cleaning is a directory whose cleaning is in progress.
 type Cleaning struct {
 	Path   string

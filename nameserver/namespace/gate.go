@@ -1,27 +1,106 @@
 package namespace
 
 import (
+	"fmt"
+
 	"github.com/bfs-go/bfs/dirlock"
+	"github.com/bfs-go/bfs/internal/fspath"
 	"github.com/bfs-go/bfs/proto/bfspb"
 )
 
-// guard is the lock check of every namespace mutation, run under the
-// command's path locks so no lock transition can slip in between the check
-// and the commit: the fences it carries (a client that lost a lock hears
-// STALE_EPOCH, whoever holds the directory now), then the directory locks
-// over (and for a recursive delete or a move, under) its paths.
-func guard(locks *dirlock.Table, cmd *bfspb.Command) error {
-	if len(cmd.Fences) > 0 {
-		err := locks.CheckFences(commandPaths(cmd), dirlock.SessionID(commandSession(cmd)), Fences(cmd.Fences))
-		if err != nil {
+// Gate is the directory-lock check a mutation passes before it applies
+// (SPEC §6, what a lock covers). Every gate first checks the fences the
+// mutation carries: a client that lost a lock hears STALE_EPOCH, whoever
+// holds the directory now.
+type Gate int
+
+const (
+	// gateUnset is a description that forgot its gate: refused.
+	gateUnset Gate = iota
+	// GateTarget: no directory at or above the one path may be locked by
+	// another session or be cleaning.
+	GateTarget
+	// GateSubtree is GateTarget, and the same below the path: a recursive
+	// delete, which takes every lock below with it.
+	GateSubtree
+	// GateMove checks two paths, a move's source and destination: the
+	// destination passes GateTarget; so does the source, and besides no
+	// lock at or below it may exist at all, not even the session's own
+	// (a lock never moves: dirlock.Table.CheckMove).
+	GateMove
+	// GateNone checks the fences only. A command described with it says
+	// why it needs no lock check.
+	GateNone
+)
+
+func (g Gate) String() string {
+	switch g {
+	case GateTarget:
+		return "target"
+	case GateSubtree:
+		return "subtree"
+	case GateMove:
+		return "move"
+	case GateNone:
+		return "none"
+	}
+	return fmt.Sprintf("Gate(%d)", int(g))
+}
+
+// check runs g over paths for session with fences. Apply runs it under
+// the command's path locks, so no lock transition slips in between the
+// check and the commit.
+func (g Gate) check(locks *dirlock.Table, paths []string, session dirlock.SessionID, fences []*bfspb.Fence) error {
+	if len(fences) > 0 {
+		if err := locks.CheckFences(paths, session, toFences(fences)); err != nil {
 			return err
 		}
 	}
-	return guardLocks(locks, cmd)
+	switch g {
+	case GateNone:
+		return nil
+	case GateTarget:
+		if len(paths) == 1 {
+			return locks.Check(paths[0], session)
+		}
+	case GateSubtree:
+		if len(paths) == 1 {
+			return locks.CheckSubtree(paths[0], session)
+		}
+	case GateMove:
+		if len(paths) == 2 {
+			if err := locks.CheckMove(paths[0], session); err != nil {
+				return err
+			}
+			return locks.Check(paths[1], session)
+		}
+	}
+	return fmt.Errorf("%w: no lock check %v of %d paths", ErrInvalid, g, len(paths))
 }
 
-// Fences converts fences from the wire.
-func Fences(in []*bfspb.Fence) []dirlock.Fence {
+// guard is the lock check of a command, as its description says.
+func (s *Store) guard(o op) error {
+	return o.d.gate.check(s.locks, o.paths(), dirlock.SessionID(o.session()), o.cmd.Fences)
+}
+
+// Gate runs gate g over paths (normalized) for session, with the fences
+// the request carried, as Apply runs a command's gate: for a request of
+// a writer that is not applied as one command (FinishFile, a retried
+// AddBlock). Unlike Apply's, this check is not atomic with what the
+// caller does next; what follows it must be something locks drain rather
+// than stop (the nameserver's own close of a file).
+func (s *Store) Gate(g Gate, paths []string, session string, fences []*bfspb.Fence) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	if err := validate(paths, fences); err != nil {
+		return err
+	}
+	return g.check(s.locks, paths, dirlock.SessionID(session), fences)
+}
+
+// toFences converts fences from the wire.
+func toFences(in []*bfspb.Fence) []dirlock.Fence {
 	out := make([]dirlock.Fence, len(in))
 	for i, f := range in {
 		out[i] = dirlock.Fence{Path: f.Path, Epoch: dirlock.Epoch(f.Epoch)}
@@ -29,46 +108,19 @@ func Fences(in []*bfspb.Fence) []dirlock.Fence {
 	return out
 }
 
-func guardLocks(locks *dirlock.Table, cmd *bfspb.Command) error {
-	switch op := cmd.Op.(type) {
-	case *bfspb.Command_DeleteDir:
-		return locks.CheckSubtree(op.DeleteDir.Path, dirlock.SessionID(op.DeleteDir.SessionId))
-	case *bfspb.Command_Rename:
-		sid := dirlock.SessionID(op.Rename.SessionId)
-		if err := locks.CheckMove(op.Rename.Src, sid); err != nil {
-			return err
+// validate refuses paths and fences that are not normalized, so nothing
+// unnormalized reaches a lock check or the apply step, whoever built the
+// command.
+func validate(paths []string, fences []*bfspb.Fence) error {
+	for _, p := range paths {
+		if c, err := fspath.Clean(p); err != nil || c != p {
+			return fmt.Errorf("%w: path %q is not normalized", ErrInvalid, p)
 		}
-		return locks.Check(op.Rename.Dst, sid)
-	case *bfspb.Command_Mkdir, *bfspb.Command_Create, *bfspb.Command_DeleteFile,
-		*bfspb.Command_Chmod, *bfspb.Command_AddBlock, *bfspb.Command_SyncBlock:
-		return locks.Check(commandPaths(cmd)[0], dirlock.SessionID(commandSession(cmd)))
 	}
-	// CloseFile is the nameserver closing a file (it drains locks rather
-	// than being stopped by them); sessions and lock commands decide for
-	// themselves.
+	for _, f := range fences {
+		if c, err := fspath.Clean(f.Path); err != nil || c != f.Path || f.Epoch == 0 {
+			return fmt.Errorf("%w: fence %q at epoch %d", ErrInvalid, f.Path, f.Epoch)
+		}
+	}
 	return nil
-}
-
-// commandSession is the session a mutation is made for ("" for commands
-// of the nameserver's own).
-func commandSession(cmd *bfspb.Command) string {
-	switch op := cmd.Op.(type) {
-	case *bfspb.Command_Mkdir:
-		return op.Mkdir.SessionId
-	case *bfspb.Command_Create:
-		return op.Create.SessionId
-	case *bfspb.Command_DeleteFile:
-		return op.DeleteFile.SessionId
-	case *bfspb.Command_DeleteDir:
-		return op.DeleteDir.SessionId
-	case *bfspb.Command_Rename:
-		return op.Rename.SessionId
-	case *bfspb.Command_Chmod:
-		return op.Chmod.SessionId
-	case *bfspb.Command_AddBlock:
-		return op.AddBlock.SessionId
-	case *bfspb.Command_SyncBlock:
-		return op.SyncBlock.SessionId
-	}
-	return ""
 }

@@ -11,13 +11,12 @@ import (
 	"slices"
 
 	"github.com/cockroachdb/pebble/v2"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/bfs-go/bfs/dirlock"
 	"github.com/bfs-go/bfs/proto/bfspb"
 )
 
-func applyLockDir(r pebble.Reader, b *pebble.Batch, locks *dirlock.Table, c *bfspb.LockDirCmd, now int64) (*Result, error) {
+func applyLockDir(st *step, c *bfspb.LockDirCmd) (*Result, error) {
 	session := c.SessionId
 	switch {
 	case c.Epoch == 0:
@@ -29,33 +28,33 @@ func applyLockDir(r pebble.Reader, b *pebble.Batch, locks *dirlock.Table, c *bfs
 	case session == "":
 		return nil, fmt.Errorf("%w: locking needs a session", ErrInvalid)
 	}
-	info, err := lookupDir(r, c.Path)
+	info, err := lookupDir(st.r, c.Path)
 	if err != nil {
 		return nil, err
 	}
-	held, err := locks.CanLock(c.Path, dirlock.SessionID(session))
+	held, err := st.locks.CanLock(c.Path, dirlock.SessionID(session))
 	if err != nil {
 		return nil, err
 	}
 	if held != nil {
 		return &Result{Info: info, Lock: held}, nil // a retry: same epoch
 	}
-	foreign, err := openFilesUnder(r, info.EntryId, func(writer string) bool { return writer != session })
+	foreign, err := openFilesUnder(st.r, info.EntryId, func(writer string) bool { return writer != session })
 	if err != nil {
 		return nil, err
 	}
 	if len(foreign) > 0 {
-		return startGrantCleaning(b, c, info, foreign, now)
+		return startGrantCleaning(st.b, c, info, foreign, st.now)
 	}
 	info.LockStatus, info.Holder, info.HolderSession = bfspb.LockStatus_LOCK_STATUS_LOCKED, c.Holder, session
-	info.Epoch, info.LockSinceNs = c.Epoch, now
-	if err := putInfo(b, keyOf(info), info); err != nil {
+	info.Epoch, info.LockSinceNs = c.Epoch, st.now
+	if err := putInfo(st.b, keyOf(info), info); err != nil {
 		return nil, err
 	}
-	if err := b.Set(lockKey(info.EntryId), nil, nil); err != nil {
+	if err := st.b.Set(lockKey(info.EntryId), nil, nil); err != nil {
 		return nil, err
 	}
-	if err := b.Merge(keyEpoch, encodeUint64(c.Epoch), nil); err != nil {
+	if err := st.b.Merge(keyEpoch, encodeUint64(c.Epoch), nil); err != nil {
 		return nil, err
 	}
 	l := lockOf(c.Path, info)
@@ -85,47 +84,43 @@ func startGrantCleaning(b *pebble.Batch, c *bfspb.LockDirCmd, info *bfspb.FileIn
 		return nil, err
 	}
 	rec := &bfspb.CleaningRecord{Epoch: c.Epoch, Reason: ReasonGrant, Files: files, Dirs: []uint64{info.EntryId}, StartedNs: now}
-	v, err := proto.Marshal(rec)
-	if err != nil {
-		return nil, err
-	}
-	if err := b.Set(cleanKey(info.EntryId), v, nil); err != nil {
+	if err := putCleaning(b, info.EntryId, rec); err != nil {
 		return nil, err
 	}
 	l := lockOf(c.Path, info)
 	return &Result{Info: info, Lock: &l, SetLocks: []dirlock.Lock{l}, Cleaning: rec}, nil
 }
 
-func applyUnlockDir(r pebble.Reader, b *pebble.Batch, locks *dirlock.Table, c *bfspb.UnlockDirCmd, now int64) (*Result, error) {
-	l, err := locks.CanUnlock(c.Path, dirlock.SessionID(c.SessionId), c.Force, dirlock.Epoch(c.Epoch))
+func applyUnlockDir(st *step, c *bfspb.UnlockDirCmd) (*Result, error) {
+	l, err := st.locks.CanUnlock(c.Path, dirlock.SessionID(c.SessionId), c.Force, dirlock.Epoch(c.Epoch))
 	if errors.Is(err, dirlock.ErrUnlocked) {
 		// The lock table knows only locked paths: "unlocked" is the
 		// answer for a directory, not for a path that is missing or a
 		// file.
-		if _, lerr := lookupDir(r, c.Path); lerr != nil {
+		if _, lerr := lookupDir(st.r, c.Path); lerr != nil {
 			return nil, lerr
 		}
 	}
 	if err != nil {
 		return &Result{Lock: &l}, err
 	}
-	files, err := openFilesUnder(r, l.EntryID, nil)
+	files, err := openFilesUnder(st.r, l.EntryID, nil)
 	if err != nil {
 		return nil, err
 	}
-	dirs, err := lockedDirs(r, locks.Subtree(c.Path))
+	dirs, err := lockedDirs(st.r, st.locks.Subtree(c.Path))
 	if err != nil {
 		return nil, err
 	}
-	if files, err = takeOverCleanings(r, b, dirs, files); err != nil {
+	if files, err = takeOverCleanings(st.r, st.b, dirs, files); err != nil {
 		return nil, err
 	}
-	rec := &bfspb.CleaningRecord{Epoch: uint64(l.Epoch), Reason: c.Reason, Files: files, StartedNs: now}
+	rec := &bfspb.CleaningRecord{Epoch: uint64(l.Epoch), Reason: c.Reason, Files: files, StartedNs: st.now}
 	for _, d := range dirs {
 		rec.Dirs = append(rec.Dirs, d.info.EntryId)
 	}
 	if len(files) == 0 {
-		return finishCleaning(r, b, c.Path, rec, dirs, 0, now)
+		return finishCleaning(st.r, st.b, c.Path, rec, dirs, 0, st.now)
 	}
 	res := &Result{Cleaning: rec}
 	for _, d := range dirs {
@@ -133,8 +128,8 @@ func applyUnlockDir(r pebble.Reader, b *pebble.Batch, locks *dirlock.Table, c *b
 		if d.lock.Status == dirlock.Cleaning {
 			continue // cleaning already, now as part of this one
 		}
-		info.LockStatus, info.LockSinceNs = bfspb.LockStatus_LOCK_STATUS_CLEANING, now
-		if err := putInfo(b, keyOf(info), info); err != nil {
+		info.LockStatus, info.LockSinceNs = bfspb.LockStatus_LOCK_STATUS_CLEANING, st.now
+		if err := putInfo(st.b, keyOf(info), info); err != nil {
 			return nil, err
 		}
 		cl := lockOf(d.lock.Path, info)
@@ -143,11 +138,7 @@ func applyUnlockDir(r pebble.Reader, b *pebble.Batch, locks *dirlock.Table, c *b
 			res.Info, res.Lock = info, &cl
 		}
 	}
-	v, err := proto.Marshal(rec)
-	if err != nil {
-		return nil, err
-	}
-	return res, b.Set(cleanKey(res.Info.EntryId), v, nil)
+	return res, putCleaning(st.b, res.Info.EntryId, rec)
 }
 
 // takeOverCleanings makes the cleaning an unlock starts the only one of
@@ -277,15 +268,15 @@ func isUnder(r pebble.Reader, id uint64, known map[uint64]bool) (bool, error) {
 	}
 }
 
-func applyFinishCleaning(r pebble.Reader, b *pebble.Batch, locks *dirlock.Table, c *bfspb.FinishCleaningCmd, now int64) (*Result, error) {
-	info, err := lookupDir(r, c.Path)
+func applyFinishCleaning(st *step, c *bfspb.FinishCleaningCmd) (*Result, error) {
+	info, err := lookupDir(st.r, c.Path)
 	if err != nil {
 		return nil, err
 	}
 	if info.EntryId != c.EntryId {
 		return nil, fmt.Errorf("%w: %s is no longer directory %d", ErrNotFound, c.Path, c.EntryId)
 	}
-	rec, err := getCleaning(r, info.EntryId)
+	rec, err := getCleaning(st.r, info.EntryId)
 	if err != nil {
 		return nil, err
 	}
@@ -299,14 +290,14 @@ func applyFinishCleaning(r pebble.Reader, b *pebble.Batch, locks *dirlock.Table,
 		return nil, fmt.Errorf("%w: %s is %v at epoch %d (record of epoch %d), not cleaning epoch %d",
 			dirlock.ErrStaleEpoch, c.Path, info.LockStatus, info.Epoch, rec.Epoch, c.Epoch)
 	}
-	if err := b.Delete(cleanKey(info.EntryId), nil); err != nil {
+	if err := st.b.Delete(cleanKey(info.EntryId), nil); err != nil {
 		return nil, err
 	}
-	dirs, err := cleanedDirs(r, locks, c.Path, rec)
+	dirs, err := cleanedDirs(st.r, st.locks, c.Path, rec)
 	if err != nil {
 		return nil, err
 	}
-	return finishCleaning(r, b, c.Path, rec, dirs, c.BytesTruncated, now)
+	return finishCleaning(st.r, st.b, c.Path, rec, dirs, c.BytesTruncated, st.now)
 }
 
 // cleanedDirs reads the directories rec cleaned, in its order. Their

@@ -19,6 +19,15 @@ func (s *Store) Locks() *dirlock.Table { return s.locks }
 // that grow in the order they commit.
 func (s *Store) allocEpoch() uint64 { return s.lastEpoch.Add(1) }
 
+func (s *Store) observeEpoch(e uint64) {
+	for {
+		cur := s.lastEpoch.Load()
+		if cur >= e || s.lastEpoch.CompareAndSwap(cur, e) {
+			return
+		}
+	}
+}
+
 // loadLocks fills the lock table from the lock index.
 func (s *Store) loadLocks() error {
 	lower, upper := prefixBounds(prefixLock)
