@@ -34,12 +34,13 @@ type Result struct {
 
 // step is what an apply step works with: the committed state (paths
 // looked up through the directory cache), the batch it fills, the lock
-// table as committed, and the command's time.
+// table and the open-file index as committed, and the command's time.
 // The command's path locks keep what it reads of them from changing.
 type step struct {
 	r     pebble.Reader
 	b     *pebble.Batch
 	locks *dirlock.Table
+	open  *openIndex
 	now   int64
 }
 
@@ -73,7 +74,7 @@ var errRetry = errors.New("namespace: retry with a new lock set")
 func (s *Store) applyLocked(o op, writes []string) (*Result, error) {
 	// Reads go to the committed state: the path locks keep what this
 	// command reads from changing, and no command reads its own writes.
-	st := &step{r: s.reader(), b: s.db.NewBatch(), locks: s.locks, now: o.cmd.TimeNs}
+	st := &step{r: s.reader(), b: s.db.NewBatch(), locks: s.locks, open: s.open, now: o.cmd.TimeNs}
 	defer st.b.Close()
 	if !o.d.fits(st.r, o.msg, writes) {
 		return nil, errRetry
@@ -88,6 +89,10 @@ func (s *Store) applyLocked(o op, writes []string) (*Result, error) {
 	if err != nil {
 		return res, err
 	}
+	moved, err := s.open.changes(st.r, st.b)
+	if err != nil {
+		return nil, err
+	}
 	// The directory cache lets go of what b deletes before anyone can see
 	// it deleted, and takes it back once they all can: see dirCache.
 	forgotten := s.dirs.forget(st.b)
@@ -96,7 +101,7 @@ func (s *Store) applyLocked(o op, writes []string) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("namespace: commit: %w", err)
 	}
-	s.committed(o, res)
+	s.committed(o, res, moved)
 	if s.onLocks != nil && (len(res.SetLocks) > 0 || len(res.RemovedLocks) > 0) {
 		s.onLocks(o.cmd, res) // still under the path locks: in commit order
 	}
@@ -105,8 +110,8 @@ func (s *Store) applyLocked(o op, writes []string) (*Result, error) {
 
 // committed brings what the store keeps in memory in line with a
 // committed command, still under its path locks: the id and epoch
-// counters, the lock table.
-func (s *Store) committed(o op, res *Result) {
+// counters, the lock table, the open-file index.
+func (s *Store) committed(o op, res *Result, open openChanges) {
 	for _, id := range o.d.ids(o.msg) {
 		s.observeID(id)
 	}
@@ -119,6 +124,7 @@ func (s *Store) committed(o op, res *Result) {
 	for _, p := range res.RemovedLocks {
 		s.locks.Remove(p)
 	}
+	s.open.apply(open)
 }
 
 // pathLockSet is the path locks of a command that changes paths: every

@@ -39,10 +39,7 @@ func applyLockDir(st *step, c *bfspb.LockDirCmd) (*Result, error) {
 	if held != nil {
 		return &Result{Info: info, Lock: held}, nil // a retry: same epoch
 	}
-	foreign, err := openFilesUnder(st.r, info.EntryId, func(writer string) bool { return writer != session })
-	if err != nil {
-		return nil, err
-	}
+	foreign := st.open.under(info.EntryId, func(writer string) bool { return writer != session })
 	if len(foreign) > 0 {
 		return startGrantCleaning(st.b, c, info, foreign, st.now)
 	}
@@ -104,10 +101,7 @@ func applyUnlockDir(st *step, c *bfspb.UnlockDirCmd) (*Result, error) {
 	if err != nil {
 		return &Result{Lock: &l}, err
 	}
-	files, err := openFilesUnder(st.r, l.EntryID, nil)
-	if err != nil {
-		return nil, err
-	}
+	files := st.open.under(l.EntryID, nil)
 	dirs, err := lockedDirs(st.r, st.locks.Subtree(c.Path))
 	if err != nil {
 		return nil, err
@@ -203,69 +197,6 @@ func getLockedDir(r pebble.Reader, l dirlock.Lock) (*bfspb.FileInfo, error) {
 		return nil, fmt.Errorf("namespace: locked directory %s: %w", l.Path, err)
 	}
 	return info, nil
-}
-
-// openFilesUnder lists the files open for write in the subtree of
-// directory dir, by the sessions keep accepts (nil: by any session). It
-// reads where each open file is once per directory on the way up, not
-// once per file.
-func openFilesUnder(r pebble.Reader, dir uint64, keep func(writer string) bool) ([]uint64, error) {
-	lower, upper := openBounds("")
-	var ids []uint64
-	err := scanKeys(r, lower, upper, func(k, _ []byte) error {
-		writer, id := openKeyEntry(k)
-		if keep == nil || keep(writer) {
-			ids = append(ids, id)
-		}
-		return nil
-	})
-	if err != nil || len(ids) == 0 {
-		return nil, err
-	}
-	under := map[uint64]bool{dir: true, RootID: dir == RootID}
-	var out []uint64
-	for _, id := range ids {
-		in, err := isUnder(r, id, under)
-		if errors.Is(err, ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		if in {
-			out = append(out, id)
-		}
-	}
-	return out, nil
-}
-
-// isUnder reports whether entry id lies in the subtree whose answers
-// known holds (the subtree's root true, the namespace's root false), and
-// records the answer for the directories it walked through.
-func isUnder(r pebble.Reader, id uint64, known map[uint64]bool) (bool, error) {
-	var walked []uint64
-	cur := id
-	for {
-		if in, ok := known[cur]; ok {
-			for _, w := range walked {
-				known[w] = in
-			}
-			return in, nil
-		}
-		v, closer, err := r.Get(idKey(cur))
-		if errors.Is(err, pebble.ErrNotFound) {
-			return false, ErrNotFound
-		}
-		if err != nil {
-			return false, fmt.Errorf("namespace: read: %w", err)
-		}
-		parent := decodeUint64(v[:8])
-		closer.Close()
-		if cur != id {
-			walked = append(walked, cur)
-		}
-		cur = parent
-	}
 }
 
 func applyFinishCleaning(st *step, c *bfspb.FinishCleaningCmd) (*Result, error) {
