@@ -11,13 +11,7 @@ import (
 )
 
 // cleanPath normalizes a path from the wire.
-func cleanPath(p string) (string, error) {
-	c, err := fspath.Clean(p)
-	if err != nil {
-		return "", fmt.Errorf("%w: %v", namespace.ErrInvalid, err)
-	}
-	return c, nil
-}
+func cleanPath(p string) (string, error) { return namespace.CleanPath(p) }
 
 // mutate applies cmd on behalf of sessionID (empty: a caller without a
 // session) with the fences the request carried, stamping it with the time.

@@ -106,3 +106,15 @@ func TestGate(t *testing.T) {
 	require.NoError(t, err)
 	require.ErrorIs(t, s.Gate(GateTarget, []string{"/t/d/f"}, "A", fence), dirlock.ErrStaleEpoch, "a lock taken away fences its client")
 }
+
+func TestOperatorSession(t *testing.T) {
+	id := OperatorSession(42)
+	require.True(t, IsOperatorSession(id))
+	require.False(t, IsOperatorSession("0123456789abcdef0123456789abcdef"), "a client's session")
+	st := open(t, t.TempDir())
+	res, err := st.Apply(&bfspb.Command{Op: &bfspb.Command_LockDir{LockDir: &bfspb.LockDirCmd{
+		Path: "/", Holder: "ops", Operator: true}}})
+	require.NoError(t, err)
+	require.True(t, IsOperatorSession(res.Lock.Session))
+	require.Equal(t, OperatorSession(uint64(res.Lock.Epoch)), res.Lock.Session)
+}

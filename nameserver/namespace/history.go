@@ -97,7 +97,7 @@ func historyEpoch(k []byte) uint64 { return decodeUint64(k[len(k)-8:]) }
 
 // History returns the past locks of the directory path, oldest first.
 func (s *Store) History(path string) ([]*bfspb.LockHistoryEntry, error) {
-	p, err := clean(path)
+	p, err := CleanPath(path)
 	if err != nil {
 		return nil, err
 	}

@@ -24,7 +24,7 @@ func applyLockDir(st *step, c *bfspb.LockDirCmd) (*Result, error) {
 	case c.Operator && c.Holder == "":
 		return nil, fmt.Errorf("%w: an operator lock needs a holder", ErrInvalid)
 	case c.Operator:
-		session = OperatorSession(c.Epoch)
+		session = string(OperatorSession(c.Epoch))
 	case session == "":
 		return nil, fmt.Errorf("%w: locking needs a session", ErrInvalid)
 	}

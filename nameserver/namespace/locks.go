@@ -2,6 +2,8 @@ package namespace
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/bfs-go/bfs/dirlock"
@@ -59,7 +61,19 @@ func lockOf(path string, info *bfspb.FileInfo) dirlock.Lock {
 	}
 }
 
+// operatorPrefix starts the session id of every operator lock.
+const operatorPrefix = "operator-"
+
 // OperatorSession is the session id recorded for an operator lock: no
 // client ever has it, so nobody mutates under such a lock, and no session
 // expiry releases it.
-func OperatorSession(epoch uint64) string { return fmt.Sprintf("operator-%d", epoch) }
+func OperatorSession(epoch uint64) dirlock.SessionID {
+	return dirlock.SessionID(operatorPrefix + strconv.FormatUint(epoch, 10))
+}
+
+// IsOperatorSession reports whether id is the session of an operator
+// lock (see OperatorSession): one that is never live, and must not be
+// released for that.
+func IsOperatorSession(id dirlock.SessionID) bool {
+	return strings.HasPrefix(string(id), operatorPrefix)
+}
