@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/bfs-go/bfs/dirlock"
 	"github.com/bfs-go/bfs/internal/fspath"
 	"github.com/bfs-go/bfs/nameserver/namespace"
 	"github.com/bfs-go/bfs/nameserver/session"
@@ -12,13 +11,7 @@ import (
 )
 
 // cleanPath normalizes a path from the wire.
-func cleanPath(p string) (string, error) {
-	c, err := fspath.Clean(p)
-	if err != nil {
-		return "", fmt.Errorf("%w: %v", namespace.ErrInvalid, err)
-	}
-	return c, nil
-}
+func cleanPath(p string) (string, error) { return namespace.CleanPath(p) }
 
 // mutate applies cmd on behalf of sessionID (empty: a caller without a
 // session) with the fences the request carried, stamping it with the time.
@@ -59,20 +52,16 @@ func cleanFences(fences []*bfspb.Fence) ([]*bfspb.Fence, error) {
 }
 
 // gate is the lock check of a request that is not applied as one command
-// (FinishFile, a retried AddBlock): the fences, then the locks over path.
-// Unlike a command's check, it is not atomic with what follows it; what
-// follows is the nameserver's own close, which locks drain rather than
-// stop.
+// (FinishFile, a retried AddBlock): the namespace's gate of a command
+// on path, with the fences the request carried. Unlike a command's
+// check, it is not atomic with what follows it; what follows is the
+// nameserver's own close, which locks drain rather than stop.
 func (s *Server) gate(path, sessionID string, fences []*bfspb.Fence) error {
 	f, err := cleanFences(fences)
 	if err != nil {
 		return err
 	}
-	locks := s.ns.Locks()
-	if err := locks.CheckFences([]string{path}, dirlock.SessionID(sessionID), namespace.Fences(f)); err != nil {
-		return err
-	}
-	return locks.Check(path, dirlock.SessionID(sessionID))
+	return s.ns.Gate(namespace.GateTarget, []string{path}, sessionID, f)
 }
 
 // checkSession refuses a session id that is not live; "" is a caller

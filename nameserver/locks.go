@@ -64,10 +64,6 @@ func (c *cleanings) get(dir uint64) *bfspb.CleaningRecord {
 	return c.mu.byDir[dir]
 }
 
-func isOperatorSession(id dirlock.SessionID) bool {
-	return strings.HasPrefix(string(id), "operator-")
-}
-
 // LockDir locks a directory for the caller's session; with wait it blocks
 // until the lock can be granted or the call's deadline (nearly) passes.
 // A directory where other sessions have files open for write is cleaned
@@ -550,7 +546,7 @@ func (s *Server) resumeLocks() error {
 		s.clean(c.Path, c.Dir.EntryId, c.Record)
 	}
 	for _, l := range s.ns.Locks().List("/", true, dirlock.Locked) {
-		if isOperatorSession(l.Session) || s.sessions.Valid(session.ID(l.Session)) {
+		if namespace.IsOperatorSession(l.Session) || s.sessions.Valid(session.ID(l.Session)) {
 			continue
 		}
 		glog.Infof("releasing %s: its session %s did not survive the restart", l.Path, l.Session)

@@ -23,6 +23,35 @@
 // needs that is not in the stored state (new entry ids, the time) is in the
 // command, so a replicated log of commands yields the same state everywhere.
 //
+// Each kind of command is described once, in the table of commands.go:
+// the paths it names, the ids it hands out, the session it acts for, its
+// gate and its apply step. Apply reads everything from there. A gate is
+// the directory-lock check (gate.go): the fences the command carries,
+// then the locks over its target (GateTarget), its subtree too
+// (GateSubtree) or a move's source and destination (GateMove); GateNone
+// is for the commands that say why they need none (sessions, the lock
+// commands, the nameserver's own close and end of a cleaning). A command
+// without a description, or described without a gate, is refused; the
+// enumeration test keeps every op of a Command described. Store.Gate runs
+// the same check for the requests that are not one command (FinishFile).
+//
+// Where the apply steps are: entries.go (mkdir, create, delete, rename,
+// chmod), files.go (blocks and closing), sessions.go, lockapply.go
+// (LockDir, UnlockDir, FinishCleaning), with the records they keep in
+// history.go (past locks) and cleaning.go (what a cleaning drains).
+//
+// # What is kept in memory
+//
+// Besides the directory cache, three things mirror stored records, are
+// changed by Apply only (from committed commands, under their path locks)
+// and are built again by Open: the id and epoch counters; the lock table
+// (locks.go: every directory LOCKED or CLEANING); and the open-file index
+// (openindex.go): the files open for write arranged by the directories
+// above them, so that a lock or an unlock finds the open files of its
+// subtree at a cost that grows with what it finds, not with every file
+// open in the namespace. Renaming a directory moves its node in the
+// index, and with it everything below.
+//
 // # Concurrency
 //
 // Pebble has no transactions, so a Store serializes read-modify-write with
@@ -45,4 +74,8 @@
 //   - An entry key names the same entry id until the key is deleted; the
 //     directory cache holds only bindings whose key has not been deleted
 //     since they were read, and none whose delete is committing.
+//   - The open-file index has a node for exactly the files with an
+//     open-file record and the directories above them, each under the
+//     directory its entry record names.
+//   - Every op a Command can carry has a description with a gate.
 package namespace

@@ -26,12 +26,12 @@ func openFile(r pebble.Reader, path, session string) (*bfspb.FileInfo, error) {
 	return info, nil
 }
 
-func applyAddBlock(r pebble.Reader, b *pebble.Batch, c *bfspb.AddBlockCmd) (*Result, error) {
+func applyAddBlock(st *step, c *bfspb.AddBlockCmd) (*Result, error) {
 	blk := c.GetBlock()
 	if blk.GetId() <= 0 || len(blk.WriteSet) == 0 {
 		return nil, fmt.Errorf("%w: add block needs a block id and a write set", ErrInvalid)
 	}
-	info, err := openFile(r, c.Path, c.SessionId)
+	info, err := openFile(st.r, c.Path, c.SessionId)
 	if err != nil {
 		return nil, err
 	}
@@ -40,17 +40,17 @@ func applyAddBlock(r pebble.Reader, b *pebble.Batch, c *bfspb.AddBlockCmd) (*Res
 		return &Result{Info: info}, nil
 	}
 	info.Blocks = []*bfspb.BlockMeta{proto.Clone(blk).(*bfspb.BlockMeta)}
-	if err := b.Set(blockKey(blk.Id), encodeUint64(info.EntryId), nil); err != nil {
+	if err := st.b.Set(blockKey(blk.Id), encodeUint64(info.EntryId), nil); err != nil {
 		return nil, err
 	}
-	if err := b.Merge(keyNextID, encodeUint64(uint64(blk.Id)), nil); err != nil {
+	if err := st.b.Merge(keyNextID, encodeUint64(uint64(blk.Id)), nil); err != nil {
 		return nil, err
 	}
-	return &Result{Info: info}, putInfo(b, keyOf(info), info)
+	return &Result{Info: info}, putInfo(st.b, keyOf(info), info)
 }
 
-func applySyncBlock(r pebble.Reader, b *pebble.Batch, c *bfspb.SyncBlockCmd) (*Result, error) {
-	info, err := openFile(r, c.Path, c.SessionId)
+func applySyncBlock(st *step, c *bfspb.SyncBlockCmd) (*Result, error) {
+	info, err := openFile(st.r, c.Path, c.SessionId)
 	if err != nil {
 		return nil, err
 	}
@@ -64,11 +64,11 @@ func applySyncBlock(r pebble.Reader, b *pebble.Batch, c *bfspb.SyncBlockCmd) (*R
 	blk.Size = max(blk.Size, c.Size)
 	info.Size = blk.Size
 	blk.WriteSet = dropAll(blk.WriteSet, c.Dropped)
-	return &Result{Info: info}, putInfo(b, keyOf(info), info)
+	return &Result{Info: info}, putInfo(st.b, keyOf(info), info)
 }
 
-func applyCloseFile(r pebble.Reader, b *pebble.Batch, c *bfspb.CloseFileCmd, now int64) (*Result, error) {
-	info, err := lookup(r, c.Path)
+func applyCloseFile(st *step, c *bfspb.CloseFileCmd) (*Result, error) {
+	info, err := lookup(st.r, c.Path)
 	if err != nil {
 		return nil, err
 	}
@@ -81,11 +81,11 @@ func applyCloseFile(r pebble.Reader, b *pebble.Batch, c *bfspb.CloseFileCmd, now
 	if blk := lastBlock(info); (blk == nil && c.BlockId != 0) || (blk != nil && blk.Id != c.BlockId) {
 		return nil, fmt.Errorf("%w: %s has another last block than %d", ErrBlockChanged, c.Path, c.BlockId)
 	}
-	if err := b.Delete(openKey(info.WriterSession, info.EntryId), nil); err != nil {
+	if err := st.b.Delete(openKey(info.WriterSession, info.EntryId), nil); err != nil {
 		return nil, err
 	}
 	info.WriterSession = ""
-	info.MtimeNs = now
+	info.MtimeNs = st.now
 	if blk := lastBlock(info); blk != nil {
 		if c.BlockSize < 0 {
 			return nil, fmt.Errorf("%w: negative size", ErrInvalid)
@@ -97,7 +97,7 @@ func applyCloseFile(r pebble.Reader, b *pebble.Batch, c *bfspb.CloseFileCmd, now
 	for _, blk := range info.Blocks {
 		info.Size += blk.Size
 	}
-	return &Result{Info: info}, putInfo(b, keyOf(info), info)
+	return &Result{Info: info}, putInfo(st.b, keyOf(info), info)
 }
 
 func lastBlock(info *bfspb.FileInfo) *bfspb.BlockMeta {

@@ -49,11 +49,6 @@ func childBounds(dir uint64) (lower, upper []byte) {
 	return entryKey(dir, ""), entryKey(dir+1, "")
 }
 
-// childName returns the name part of an entry key.
-func childName(key []byte) string {
-	return string(key[9:])
-}
-
 func sessionKey(id string) []byte {
 	return append([]byte{prefixSession}, id...)
 }

@@ -83,7 +83,9 @@ func keyOf(info *bfspb.FileInfo) []byte {
 	return entryKey(info.ParentId, info.Name)
 }
 
-func clean(path string) (string, error) {
+// CleanPath normalizes a path from outside (see fspath.Clean); a bad one
+// is an error wrapping ErrInvalid.
+func CleanPath(path string) (string, error) {
 	p, err := fspath.Clean(path)
 	if err != nil {
 		return "", fmt.Errorf("%w: %v", ErrInvalid, err)
@@ -93,7 +95,7 @@ func clean(path string) (string, error) {
 
 // Stat returns the entry at path.
 func (s *Store) Stat(path string) (*bfspb.FileInfo, error) {
-	p, err := clean(path)
+	p, err := CleanPath(path)
 	if err != nil {
 		return nil, err
 	}
@@ -112,7 +114,7 @@ func (s *Store) List(path, startAfter string, limit int) ([]*bfspb.FileInfo, boo
 	if limit > MaxListLimit {
 		return nil, false, fmt.Errorf("%w: list limit %d over %d", ErrInvalid, limit, MaxListLimit)
 	}
-	p, err := clean(path)
+	p, err := CleanPath(path)
 	if err != nil {
 		return nil, false, err
 	}
@@ -142,7 +144,7 @@ func (s *Store) List(path, startAfter string, limit int) ([]*bfspb.FileInfo, boo
 
 // DiskUsage adds up the sizes of the files under path.
 func (s *Store) DiskUsage(path string) (Usage, error) {
-	p, err := clean(path)
+	p, err := CleanPath(path)
 	if err != nil {
 		return Usage{}, err
 	}
@@ -215,4 +217,23 @@ func walk(r pebble.Reader, root *bfspb.FileInfo, fn func(key []byte, info *bfspb
 		}
 	}
 	return nil
+}
+
+// scanKeys calls fn with every key and value in [lower, upper).
+func scanKeys(r pebble.Reader, lower, upper []byte, fn func(k, v []byte) error) error {
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return fmt.Errorf("namespace: iterate: %w", err)
+	}
+	for valid := it.First(); valid; valid = it.Next() {
+		if err := fn(append([]byte(nil), it.Key()...), append([]byte(nil), it.Value()...)); err != nil {
+			it.Close()
+			return err
+		}
+	}
+	if err := it.Error(); err != nil {
+		it.Close()
+		return fmt.Errorf("namespace: iterate: %w", err)
+	}
+	return it.Close()
 }

@@ -35,3 +35,18 @@ func (s *Store) Sessions() ([]*bfspb.SessionRecord, error) {
 	}
 	return out, it.Close()
 }
+
+func applyOpenSession(st *step, c *bfspb.OpenSessionCmd) (*Result, error) {
+	if c.Session.GetSessionId() == "" {
+		return nil, fmt.Errorf("%w: session without id", ErrInvalid)
+	}
+	v, err := proto.Marshal(c.Session)
+	if err != nil {
+		return nil, err
+	}
+	return &Result{}, st.b.Set(sessionKey(c.Session.SessionId), v, nil)
+}
+
+func applyCloseSession(st *step, c *bfspb.CloseSessionCmd) (*Result, error) {
+	return &Result{}, st.b.Delete(sessionKey(c.SessionId), nil)
+}

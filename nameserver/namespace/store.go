@@ -50,6 +50,8 @@ type Store struct {
 	view *reader
 	// locks mirrors the stored directory locks; see Locks.
 	locks *dirlock.Table
+	// open mirrors the stored open-file records, by where the files are.
+	open *openIndex
 	// onLocks is Options.OnLockChange.
 	onLocks func(cmd *bfspb.Command, res *Result)
 	// lastID is the highest entry id handed out; lastEpoch the highest
@@ -91,7 +93,7 @@ func Open(opts Options) (*Store, error) {
 	if dirEntries == 0 {
 		dirEntries = defaultDirCacheEntries
 	}
-	s := &Store{db: db, paths: newPathLocks(), dirs: newDirCache(dirEntries), locks: dirlock.NewTable(), onLocks: opts.OnLockChange}
+	s := &Store{db: db, paths: newPathLocks(), dirs: newDirCache(dirEntries), locks: dirlock.NewTable(), open: newOpenIndex(), onLocks: opts.OnLockChange}
 	s.view = &reader{Reader: db, dirs: s.dirs}
 	if err := s.init(); err != nil {
 		db.Close()
@@ -100,7 +102,9 @@ func Open(opts Options) (*Store, error) {
 	return s, nil
 }
 
-// init creates the root on a new store and loads the id counter.
+// init creates the root on a new store, or loads what an existing one
+// keeps in memory: the id and epoch counters, the lock table, the
+// open-file index.
 func (s *Store) init() error {
 	last, err := s.getUint64(keyNextID)
 	if err != nil {
@@ -114,7 +118,10 @@ func (s *Store) init() error {
 	s.lastEpoch.Store(epoch)
 	_, err = s.get(entryKey(rootParentID, ""))
 	if err == nil {
-		return s.loadLocks()
+		if err := s.loadLocks(); err != nil {
+			return err
+		}
+		return s.open.load(s.db)
 	}
 	if !errors.Is(err, ErrNotFound) {
 		return err
