@@ -3,6 +3,7 @@ module github.com/bfs-go/bfs
 go 1.26.0
 
 require (
+	github.com/cenkalti/backoff/v5 v5.0.3
 	github.com/cockroachdb/pebble/v2 v2.1.7
 	github.com/golang/glog v1.2.5
 	github.com/prometheus/client_golang v1.25.0

@@ -265,7 +265,7 @@ func (s *Server) unlock(path, sessionID string, force bool, epoch uint64, reason
 func (s *Server) clean(path string, dir uint64, rec *bfspb.CleaningRecord) {
 	s.cleanings.put(dir, rec)
 	s.closer.goRun(func() {
-		truncated, err := dirlock.CloseFilesCtx(s.closer.ctx, s.closer, rec.Files)
+		truncated, err := dirlock.CloseFilesCtx(s.closer.ctx, s.closer, rec.Files, dirlock.DefaultConcurrency)
 		if err != nil {
 			return // stopping
 		}
