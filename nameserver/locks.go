@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/bfs-go/bfs/dirlock"
+	"github.com/bfs-go/bfs/internal/clock"
 	"github.com/bfs-go/bfs/nameserver/namespace"
 	"github.com/bfs-go/bfs/nameserver/session"
 	"github.com/bfs-go/bfs/proto/bfspb"
@@ -164,7 +165,7 @@ func (s *Server) lockDir(req *bfspb.LockDirRequest) (*namespace.Result, error) {
 	// newer lock of the directory is not ours to release).
 	if !req.Operator && !s.sessions.Valid(session.ID(req.SessionId)) {
 		epoch := uint64(res.Lock.Epoch)
-		s.closer.goRun(func() { s.unlock(p, "", true, epoch, reasonExpiry) })
+		s.tasks.Go(func(context.Context) { s.unlock(p, "", true, epoch, reasonExpiry) })
 		return res, errSessionInvalid
 	}
 	return res, nil
@@ -264,8 +265,8 @@ func (s *Server) unlock(path, sessionID string, force bool, epoch uint64, reason
 // UNLOCKED. If the server stops first, it resumes after the restart.
 func (s *Server) clean(path string, dir uint64, rec *bfspb.CleaningRecord) {
 	s.cleanings.put(dir, rec)
-	s.closer.goRun(func() {
-		truncated, err := dirlock.CloseFilesCtx(s.closer.ctx, s.closer, rec.Files, dirlock.DefaultConcurrency)
+	s.tasks.Go(func(ctx context.Context) {
+		truncated, err := dirlock.CloseFilesCtx(ctx, s.closer, rec.Files, dirlock.DefaultConcurrency)
 		if err != nil {
 			return // stopping
 		}
@@ -291,7 +292,7 @@ func (s *Server) clean(path string, dir uint64, rec *bfspb.CleaningRecord) {
 				return
 			}
 			glog.Warningf("finishing the cleaning of %s: %v; retrying", path, err)
-			if !s.closer.sleep(backoff) {
+			if !clock.Sleep(ctx, s.cfg.Clock, backoff) {
 				return
 			}
 		}
@@ -372,7 +373,7 @@ func (s *Server) dirLock(l dirlock.Lock) *bfspb.DirLock {
 	if rec == nil {
 		return d
 	}
-	pending := s.closer.pending()
+	pending := s.closer.Pending()
 	for _, f := range rec.Files {
 		if reps, ok := pending[f]; ok {
 			p, info, err := s.ns.PathOf(f)
@@ -554,7 +555,7 @@ func (s *Server) resumeLocks() error {
 			continue
 		}
 		glog.Infof("releasing %s: its session %s did not survive the restart", l.Path, l.Session)
-		s.closer.goRun(func() { s.releaseSessionLocks(session.ID(l.Session), reasonExpiry) })
+		s.tasks.Go(func(context.Context) { s.releaseSessionLocks(session.ID(l.Session), reasonExpiry) })
 	}
 	return nil
 }
