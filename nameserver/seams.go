@@ -2,6 +2,7 @@ package nameserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -12,11 +13,13 @@ import (
 	"github.com/bfs-go/bfs/proto/bfspb"
 )
 
-// The nameserver's side of the interfaces fileclose.Closer takes: the
-// namespace, the block map and the chunkservers as it needs to see them.
+// The nameserver's side of the interfaces dirlock.Cleaner and
+// fileclose.Closer take: the namespace, the block map and the chunkservers
+// as each of them needs to see them.
 
 var (
 	_ dirlock.FileCloser     = (*fileclose.Closer)(nil)
+	_ dirlock.Store          = cleaningStore{}
 	_ fileclose.Files        = fileStore{}
 	_ fileclose.Chunkservers = chunkservers{}
 )
@@ -95,3 +98,43 @@ func (c chunkservers) Replica(ctx context.Context, addr string, block int64) (fi
 }
 
 func (c chunkservers) Delete(addr string, blocks []int64) { c.s.deleteReplicas(addr, blocks) }
+
+// cleaningStore persists the ends of cleanings through the namespace's
+// apply path, and reads the cleanings it records.
+type cleaningStore struct{ s *Server }
+
+func (st cleaningStore) FinishCleaning(_ context.Context, j dirlock.Job, truncated int64) (bool, error) {
+	res, err := st.s.ns.Apply(&bfspb.Command{
+		TimeNs: st.s.cfg.Clock.Now().UnixNano(),
+		Op: &bfspb.Command_FinishCleaning{FinishCleaning: &bfspb.FinishCleaningCmd{
+			Path: j.Path, EntryId: j.Dir, Epoch: uint64(j.Epoch), BytesTruncated: truncated,
+		}},
+	})
+	if errors.Is(err, namespace.ErrNotFound) {
+		return false, fmt.Errorf("%w: %w", dirlock.ErrGone, err)
+	}
+	if err != nil {
+		return false, err
+	}
+	return len(res.RemovedLocks) > 0, nil
+}
+
+func (st cleaningStore) Cleanings(context.Context) ([]dirlock.Job, error) {
+	cls, err := st.s.ns.Cleanings()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]dirlock.Job, len(cls))
+	for i, c := range cls {
+		out[i] = cleaningOf(c.Path, c.Dir.EntryId, c.Record)
+	}
+	return out, nil
+}
+
+// cleaningOf is the cleaning the namespace recorded for directory dir at
+// path.
+func cleaningOf(path string, dir uint64, rec *bfspb.CleaningRecord) dirlock.Job {
+	return dirlock.Job{
+		Path: path, Dir: dir, Epoch: dirlock.Epoch(rec.Epoch), Reason: rec.Reason, Files: rec.Files,
+	}
+}

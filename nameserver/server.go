@@ -15,6 +15,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
 
+	"github.com/bfs-go/bfs/dirlock"
 	"github.com/bfs-go/bfs/internal/connpool"
 	"github.com/bfs-go/bfs/internal/daemon"
 	"github.com/bfs-go/bfs/internal/datadir"
@@ -50,20 +51,20 @@ const flowWindow = 16 << 20
 type Server struct {
 	bfspb.UnimplementedNameServerServer
 
-	cfg       Config
-	ns        *namespace.Store
-	sessions  *session.Manager
-	metrics   *metrics
-	blocks    *blockmap.Map
-	closer    *fileclose.Closer
-	cleanings cleanings
-	peers     *connpool.Pool
-	creates   createTracker
-	watch     *watchers
-	grpc      *grpc.Server
-	health    *health.Server
-	// tasks are the server's own background work (cleanings, releasing
-	// the locks of ended sessions, deletes of replicas); Close stops them.
+	cfg      Config
+	ns       *namespace.Store
+	sessions *session.Manager
+	metrics  *metrics
+	blocks   *blockmap.Map
+	closer   *fileclose.Closer
+	cleaner  *dirlock.Cleaner
+	peers    *connpool.Pool
+	creates  createTracker
+	watch    *watchers
+	grpc     *grpc.Server
+	health   *health.Server
+	// tasks are the server's own background work (releasing the locks of
+	// ended sessions, deletes of replicas); Close stops them.
 	tasks *taskgroup.Group
 	// dataLock holds the data directory (its LOCK file) until Close.
 	dataLock *os.File
@@ -150,8 +151,8 @@ func newServer(cfg Config, dataLock *os.File) (*Server, error) {
 	return s, nil
 }
 
-// startCleaning sets up the closer of files open for write; nothing runs
-// until recover.
+// startCleaning sets up the closer of files open for write and the
+// directory-lock cleaner that drives it; nothing runs until recover.
 func (s *Server) startCleaning() error {
 	var err error
 	s.closer, err = fileclose.New(fileclose.Config{
@@ -167,14 +168,24 @@ func (s *Server) startCleaning() error {
 	if err != nil {
 		return err
 	}
-	return nil
+	s.cleaner, err = dirlock.NewCleaner(dirlock.CleanerConfig{
+		Closer: s.closer,
+		Store:  cleaningStore{s},
+		Clock:  s.cfg.Clock,
+		OnEnd:  s.cleaned,
+	})
+	if err != nil {
+		s.closer.Close()
+	}
+	return err
 }
 
-// stopCleaning stops the server's own background work (the cleanings
-// among it), then the closes they wait for.
+// stopCleaning stops the cleanings, then the closes they wait for, then
+// the server's own background work, which may have started either.
 func (s *Server) stopCleaning() {
-	s.tasks.Stop()
+	s.cleaner.Close()
 	s.closer.Close()
+	s.tasks.Stop()
 }
 
 func (s *Server) startSessions() error {
