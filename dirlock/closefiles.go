@@ -7,27 +7,36 @@ import (
 
 // FileCloser closes one file open for write the way cleaning needs: it
 // seals the file's last block on every replica and returns once every
-// live replica has confirmed (BlockReceived) and the file is closed at its
-// agreed length. It reports how many bytes longer replicas were cut.
+// live replica has confirmed (BlockReceived), the file is closed at its
+// agreed length, and every live replica holds that length (I5). It
+// reports how many bytes longer replicas were cut. Its retries and
+// backoff are its own; it returns an error only when ctx ends.
 type FileCloser interface {
-	CloseFile(ctx context.Context, entry uint64) (truncated int64, err error)
+	CloseFile(ctx context.Context, file uint64) (truncated int64, err error)
 }
 
-// CloseFilesCtx is the cleaning coordinator's drain step: it closes every
-// file in files through fc, all at once (fc bounds its own concurrency),
-// and returns when all are closed, with the bytes truncated in total, or
-// ctx's error. Each file's own retries and backoff are fc's business.
-func CloseFilesCtx(ctx context.Context, fc FileCloser, files []uint64) (int64, error) {
+// CloseFilesCtx is the cleaning's drain step (SPEC §6 steps 2 and 3): it
+// closes every file in files through fc, at most limit at once (limit < 1
+// means one at a time), and returns when all are closed, with the bytes
+// truncated in total, or with ctx's error once ctx ends. The calls still
+// running when ctx ends see it end too, and CloseFilesCtx waits for them.
+func CloseFilesCtx(ctx context.Context, fc FileCloser, files []uint64, limit int) (int64, error) {
 	var (
 		wg        sync.WaitGroup
 		mu        sync.Mutex
 		truncated int64
 		firstErr  error
 	)
+	slots := make(chan struct{}, max(limit, 1))
 	for _, f := range files {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			wg.Wait()
+			return truncated, ctx.Err()
+		}
+		wg.Go(func() {
+			defer func() { <-slots }()
 			n, err := fc.CloseFile(ctx, f)
 			mu.Lock()
 			defer mu.Unlock()
@@ -35,7 +44,7 @@ func CloseFilesCtx(ctx context.Context, fc FileCloser, files []uint64) (int64, e
 			if err != nil && firstErr == nil {
 				firstErr = err
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	return truncated, firstErr

@@ -16,7 +16,10 @@ func TestRandomOperationsKeepI1(t *testing.T) {
 	paths := []string{"/", "/a", "/a/b", "/a/b/c", "/a/d", "/e", "/e/f"}
 	sessions := []SessionID{"s1", "s2", "s3"}
 	r := rand.New(rand.NewPCG(1, 2))
-	m := &machine{table: NewTable()}
+	m := struct {
+		table *Table
+		epoch Epoch
+	}{table: NewTable()}
 	for step := range 20000 {
 		p := paths[r.IntN(len(paths))]
 		s := sessions[r.IntN(len(sessions))]

@@ -3,7 +3,6 @@ package nameserver
 import (
 	"context"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/golang/glog"
@@ -21,7 +20,7 @@ func (s *Server) Register(_ context.Context, req *bfspb.RegisterRequest) (*bfspb
 	id := s.blocks.Register(req.Address, req.UsedBytes, s.cfg.Clock.Now())
 	glog.Infof("chunkserver %s registered as %d", req.Address, id)
 	s.peers.Reset(req.Address) // it is listening: seals and truncates need not wait to reconnect
-	s.closer.registered()
+	s.closer.Registered()
 	return &bfspb.RegisterResponse{
 		ChunkserverId:       int64(id),
 		HeartbeatIntervalMs: s.cfg.HeartbeatInterval.Milliseconds(),
@@ -70,7 +69,7 @@ func (s *Server) BlockReport(_ context.Context, req *bfspb.BlockReportRequest) (
 			check = append(check, b)
 		}
 	}
-	s.reconcile(addr, check)
+	s.closer.Reconcile(addr, check)
 	return resp, nil
 }
 
@@ -85,60 +84,14 @@ func (s *Server) BlockReceived(_ context.Context, req *bfspb.BlockReceivedReques
 		return &bfspb.BlockReceivedResponse{Status: bfspb.StatusCode_UNAVAILABLE, Message: "unknown chunkserver: register again"}, nil
 	}
 	s.noteSealed(addr, req.Blocks)
-	s.reconcile(addr, req.Blocks)
+	s.closer.Reconcile(addr, req.Blocks)
 	return &bfspb.BlockReceivedResponse{}, nil
-}
-
-// reconcile brings replicas of closed files in line with the length the
-// close agreed on. A replica that missed the close (its chunkserver was
-// away, or the writer dropped it) is sealed; a sealed one longer than the
-// agreed length is truncated to it; one shorter lacks bytes the file has
-// and is deleted. Blocks of files still open are the closer's business.
-// It returns at once; wait returns when the truncations it started are
-// over.
-func (s *Server) reconcile(addr string, blocks []*bfspb.ReportedBlock) (wait func()) {
-	var wg sync.WaitGroup
-	for _, rb := range blocks {
-		if s.closer.isOpen(rb.BlockId) {
-			continue
-		}
-		entry, err := s.ns.BlockOwner(rb.BlockId)
-		if err != nil {
-			continue // gone: the block report marks it obsolete
-		}
-		_, info, err := s.ns.PathOf(entry)
-		if err != nil || info.WriterSession != "" {
-			continue
-		}
-		i := slices.IndexFunc(info.Blocks, func(b *bfspb.BlockMeta) bool { return b.Id == rb.BlockId })
-		if i < 0 {
-			continue
-		}
-		id, size := rb.BlockId, info.Blocks[i].Size
-		switch {
-		case !rb.Sealed:
-			glog.Infof("block %d on %s missed the close of its file: sealing it", id, addr)
-			s.closer.goRun(func() { s.closer.sealLate(addr, id) }) // BlockReceived follows
-		case rb.Size > size:
-			glog.Infof("block %d on %s has %d bytes, the file %d: truncating it", id, addr, rb.Size, size)
-			wg.Add(1)
-			s.closer.goRun(func() {
-				defer wg.Done()
-				s.closer.truncate(addr, id, size)
-			})
-		case rb.Size < size:
-			glog.Warningf("block %d on %s has %d bytes, fewer than the file's %d: deleting the stale replica", id, addr, rb.Size, size)
-			s.blocks.DropReplica(blockmap.BlockID(id), addr)
-			s.deleteReplicas(addr, []int64{id})
-		}
-	}
-	return wg.Wait
 }
 
 func (s *Server) noteSealed(addr string, blocks []*bfspb.ReportedBlock) {
 	for _, b := range blocks {
 		if b.Sealed {
-			s.closer.received(addr, b.BlockId, b.Size)
+			s.closer.Received(addr, b.BlockId, b.Size)
 		}
 	}
 }
@@ -162,7 +115,7 @@ func (s *Server) watchChunkservers() {
 		for _, d := range s.blocks.Expire(s.cfg.Clock.Now(), s.cfg.DeadTimeout) {
 			glog.Warningf("chunkserver %s (%d) is dead: silent for over %v", d.Addr, d.ID, s.cfg.DeadTimeout)
 		}
-		s.closer.recheck()
+		s.closer.Recheck()
 	}
 }
 
@@ -196,12 +149,12 @@ func (s *Server) deleteReplicas(addr string, ids []int64) {
 	if len(ids) == 0 {
 		return
 	}
-	s.closer.goRun(func() {
+	s.tasks.Go(func(ctx context.Context) {
 		cl, err := s.chunkserver(addr)
 		if err != nil {
 			return
 		}
-		ctx, cancel := context.WithTimeout(s.closer.ctx, 10*time.Second)
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 		if _, err := cl.DeleteBlocks(ctx, &bfspb.DeleteBlocksRequest{BlockIds: ids}); err != nil {
 			glog.V(1).Infof("delete %d blocks on %s: %v", len(ids), addr, err)
@@ -216,6 +169,9 @@ func (s *Server) LiveChunkservers() int {
 
 // chunkserver returns a client of the chunkserver at addr.
 func (s *Server) chunkserver(addr string) (bfspb.ChunkServerClient, error) {
+	if dial := s.cfg.TestingKnobs.DialChunkserver; dial != nil {
+		return dial(addr)
+	}
 	conn, err := s.peers.Conn(addr)
 	if err != nil {
 		return nil, err

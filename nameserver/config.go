@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/bfs-go/bfs/internal/clock"
+	"github.com/bfs-go/bfs/proto/bfspb"
 )
 
 // Config configures a nameserver.
@@ -44,6 +45,10 @@ type TestingKnobs struct {
 	// nameserver sends to a chunkserver (addr) for block, to size. It may
 	// block; ctx ends when the nameserver closes.
 	BeforeTruncate func(ctx context.Context, addr string, block, size int64)
+	// DialChunkserver, if set, replaces the gRPC client of the chunkserver
+	// at addr for every call the nameserver makes to one (CreateBlock,
+	// Seal, Truncate, GetBlockInfo, DeleteBlocks): a fleet of fakes.
+	DialChunkserver func(addr string) (bfspb.ChunkServerClient, error)
 }
 
 // DefaultConfig returns the configuration of a nameserver on this host.

@@ -58,7 +58,7 @@ func (s *Server) addBlock(ctx context.Context, req *bfspb.AddBlockRequest) (*bfs
 	if err != nil {
 		return nil, err
 	}
-	s.closer.noteOpenBlocks(res.Info.EntryId, res.Info)
+	s.closer.NoteOpen(res.Info.EntryId, res.Info)
 	if err := s.createReplicas(ctx, meta.Id, addrs); err != nil {
 		return nil, err
 	}
@@ -111,7 +111,7 @@ func (s *Server) SyncBlock(_ context.Context, req *bfspb.SyncBlockRequest) (*bfs
 		}}})
 	})
 	if err == nil {
-		s.closer.dropReplicas(res.Info.EntryId, req.Dropped)
+		s.closer.DropReplicas(res.Info.EntryId, req.Dropped)
 	}
 	code, msg := statusOf(err)
 	return &bfspb.SyncBlockResponse{Status: code, Message: msg, Conflict: conflictOf(err)}, nil
@@ -152,9 +152,9 @@ func (s *Server) finishFile(ctx context.Context, req *bfspb.FinishFileRequest) (
 	if info.WriterSession == "" && req.SessionId != "" {
 		// Closed already: a retried finish, or the replicas' reports
 		// closed it first, and it may still be truncating longer replicas.
-		if f := s.closer.join(info.EntryId, false); f != nil && req.Wait {
+		if done := s.closer.Closing(info.EntryId); done != nil && req.Wait {
 			select {
-			case <-f.done:
+			case <-done:
 			case <-ctx.Done():
 				return nil, fmt.Errorf("finish %s: %w", p, ctx.Err())
 			}
@@ -174,13 +174,13 @@ func (s *Server) finishFile(ctx context.Context, req *bfspb.FinishFileRequest) (
 	} else if err := s.checkSession(req.SessionId); err != nil {
 		return nil, err
 	}
-	s.closer.dropReplicas(info.EntryId, req.Dropped)
-	f := s.closer.track(info.EntryId, true)
+	s.closer.DropReplicas(info.EntryId, req.Dropped)
+	done := s.closer.Finish(info.EntryId)
 	if !req.Wait {
 		return info, nil
 	}
 	select {
-	case <-f.done:
+	case <-done:
 	case <-ctx.Done():
 		return nil, fmt.Errorf("finish %s: %w", p, ctx.Err())
 	}

@@ -120,7 +120,7 @@ func (s *Server) create(req *bfspb.CreateRequest) (*namespace.Result, error) {
 	// The session may have ended between the check and the commit; its
 	// end did not see this file, so close it here.
 	if err == nil && req.OpenForWrite && !s.sessions.Valid(session.ID(req.SessionId)) {
-		s.closer.goRun(func() { s.closer.track(res.Info.EntryId, true) })
+		s.tasks.Go(func(context.Context) { s.closer.Finish(res.Info.EntryId) })
 		return res, errSessionInvalid
 	}
 	return res, err

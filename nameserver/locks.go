@@ -7,7 +7,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/golang/glog"
@@ -30,39 +29,6 @@ const (
 	reasonCleaned = "cleaned"
 	reasonDeleted = "deleted"
 )
-
-// cleanings are the directories being cleaned, by directory entry id.
-type cleanings struct {
-	mu struct {
-		sync.Mutex
-		byDir map[uint64]*bfspb.CleaningRecord
-	}
-}
-
-func (c *cleanings) put(dir uint64, rec *bfspb.CleaningRecord) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.mu.byDir == nil {
-		c.mu.byDir = make(map[uint64]*bfspb.CleaningRecord)
-	}
-	c.mu.byDir[dir] = rec
-}
-
-// remove forgets rec, if it is still dir's cleaning (a newer one of the
-// same directory may have replaced it).
-func (c *cleanings) remove(dir uint64, rec *bfspb.CleaningRecord) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.mu.byDir[dir] == rec {
-		delete(c.mu.byDir, dir)
-	}
-}
-
-func (c *cleanings) get(dir uint64) *bfspb.CleaningRecord {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.mu.byDir[dir]
-}
 
 // LockDir locks a directory for the caller's session; with wait it blocks
 // until the lock can be granted or the call's deadline (nearly) passes.
@@ -152,7 +118,7 @@ func (s *Server) lockDir(req *bfspb.LockDirRequest) (*namespace.Result, error) {
 	if res.Lock.Status == dirlock.Cleaning {
 		// Not granted: other sessions' files are being closed first.
 		glog.Infof("lock %s for %s: closing %d files other sessions have open for write there first", p, holder, len(res.Cleaning.Files))
-		s.clean(p, res.Info.EntryId, res.Cleaning)
+		s.clean(cleaningOf(p, res.Info.EntryId, res.Cleaning))
 		return res, nil
 	}
 	// The session may have ended between the check above and the grant;
@@ -160,7 +126,7 @@ func (s *Server) lockDir(req *bfspb.LockDirRequest) (*namespace.Result, error) {
 	// newer lock of the directory is not ours to release).
 	if !req.Operator && !s.sessions.Valid(session.ID(req.SessionId)) {
 		epoch := uint64(res.Lock.Epoch)
-		s.closer.goRun(func() { s.unlock(p, "", true, epoch, reasonExpiry) })
+		s.tasks.Go(func(context.Context) { s.unlock(p, "", true, epoch, reasonExpiry) })
 		return res, errSessionInvalid
 	}
 	return res, nil
@@ -250,48 +216,29 @@ func (s *Server) unlock(path, sessionID string, force bool, epoch uint64, reason
 		glog.Infof("unlock %s (%s): %v", path, reason, res.Lock.Status)
 	}
 	if res.Lock.Status == dirlock.Cleaning {
-		s.clean(path, res.Info.EntryId, res.Cleaning)
+		s.clean(cleaningOf(path, res.Info.EntryId, res.Cleaning))
 	}
 	return res, nil
 }
 
-// clean is the cleaning coordinator of one directory: it drains the
-// files recorded with the move to CLEANING (CloseFilesCtx), then persists
-// UNLOCKED. If the server stops first, it resumes after the restart.
-func (s *Server) clean(path string, dir uint64, rec *bfspb.CleaningRecord) {
-	s.cleanings.put(dir, rec)
-	s.closer.goRun(func() {
-		truncated, err := dirlock.CloseFilesCtx(s.closer.ctx, s.closer, rec.Files)
-		if err != nil {
-			return // stopping
-		}
-		for backoff := 10 * time.Millisecond; ; backoff = min(2*backoff, time.Second) {
-			res, err := s.ns.Apply(&bfspb.Command{
-				TimeNs: s.cfg.Clock.Now().UnixNano(),
-				Op: &bfspb.Command_FinishCleaning{FinishCleaning: &bfspb.FinishCleaningCmd{
-					Path: path, EntryId: dir, Epoch: rec.Epoch, BytesTruncated: truncated,
-				}},
-			})
-			if err == nil {
-				s.cleanings.remove(dir, rec)
-				if len(res.RemovedLocks) > 0 {
-					glog.Infof("%s cleaned: %d files sealed, %d bytes truncated", path, len(rec.Files), truncated)
-				} else {
-					glog.Infof("%s: its cleaning of epoch %d was taken over by a cleaning above it", path, rec.Epoch)
-				}
-				return
-			}
-			if errors.Is(err, namespace.ErrNotFound) || errors.Is(err, dirlock.ErrStaleEpoch) {
-				glog.Errorf("finishing the cleaning of %s: %v", path, err)
-				s.cleanings.remove(dir, rec)
-				return
-			}
-			glog.Warningf("finishing the cleaning of %s: %v; retrying", path, err)
-			if !s.closer.sleep(backoff) {
-				return
-			}
-		}
-	})
+// clean starts the cleaning of a directory whose move to CLEANING (by an
+// unlock, or before a grant) has committed: the cleaner closes its files,
+// then persists UNLOCKED. Every cleaning of this process starts here,
+// and ends in cleaned.
+func (s *Server) clean(j dirlock.Job) {
+	s.cleaner.Start(j)
+}
+
+// cleaned is told of every cleaning that ended (the cleaner's OnEnd).
+func (s *Server) cleaned(j dirlock.Job, e dirlock.End) {
+	switch e.Outcome {
+	case dirlock.Finished:
+		glog.Infof("%s cleaned: %d files sealed, %d bytes truncated", j.Path, len(j.Files), e.Truncated)
+	case dirlock.HandedOver:
+		glog.Infof("%s: its cleaning of epoch %d was taken over by a cleaning above it", j.Path, j.Epoch)
+	default:
+		glog.Errorf("finishing the cleaning of %s: %v", j.Path, e.Err)
+	}
 }
 
 // publish tells watchers about the lock transitions a command made. The
@@ -364,12 +311,12 @@ func (s *Server) dirLock(l dirlock.Lock) *bfspb.DirLock {
 	if l.Status != dirlock.Cleaning {
 		return d
 	}
-	rec := s.cleanings.get(l.EntryID)
-	if rec == nil {
+	j, ok := s.cleaner.Get(l.EntryID)
+	if !ok {
 		return d
 	}
-	pending := s.closer.pending()
-	for _, f := range rec.Files {
+	pending := s.closer.Pending()
+	for _, f := range j.Files {
 		if reps, ok := pending[f]; ok {
 			p, info, err := s.ns.PathOf(f)
 			if err != nil {
@@ -537,20 +484,15 @@ func (s *Server) releaseSessionLocks(id session.ID, reason string) {
 // resumeLocks, at startup, resumes the cleanings a crash interrupted and
 // releases the locks of sessions that did not survive it.
 func (s *Server) resumeLocks() error {
-	cls, err := s.ns.Cleanings()
-	if err != nil {
+	if _, err := s.cleaner.Resume(context.Background()); err != nil {
 		return err
-	}
-	for _, c := range cls {
-		glog.Infof("resuming the cleaning of %s (epoch %d, %d files)", c.Path, c.Record.Epoch, len(c.Record.Files))
-		s.clean(c.Path, c.Dir.EntryId, c.Record)
 	}
 	for _, l := range s.ns.Locks().List("/", true, dirlock.Locked) {
 		if namespace.IsOperatorSession(l.Session) || s.sessions.Valid(session.ID(l.Session)) {
 			continue
 		}
 		glog.Infof("releasing %s: its session %s did not survive the restart", l.Path, l.Session)
-		s.closer.goRun(func() { s.releaseSessionLocks(session.ID(l.Session), reasonExpiry) })
+		s.tasks.Go(func(context.Context) { s.releaseSessionLocks(session.ID(l.Session), reasonExpiry) })
 	}
 	return nil
 }

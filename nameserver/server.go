@@ -15,10 +15,13 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
 
+	"github.com/bfs-go/bfs/dirlock"
 	"github.com/bfs-go/bfs/internal/connpool"
 	"github.com/bfs-go/bfs/internal/daemon"
 	"github.com/bfs-go/bfs/internal/datadir"
+	"github.com/bfs-go/bfs/internal/taskgroup"
 	"github.com/bfs-go/bfs/nameserver/blockmap"
+	"github.com/bfs-go/bfs/nameserver/fileclose"
 	"github.com/bfs-go/bfs/nameserver/namespace"
 	"github.com/bfs-go/bfs/nameserver/session"
 	"github.com/bfs-go/bfs/proto/bfspb"
@@ -48,18 +51,21 @@ const flowWindow = 16 << 20
 type Server struct {
 	bfspb.UnimplementedNameServerServer
 
-	cfg       Config
-	ns        *namespace.Store
-	sessions  *session.Manager
-	metrics   *metrics
-	blocks    *blockmap.Map
-	closer    *closer
-	peers     *connpool.Pool
-	creates   createTracker
-	watch     *watchers
-	cleanings cleanings
-	grpc      *grpc.Server
-	health    *health.Server
+	cfg      Config
+	ns       *namespace.Store
+	sessions *session.Manager
+	metrics  *metrics
+	blocks   *blockmap.Map
+	closer   *fileclose.Closer
+	cleaner  *dirlock.Cleaner
+	peers    *connpool.Pool
+	creates  createTracker
+	watch    *watchers
+	grpc     *grpc.Server
+	health   *health.Server
+	// tasks are the server's own background work (releasing the locks of
+	// ended sessions, deletes of replicas); Close stops them.
+	tasks *taskgroup.Group
 	// dataLock holds the data directory (its LOCK file) until Close.
 	dataLock *os.File
 
@@ -98,8 +104,8 @@ func newServer(cfg Config, dataLock *os.File) (*Server, error) {
 		blocks:       blockmap.New(cfg.Clock.Now()),
 		peers:        connpool.New(grpc.WithTransportCredentials(insecure.NewCredentials())),
 		watch:        newWatchers(),
+		tasks:        taskgroup.New(),
 	}
-	s.closer = newCloser(s)
 	s.metrics = newMetrics(func() float64 { return float64(len(s.sessions.List())) })
 	ns, err := namespace.Open(namespace.Options{
 		Dir:           filepath.Join(cfg.DataDir, "namespace"),
@@ -111,13 +117,18 @@ func newServer(cfg Config, dataLock *os.File) (*Server, error) {
 		return nil, err
 	}
 	s.ns = ns
+	if err := s.startCleaning(); err != nil {
+		ns.Close()
+		return nil, err
+	}
 	if err := s.startSessions(); err != nil {
+		s.stopCleaning()
 		ns.Close()
 		return nil, err
 	}
 	if err := s.recover(); err != nil {
-		s.closer.stop()
 		s.sessions.Close()
+		s.stopCleaning()
 		ns.Close()
 		return nil, err
 	}
@@ -138,6 +149,43 @@ func newServer(cfg Config, dataLock *os.File) (*Server, error) {
 	s.health.SetServingStatus(bfspb.NameServer_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
 	reflection.Register(s.grpc)
 	return s, nil
+}
+
+// startCleaning sets up the closer of files open for write and the
+// directory-lock cleaner that drives it; nothing runs until recover.
+func (s *Server) startCleaning() error {
+	var err error
+	s.closer, err = fileclose.New(fileclose.Config{
+		Files:           fileStore{Store: s.ns, clock: s.cfg.Clock},
+		Replicas:        s.blocks,
+		Chunkservers:    chunkservers{s},
+		Clock:           s.cfg.Clock,
+		DeadTimeout:     s.cfg.DeadTimeout,
+		SealConcurrency: s.cfg.SealConcurrency,
+		OnClaimMismatch: s.metrics.claimMismatch.Inc,
+		BeforeClose:     s.cfg.TestingKnobs.BeforeClose,
+	})
+	if err != nil {
+		return err
+	}
+	s.cleaner, err = dirlock.NewCleaner(dirlock.CleanerConfig{
+		Closer: s.closer,
+		Store:  cleaningStore{s},
+		Clock:  s.cfg.Clock,
+		OnEnd:  s.cleaned,
+	})
+	if err != nil {
+		s.closer.Close()
+	}
+	return err
+}
+
+// stopCleaning stops the cleanings, then the closes they wait for, then
+// the server's own background work, which may have started either.
+func (s *Server) stopCleaning() {
+	s.cleaner.Close()
+	s.closer.Close()
+	s.tasks.Stop()
 }
 
 func (s *Server) startSessions() error {
@@ -181,7 +229,7 @@ func (s *Server) Close() error {
 		s.grpc.Stop()
 		<-s.livenessDone
 		s.sessions.Close()
-		s.closer.stop()
+		s.stopCleaning()
 		s.peers.Close()
 		s.closeErr = s.ns.Close()
 		if err := s.dataLock.Close(); s.closeErr == nil {
@@ -195,7 +243,7 @@ func (s *Server) Close() error {
 // ended sessions are closed, cleanings continue, locks of ended sessions
 // are released.
 func (s *Server) recover() error {
-	if err := s.closer.load(func(id string) bool { return s.sessions.Valid(session.ID(id)) }); err != nil {
+	if err := s.closer.Load(func(id string) bool { return s.sessions.Valid(session.ID(id)) }); err != nil {
 		return err
 	}
 	return s.resumeLocks()

@@ -55,7 +55,7 @@ func (s *Server) onSessionEnd(sess session.Session, why session.EndReason) {
 	if why == session.Closed {
 		reason = reasonHolder
 	}
-	s.closer.goRun(func() {
+	s.tasks.Go(func(context.Context) {
 		s.releaseSessionLocks(sess.ID, reason)
 		open, err := s.ns.OpenFiles(string(sess.ID))
 		if err != nil {
@@ -63,7 +63,7 @@ func (s *Server) onSessionEnd(sess session.Session, why session.EndReason) {
 			return
 		}
 		for _, f := range open {
-			s.closer.track(f.EntryID, true)
+			s.closer.Finish(f.EntryID)
 		}
 	})
 }

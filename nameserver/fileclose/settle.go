@@ -1,11 +1,9 @@
-package nameserver
+package fileclose
 
 import (
-	"context"
 	"errors"
 	"slices"
 	"sync"
-	"time"
 
 	"github.com/golang/glog"
 
@@ -25,10 +23,11 @@ import (
 // before a restart whose truncations never went out), all of them: those
 // of the write set and those the block map knows. It returns the bytes it
 // cut, and open if the file is open for write again, to be closed anew.
-func (c *closer) settle(entry uint64, f *closing) (truncated int64, open bool, err error) {
+func (c *Closer) settle(entry uint64, f *closing) (truncated int64, open bool, err error) {
 	var info *bfspb.FileInfo
-	for backoff := 10 * time.Millisecond; ; backoff = min(2*backoff, time.Second) {
-		_, info, err = c.s.ns.PathOf(entry)
+	b := storeBackoff()
+	for {
+		_, info, err = c.files.PathOf(entry)
 		if errors.Is(err, namespace.ErrNotFound) {
 			return 0, false, nil // deleted: its blocks go with it
 		}
@@ -36,8 +35,8 @@ func (c *closer) settle(entry uint64, f *closing) (truncated int64, open bool, e
 			break
 		}
 		glog.Warningf("checking the replicas of file %d: %v; retrying", entry, err)
-		if !c.sleep(backoff) {
-			return 0, false, c.ctx.Err()
+		if !c.sleep(b.NextBackOff()) {
+			return 0, false, c.ctx().Err()
 		}
 	}
 	if info.WriterSession != "" {
@@ -53,7 +52,7 @@ func (c *closer) settle(entry uint64, f *closing) (truncated int64, open bool, e
 		skip = f.settled
 	}
 	addrs := slices.Clone(blk.WriteSet)
-	for _, r := range c.s.blocks.Replicas(blockmap.BlockID(blk.Id)) {
+	for _, r := range c.replicas.Replicas(blockmap.BlockID(blk.Id)) {
 		addrs = append(addrs, r.Addr)
 	}
 	slices.Sort(addrs)
@@ -73,7 +72,7 @@ func (c *closer) settle(entry uint64, f *closing) (truncated int64, open bool, e
 		})
 	}
 	wg.Wait()
-	return truncated, false, c.ctx.Err()
+	return truncated, false, c.ctx().Err()
 }
 
 // settleReplica brings the replica of block at addr to size, asking the
@@ -83,27 +82,26 @@ func (c *closer) settle(entry uint64, f *closing) (truncated int64, open bool, e
 // It gives up on a dead chunkserver, whose next registration reports the
 // replica (I7), and on a live one that fails for a dead timeout. It
 // returns the bytes it cut.
-func (c *closer) settleReplica(addr string, block, size int64) (truncated int64) {
-	start := c.s.cfg.Clock.Now()
-	for backoff := 50 * time.Millisecond; ; backoff = min(2*backoff, 2*time.Second) {
-		if c.ctx.Err() != nil {
+func (c *Closer) settleReplica(addr string, block, size int64) (truncated int64) {
+	start := c.clock.Now()
+	b := rpcBackoff()
+	for {
+		if c.ctx().Err() != nil {
 			return truncated
 		}
 		if c.dead(addr) {
 			glog.V(1).Infof("block %d on %s: chunkserver is dead; its replica is checked when it reports again", block, addr)
 			return truncated
 		}
-		if c.s.cfg.Clock.Now().Sub(start) >= c.s.cfg.DeadTimeout {
-			glog.Warningf("block %d on %s: could not bring the replica to %d bytes for over %v; it is checked when it reports again", block, addr, size, c.s.cfg.DeadTimeout)
+		if c.clock.Now().Sub(start) >= c.deadTimeout {
+			glog.Warningf("block %d on %s: could not bring the replica to %d bytes for over %v; it is checked when it reports again", block, addr, size, c.deadTimeout)
 			return truncated
 		}
-		info, err := c.blockInfo(addr, block)
+		info, err := c.replicaInfo(addr, block)
 		switch {
 		case err != nil:
-		case info.Status == bfspb.StatusCode_NOT_FOUND:
+		case !info.Found:
 			return truncated
-		case info.Status != bfspb.StatusCode_OK:
-			err = errors.New(info.Status.String() + ": " + info.Message)
 		case !info.Sealed:
 			glog.Infof("block %d on %s missed the close of its file: sealing it", block, addr)
 			if c.sealOnce(addr, block) {
@@ -114,36 +112,30 @@ func (c *closer) settleReplica(addr string, block, size int64) (truncated int64)
 			return truncated
 		case info.Size > size:
 			glog.Infof("block %d on %s has %d bytes, the file %d: truncating it", block, addr, info.Size, size)
-			if err = c.truncateOnce(addr, block, size); err == nil {
+			if err = c.chunkservers.Truncate(c.ctx(), addr, block, size); err == nil {
 				truncated += info.Size - size
 				continue
 			}
 		default:
 			glog.Warningf("block %d on %s has %d bytes, fewer than the file's %d: deleting the stale replica", block, addr, info.Size, size)
-			c.s.blocks.DropReplica(blockmap.BlockID(block), addr)
-			c.s.deleteReplicas(addr, []int64{block})
+			c.replicas.DropReplica(blockmap.BlockID(block), addr)
+			c.chunkservers.Delete(addr, []int64{block})
 			return truncated
 		}
 		glog.V(1).Infof("block %d on %s: %v; retrying", block, addr, err)
-		if !c.sleep(backoff) {
+		if !c.sleep(b.NextBackOff()) {
 			return truncated
 		}
 	}
 }
 
-// blockInfo asks the chunkserver at addr about its replica of block.
-func (c *closer) blockInfo(addr string, block int64) (*bfspb.GetBlockInfoResponse, error) {
+// replicaInfo asks the chunkserver at addr about its replica of block.
+func (c *Closer) replicaInfo(addr string, block int64) (ReplicaInfo, error) {
 	select {
 	case c.sem <- struct{}{}:
-	case <-c.ctx.Done():
-		return nil, c.ctx.Err()
+	case <-c.ctx().Done():
+		return ReplicaInfo{}, c.ctx().Err()
 	}
 	defer func() { <-c.sem }()
-	cl, err := c.s.chunkserver(addr)
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
-	defer cancel()
-	return cl.GetBlockInfo(ctx, &bfspb.GetBlockInfoRequest{BlockId: block})
+	return c.chunkservers.Replica(c.ctx(), addr, block)
 }

@@ -1,0 +1,140 @@
+package nameserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/bfs-go/bfs/dirlock"
+	"github.com/bfs-go/bfs/internal/clock"
+	"github.com/bfs-go/bfs/nameserver/fileclose"
+	"github.com/bfs-go/bfs/nameserver/namespace"
+	"github.com/bfs-go/bfs/proto/bfspb"
+)
+
+// The nameserver's side of the interfaces dirlock.Cleaner and
+// fileclose.Closer take: the namespace, the block map and the chunkservers
+// as each of them needs to see them.
+
+var (
+	_ dirlock.FileCloser     = (*fileclose.Closer)(nil)
+	_ dirlock.Store          = cleaningStore{}
+	_ fileclose.Files        = fileStore{}
+	_ fileclose.Chunkservers = chunkservers{}
+)
+
+// rpcTimeout bounds one Seal, Truncate or GetBlockInfo call.
+const rpcTimeout = 5 * time.Second
+
+// fileStore is the namespace as the closer sees it: its reads, and the
+// CloseFile command stamped with the time.
+type fileStore struct {
+	*namespace.Store
+	clock clock.Clock
+}
+
+func (f fileStore) CloseFile(cmd *bfspb.CloseFileCmd) error {
+	_, err := f.Apply(&bfspb.Command{
+		TimeNs: f.clock.Now().UnixNano(),
+		Op:     &bfspb.Command_CloseFile{CloseFile: cmd},
+	})
+	return err
+}
+
+// chunkservers sends the closer's commands over gRPC; deletes go through
+// the server's deleteReplicas, which holds them back while creates of the
+// block are in flight.
+type chunkservers struct{ s *Server }
+
+func (c chunkservers) Seal(ctx context.Context, addr string, block int64) error {
+	cl, err := c.s.chunkserver(addr)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, rpcTimeout)
+	defer cancel()
+	resp, err := cl.Seal(ctx, &bfspb.SealRequest{BlockId: block})
+	if err == nil && resp.Status != bfspb.StatusCode_OK {
+		err = fmt.Errorf("%v: %s", resp.Status, resp.Message)
+	}
+	return err
+}
+
+func (c chunkservers) Truncate(ctx context.Context, addr string, block, size int64) error {
+	if hook := c.s.cfg.TestingKnobs.BeforeTruncate; hook != nil {
+		hook(ctx, addr, block, size)
+	}
+	cl, err := c.s.chunkserver(addr)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, rpcTimeout)
+	defer cancel()
+	resp, err := cl.Truncate(ctx, &bfspb.TruncateRequest{BlockId: block, Size: size})
+	if err == nil && resp.Status != bfspb.StatusCode_OK {
+		err = fmt.Errorf("%v: %s", resp.Status, resp.Message)
+	}
+	return err
+}
+
+func (c chunkservers) Replica(ctx context.Context, addr string, block int64) (fileclose.ReplicaInfo, error) {
+	cl, err := c.s.chunkserver(addr)
+	if err != nil {
+		return fileclose.ReplicaInfo{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, rpcTimeout)
+	defer cancel()
+	resp, err := cl.GetBlockInfo(ctx, &bfspb.GetBlockInfoRequest{BlockId: block})
+	switch {
+	case err != nil:
+		return fileclose.ReplicaInfo{}, err
+	case resp.Status == bfspb.StatusCode_NOT_FOUND:
+		return fileclose.ReplicaInfo{}, nil
+	case resp.Status != bfspb.StatusCode_OK:
+		return fileclose.ReplicaInfo{}, fmt.Errorf("%v: %s", resp.Status, resp.Message)
+	}
+	return fileclose.ReplicaInfo{Found: true, Sealed: resp.Sealed, Size: resp.Size}, nil
+}
+
+func (c chunkservers) Delete(addr string, blocks []int64) { c.s.deleteReplicas(addr, blocks) }
+
+// cleaningStore persists the ends of cleanings through the namespace's
+// apply path, and reads the cleanings it records.
+type cleaningStore struct{ s *Server }
+
+func (st cleaningStore) FinishCleaning(_ context.Context, j dirlock.Job, truncated int64) (bool, error) {
+	res, err := st.s.ns.Apply(&bfspb.Command{
+		TimeNs: st.s.cfg.Clock.Now().UnixNano(),
+		Op: &bfspb.Command_FinishCleaning{FinishCleaning: &bfspb.FinishCleaningCmd{
+			Path: j.Path, EntryId: j.Dir, Epoch: uint64(j.Epoch), BytesTruncated: truncated,
+		}},
+	})
+	if errors.Is(err, namespace.ErrNotFound) {
+		return false, fmt.Errorf("%w: %w", dirlock.ErrGone, err)
+	}
+	if err != nil {
+		return false, err
+	}
+	return len(res.RemovedLocks) > 0, nil
+}
+
+func (st cleaningStore) Cleanings(context.Context) ([]dirlock.Job, error) {
+	cls, err := st.s.ns.Cleanings()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]dirlock.Job, len(cls))
+	for i, c := range cls {
+		out[i] = cleaningOf(c.Path, c.Dir.EntryId, c.Record)
+	}
+	return out, nil
+}
+
+// cleaningOf is the cleaning the namespace recorded for directory dir at
+// path.
+func cleaningOf(path string, dir uint64, rec *bfspb.CleaningRecord) dirlock.Job {
+	return dirlock.Job{
+		Path: path, Dir: dir, Epoch: dirlock.Epoch(rec.Epoch), Reason: rec.Reason, Files: rec.Files,
+	}
+}
