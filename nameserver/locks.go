@@ -315,7 +315,7 @@ func (s *Server) dirLock(l dirlock.Lock) *bfspb.DirLock {
 	if !ok {
 		return d
 	}
-	pending := s.closer.Pending()
+	pending := s.closer.Pending(j.Files...)
 	for _, f := range j.Files {
 		if reps, ok := pending[f]; ok {
 			p, info, err := s.ns.PathOf(f)

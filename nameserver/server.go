@@ -114,23 +114,28 @@ func newServer(cfg Config, dataLock *os.File) (*Server, error) {
 		OnLockChange:  s.publish,
 	})
 	if err != nil {
+		s.peers.Close()
 		return nil, err
 	}
 	s.ns = ns
+	// If a step below fails, what was started stops in Close's order.
+	stops := []func(){func() { ns.Close() }, func() { s.peers.Close() }}
+	fail := func(err error) (*Server, error) {
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
+		}
+		return nil, err
+	}
 	if err := s.startCleaning(); err != nil {
-		ns.Close()
-		return nil, err
+		return fail(err)
 	}
+	stops = append(stops, s.stopCleaning)
 	if err := s.startSessions(); err != nil {
-		s.stopCleaning()
-		ns.Close()
-		return nil, err
+		return fail(err)
 	}
+	stops = append(stops, func() { s.sessions.Close() })
 	if err := s.recover(); err != nil {
-		s.sessions.Close()
-		s.stopCleaning()
-		ns.Close()
-		return nil, err
+		return fail(err)
 	}
 	go s.watchChunkservers()
 	s.grpc = grpc.NewServer(

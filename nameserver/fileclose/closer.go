@@ -334,16 +334,12 @@ func (c *Closer) DropReplicas(entry uint64, dropped []string) {
 		c.mu.Unlock()
 		return
 	}
-	f.writeSet = dropAddrs(f.writeSet, dropped)
+	f.writeSet = namespace.Without(f.writeSet, dropped)
 	ready := c.readyLocked(f)
 	c.mu.Unlock()
 	if ready {
 		c.goRun(func() { c.finalize(f) })
 	}
-}
-
-func dropAddrs(set, dropped []string) []string {
-	return slices.DeleteFunc(slices.Clone(set), func(a string) bool { return slices.Contains(dropped, a) })
 }
 
 // Recheck finishes the files whose last awaited replica was declared
@@ -386,12 +382,18 @@ func (c *Closer) dead(addr string) bool {
 	return c.replicas.Dead(addr, c.clock.Now(), c.deadTimeout)
 }
 
-// Pending lists the replicas each file being closed still waits for.
-func (c *Closer) Pending() map[uint64][]string {
+// Pending lists the replicas each of files that is being closed still
+// waits for; a file not being closed is not in the answer. It costs
+// O(len(files)), whatever else is closing.
+func (c *Closer) Pending(files ...uint64) map[uint64][]string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := make(map[uint64][]string, len(c.mu.files))
-	for e, f := range c.mu.files {
+	out := make(map[uint64][]string, len(files))
+	for _, e := range files {
+		f := c.mu.files[e]
+		if f == nil {
+			continue
+		}
 		for _, addr := range f.writeSet {
 			if _, ok := f.reports[addr]; !ok && !f.failed[addr] {
 				out[e] = append(out[e], addr)

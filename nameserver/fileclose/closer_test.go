@@ -210,7 +210,7 @@ func TestCloseStartsOverWhenABlockIsAdded(t *testing.T) {
 
 	done := tc.Finish(entry)
 	require.NoError(t, <-added)
-	require.Eventually(t, func() bool { return len(tc.Pending()[entry]) == 1 }, 10*time.Second, time.Millisecond,
+	require.Eventually(t, func() bool { return len(tc.Pending(entry)[entry]) == 1 }, 10*time.Second, time.Millisecond,
 		"the close did not start over, waiting for the new block's replica")
 	select {
 	case <-done:
@@ -270,8 +270,8 @@ func TestCloseFileEndsWithoutADeadChunkserver(t *testing.T) {
 		_, err := tc.CloseFile(context.Background(), entry)
 		closed <- err
 	}()
-	require.Eventually(t, func() bool { return len(tc.Pending()[entry]) == 1 }, 10*time.Second, time.Millisecond)
-	require.Equal(t, []string{"cs2"}, tc.Pending()[entry])
+	require.Eventually(t, func() bool { return len(tc.Pending(entry)[entry]) == 1 }, 10*time.Second, time.Millisecond)
+	require.Equal(t, []string{"cs2"}, tc.Pending(entry)[entry])
 	for range 11 { // cs1 and cs3 heartbeat, cs2 is silent
 		tc.clock.Advance(time.Second)
 		for _, s := range tc.blocks.Servers() {

@@ -63,7 +63,7 @@ func applySyncBlock(st *step, c *bfspb.SyncBlockCmd) (*Result, error) {
 	}
 	blk.Size = max(blk.Size, c.Size)
 	info.Size = blk.Size
-	blk.WriteSet = dropAll(blk.WriteSet, c.Dropped)
+	blk.WriteSet = Without(blk.WriteSet, c.Dropped)
 	return &Result{Info: info}, putInfo(st.b, keyOf(info), info)
 }
 
@@ -91,7 +91,7 @@ func applyCloseFile(st *step, c *bfspb.CloseFileCmd) (*Result, error) {
 			return nil, fmt.Errorf("%w: negative size", ErrInvalid)
 		}
 		blk.Size = c.BlockSize
-		blk.WriteSet = dropAll(blk.WriteSet, c.Dropped)
+		blk.WriteSet = Without(blk.WriteSet, c.Dropped)
 	}
 	info.Size = 0
 	for _, blk := range info.Blocks {
@@ -107,8 +107,10 @@ func lastBlock(info *bfspb.FileInfo) *bfspb.BlockMeta {
 	return info.Blocks[len(info.Blocks)-1]
 }
 
-func dropAll(set, dropped []string) []string {
-	return slices.DeleteFunc(set, func(a string) bool { return slices.Contains(dropped, a) })
+// Without returns the addresses of set that are not in dropped, in a new
+// slice: a write set less the replicas its writer dropped.
+func Without(set, dropped []string) []string {
+	return slices.DeleteFunc(slices.Clone(set), func(a string) bool { return slices.Contains(dropped, a) })
 }
 
 // OpenFile is a file open for write, as the open-file index records it.
