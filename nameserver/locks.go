@@ -358,6 +358,12 @@ func endEvent(res *namespace.Result, path string, now int64, reason string) *bfs
 // dirLock describes a lock for the wire, with the files still pending
 // while it is cleaning.
 func (s *Server) dirLock(l dirlock.Lock) *bfspb.DirLock {
+	return s.describeLock(l, s.closer.pending)
+}
+
+// describeLock is dirLock with the files being closed from pending,
+// called only for a cleaning lock (a listing asks the closer once).
+func (s *Server) describeLock(l dirlock.Lock, pending func() map[uint64][]string) *bfspb.DirLock {
 	d := &bfspb.DirLock{
 		Path: l.Path, Status: lockStatusOf(l.Status), Holder: l.Holder, SessionId: string(l.Session),
 		Epoch: uint64(l.Epoch), SinceNs: l.Since.UnixNano(),
@@ -369,9 +375,9 @@ func (s *Server) dirLock(l dirlock.Lock) *bfspb.DirLock {
 	if rec == nil {
 		return d
 	}
-	pending := s.closer.pending()
+	closing := pending()
 	for _, f := range rec.Files {
-		if reps, ok := pending[f]; ok {
+		if reps, ok := closing[f]; ok {
 			p, info, err := s.ns.PathOf(f)
 			if err != nil {
 				continue
@@ -446,31 +452,6 @@ func (s *Server) GetDirLock(_ context.Context, req *bfspb.GetDirLockRequest) (*b
 	return resp, nil
 }
 
-// ListDirLocks lists the locked and cleaning directories under a prefix.
-func (s *Server) ListDirLocks(_ context.Context, req *bfspb.ListDirLocksRequest) (*bfspb.ListDirLocksResponse, error) {
-	prefix := req.Prefix
-	if prefix == "" {
-		prefix = "/"
-	}
-	p, err := cleanPath(prefix)
-	if err != nil {
-		code, msg := statusOf(err)
-		return &bfspb.ListDirLocksResponse{Status: code, Message: msg}, nil
-	}
-	want := dirlock.Locked
-	if req.Status == bfspb.LockStatus_LOCK_STATUS_CLEANING {
-		want = dirlock.Cleaning
-	}
-	resp := &bfspb.ListDirLocksResponse{}
-	if req.FilterStatus && req.Status == bfspb.LockStatus_LOCK_STATUS_UNLOCKED {
-		return resp, nil // the table holds no unlocked directories
-	}
-	for _, l := range s.ns.Locks().List(p, req.FilterStatus, want) {
-		resp.Locks = append(resp.Locks, s.dirLock(l))
-	}
-	return resp, nil
-}
-
 // WatchDirLocks streams lock transitions under a prefix (with a session
 // id, only the ends of that session's locks) until the caller goes away.
 // It sends the response headers once the watch is registered. A watcher
@@ -512,13 +493,6 @@ var (
 	errLagged   = status.Error(codes.Unavailable, "watch fell behind: list the locks again and watch anew")
 	errStopping = status.Error(codes.Unavailable, "nameserver stopping")
 )
-
-// GetLockHistory returns the past locks of a directory.
-func (s *Server) GetLockHistory(_ context.Context, req *bfspb.GetLockHistoryRequest) (*bfspb.GetLockHistoryResponse, error) {
-	entries, err := s.ns.History(req.Path)
-	code, msg := statusOf(err)
-	return &bfspb.GetLockHistoryResponse{Status: code, Message: msg, Entries: entries}, nil
-}
 
 // releaseSessionLocks cleans every lock a session held, parents first
 // (their nested locks go with them).

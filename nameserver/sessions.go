@@ -6,7 +6,6 @@ import (
 
 	"github.com/golang/glog"
 
-	"github.com/bfs-go/bfs/dirlock"
 	"github.com/bfs-go/bfs/nameserver/session"
 	"github.com/bfs-go/bfs/proto/bfspb"
 )
@@ -88,25 +87,4 @@ func (s *Server) CloseSession(ctx context.Context, req *bfspb.CloseSessionReques
 	err := s.sessions.CloseSession(ctx, session.ID(req.SessionId))
 	code, msg := statusOf(err)
 	return &bfspb.CloseSessionResponse{Status: code, Message: msg}, nil
-}
-
-// ListSessions lists the live sessions.
-func (s *Server) ListSessions(context.Context, *bfspb.ListSessionsRequest) (*bfspb.ListSessionsResponse, error) {
-	resp := &bfspb.ListSessionsResponse{}
-	for _, in := range s.sessions.List() {
-		info := &bfspb.SessionInfo{
-			SessionId:   string(in.ID),
-			Holder:      in.Holder,
-			TtlMs:       in.TTL.Milliseconds(),
-			RemainingMs: in.Remaining.Milliseconds(),
-		}
-		for _, l := range s.ns.Locks().Held(dirlock.SessionID(in.ID)) {
-			info.Locks = append(info.Locks, l.Path)
-		}
-		if open, err := s.ns.OpenFiles(string(in.ID)); err == nil {
-			info.OpenFiles = int64(len(open))
-		}
-		resp.Sessions = append(resp.Sessions, info)
-	}
-	return resp, nil
 }
