@@ -57,6 +57,27 @@ func (c *cleanings) remove(dir uint64, rec *bfspb.CleaningRecord) {
 	}
 }
 
+// count returns how many cleanings are in progress and how many of their
+// files are among closing (the files being closed).
+func (c *cleanings) count(closing map[uint64][]string) (n, pending int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, rec := range c.mu.byDir {
+		for _, f := range rec.Files {
+			if _, ok := closing[f]; ok {
+				pending++
+			}
+		}
+	}
+	return len(c.mu.byDir), pending
+}
+
+// cleaningCounts is the cleanings in progress and the files they still
+// wait for, for metrics.
+func (s *Server) cleaningCounts() (n, pending int) {
+	return s.cleanings.count(s.closer.pending())
+}
+
 func (c *cleanings) get(dir uint64) *bfspb.CleaningRecord {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -302,6 +323,7 @@ func (s *Server) clean(path string, dir uint64, rec *bfspb.CleaningRecord) {
 // (path, holder, session, epoch), also one that ends it: the SDK's handle
 // of that lock matches on them.
 func (s *Server) publish(cmd *bfspb.Command, res *namespace.Result) {
+	s.metrics.lockChanged(cmd, res)
 	reason := transitionReason(cmd)
 	events := make([]*bfspb.DirLockEvent, 0, len(res.SetLocks)+len(res.RemovedLocks))
 	for _, l := range res.SetLocks {
@@ -317,7 +339,12 @@ func (s *Server) publish(cmd *bfspb.Command, res *namespace.Result) {
 		}
 		events = append(events, &bfspb.DirLockEvent{Lock: s.dirLock(l), Previous: prev, Reason: why})
 	}
-	now := s.cfg.Clock.Now().UnixNano()
+	// A lock ends when the command that ended it was stamped, as stored,
+	// like the CLEANING events above.
+	now := cmd.TimeNs
+	if now == 0 {
+		now = s.cfg.Clock.Now().UnixNano()
+	}
 	for _, p := range res.RemovedLocks {
 		events = append(events, endEvent(res, p, now, reason))
 	}
@@ -478,6 +505,12 @@ func (s *Server) WatchDirLocks(req *bfspb.WatchDirLocksRequest, stream bfspb.Nam
 		case ev := <-sub.events:
 			if err := stream.Send(ev); err != nil {
 				return err
+			}
+			if sub.session != "" && ev.Reason == reasonForce {
+				// The holder's own stream: it has been told. The event's
+				// time is the forced unlock's.
+				told := s.cfg.Clock.Now().Sub(time.Unix(0, ev.Lock.SinceNs))
+				s.metrics.locks.forcedNoticed.Observe(max(told, 0).Seconds())
 			}
 		case <-sub.lagged:
 			return errLagged

@@ -90,6 +90,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.ns = ns
+	s.metrics.lockGauges(ns.Locks().Counts, s.cleaningCounts)
 	if err := s.startSessions(); err != nil {
 		ns.Close()
 		return nil, err
@@ -102,7 +103,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	go s.watchChunkservers()
 	s.grpc = grpc.NewServer(
-		grpc.ChainUnaryInterceptor(s.metrics.rpcs.Unary),
+		grpc.ChainUnaryInterceptor(s.metrics.rpcs.Unary, s.metrics.countRefusals),
 		grpc.ChainStreamInterceptor(s.metrics.rpcs.Stream),
 		// A full block report of a big chunkserver is one message.
 		grpc.MaxRecvMsgSize(maxMessageBytes),
