@@ -4,8 +4,11 @@
 // tool runs in-process in tests.
 //
 // Output is a table for people by default; with -o json every command
-// prints one JSON document on stdout, except watch, which prints one JSON
-// object per line. Errors and progress go to stderr.
+// prints one JSON document on stdout, except watch and the listings (list,
+// sessions, history), which print one JSON object per line. The listings
+// are fetched a page at a time and printed as the pages arrive (format.go,
+// stream), so 100,000 locks start printing at once and --limit stops
+// early. Errors and progress go to stderr.
 //
 // Exit codes (the Exit* constants) are decided with errors.Is on the SDK's
 // sentinels, never from message text:

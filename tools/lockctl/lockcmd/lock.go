@@ -210,11 +210,10 @@ func blocker(ctx context.Context, c *sdk.Client, path string) (*sdk.DirLock, err
 			break
 		}
 	}
-	below, err := c.ListDirLocks(ctx, path, nil)
-	if err != nil || len(below) == 0 {
-		return nil, err
+	for d, err := range c.AllDirLocks(ctx, sdk.LockQuery{Prefix: path, PageSize: 1}) {
+		return d, err // the first one below is enough
 	}
-	return below[0], nil
+	return nil, nil
 }
 
 // parent of a clean absolute path other than "/".
