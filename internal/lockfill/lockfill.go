@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/bfs-go/bfs/proto/bfspb"
 )
@@ -141,4 +142,30 @@ func check(r response, err error, what string) error {
 		return fmt.Errorf("lockfill: %s: %v %s", what, r.GetStatus(), r.GetMessage())
 	}
 	return nil
+}
+
+// Release closes the sessions Fill opened, which releases their locks
+// (the nameserver cleans them in the background), and waits until no lock
+// under Root is left.
+func (f *Filled) Release(ctx context.Context, ns bfspb.NameServerClient) error {
+	for _, id := range f.SessionIDs {
+		cl, err := ns.CloseSession(ctx, &bfspb.CloseSessionRequest{SessionId: id})
+		if err := check(cl, err, "close session"); err != nil {
+			return err
+		}
+	}
+	for {
+		list, err := ns.ListDirLocks(ctx, &bfspb.ListDirLocksRequest{Prefix: f.Root, PageSize: 1})
+		if err := check(list, err, "list locks"); err != nil {
+			return err
+		}
+		if len(list.Locks) == 0 && list.NextPageToken == "" {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("lockfill: locks under %s still held: %w", f.Root, ctx.Err())
+		case <-time.After(50 * time.Millisecond): // the nameserver offers no event to wait on
+		}
+	}
 }
