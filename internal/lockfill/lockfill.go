@@ -36,11 +36,18 @@ type Spec struct {
 	TTLMs int64
 }
 
-// Filled is what Fill made.
+// Filled is what Fill made. Its sessions are kept alive until Stop or
+// Release.
 type Filled struct {
 	Spec
 	// SessionIDs are the sessions, by group.
 	SessionIDs []string
+
+	stopc    chan struct{}
+	donec    chan struct{}
+	stopOnce sync.Once
+	// kept records the first failed keep-alive, read after donec.
+	kept error
 }
 
 // Holder is the holder of group g's session.
@@ -61,27 +68,66 @@ func (f *Filled) perSession() int { return (f.Locks + f.Sessions - 1) / f.Sessio
 func (f *Filled) GroupDir(g int) string { return fmt.Sprintf("%s/g%03d", f.Root, g) }
 
 // Fill opens spec.Sessions sessions and makes and locks spec.Locks
-// directories with spec.Workers RPCs in flight.
+// directories with spec.Workers RPCs in flight. The sessions are kept
+// alive (a million locks take longer than a TTL) until Stop or Release,
+// which the caller calls; if Fill fails it stops them itself.
 func Fill(ctx context.Context, ns bfspb.NameServerClient, spec Spec) (*Filled, error) {
 	if spec.Locks < 1 || spec.Sessions < 1 || spec.Sessions > spec.Locks || spec.Workers < 1 {
 		return nil, fmt.Errorf("lockfill: bad spec %+v", spec)
 	}
-	f := &Filled{Spec: spec}
+	f := &Filled{Spec: spec, stopc: make(chan struct{}), donec: make(chan struct{})}
 	if f.TTLMs == 0 {
 		f.TTLMs = 600_000
 	}
 	for g := range spec.Sessions {
 		open, err := ns.OpenSession(ctx, &bfspb.OpenSessionRequest{Holder: Holder(g), TtlMs: f.TTLMs})
 		if err := check(open, err, "open session"); err != nil {
+			close(f.donec)
 			return nil, err
 		}
 		f.SessionIDs = append(f.SessionIDs, open.SessionId)
+	}
+	go f.keepAlive(ns)
+	for g := range spec.Sessions {
 		mk, err := ns.Mkdir(ctx, &bfspb.MkdirRequest{Path: f.GroupDir(g), Parents: true})
 		if err := check(mk, err, "mkdir "+f.GroupDir(g)); err != nil {
+			f.Stop()
 			return nil, err
 		}
 	}
-	return f, f.run(ctx, ns)
+	if err := f.run(ctx, ns); err != nil {
+		f.Stop()
+		return nil, err
+	}
+	return f, nil
+}
+
+// keepAlive renews the sessions every third of their TTL until Stop.
+func (f *Filled) keepAlive(ns bfspb.NameServerClient) {
+	defer close(f.donec)
+	tick := time.NewTicker(time.Duration(f.TTLMs) * time.Millisecond / 3)
+	defer tick.Stop()
+	for {
+		select {
+		case <-f.stopc:
+			return
+		case <-tick.C:
+		}
+		for _, id := range f.SessionIDs {
+			ka, err := ns.KeepAlive(context.Background(), &bfspb.KeepAliveRequest{SessionId: id})
+			if err := check(ka, err, "keep-alive"); err != nil && f.kept == nil {
+				f.kept = err
+			}
+		}
+	}
+}
+
+// Stop stops keeping the sessions alive and reports the first keep-alive
+// that failed. It is safe to call more than once.
+func (f *Filled) Stop() error {
+	f.stopOnce.Do(func() { close(f.stopc) })
+	<-f.donec
+	return f.kept
 }
 
 // run makes and locks every directory, spread over the workers.
@@ -144,10 +190,13 @@ func check(r response, err error, what string) error {
 	return nil
 }
 
-// Release closes the sessions Fill opened, which releases their locks
-// (the nameserver cleans them in the background), and waits until no lock
-// under Root is left.
+// Release stops the keep-alives and closes the sessions Fill opened,
+// which releases their locks (the nameserver cleans them in the
+// background), and waits until no lock under Root is left.
 func (f *Filled) Release(ctx context.Context, ns bfspb.NameServerClient) error {
+	if err := f.Stop(); err != nil {
+		return err
+	}
 	for _, id := range f.SessionIDs {
 		cl, err := ns.CloseSession(ctx, &bfspb.CloseSessionRequest{SessionId: id})
 		if err := check(cl, err, "close session"); err != nil {

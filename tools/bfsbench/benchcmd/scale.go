@@ -133,13 +133,17 @@ func (o *scaleOptions) measure(ctx context.Context, c *common, cl *cluster, n in
 		return nil, err
 	}
 	fill := time.Since(start)
-	if srv == nil {
-		defer func() {
-			if err := f.Release(context.WithoutCancel(ctx), ns); err != nil {
-				c.progressf("releasing the scale locks: %v", err)
-			}
-		}()
-	}
+	defer func() {
+		// A cluster bfsbench started goes away whole; a running one is
+		// left without the locks.
+		err := f.Stop()
+		if srv == nil {
+			err = f.Release(context.WithoutCancel(ctx), ns)
+		}
+		if err != nil {
+			c.progressf("releasing the scale locks: %v", err)
+		}
+	}()
 	after, err := srv.rss()
 	rssErr = cmpErr(rssErr, err)
 	param := "locks=" + strconv.Itoa(n)

@@ -49,6 +49,7 @@ func TestListingsAtScale(t *testing.T) {
 	start := time.Now()
 	f, err := lockfill.Fill(ctx, raw, lockfill.Spec{Root: "/tera", Locks: scaleLocks, Sessions: scaleSessions, Workers: 64})
 	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, f.Stop()) })
 	t.Logf("%d directories made and locked in %v", scaleLocks, time.Since(start).Round(time.Millisecond))
 	perGroup := scaleLocks / scaleSessions
 	want := make([]string, scaleLocks)
