@@ -53,7 +53,8 @@ type LockQuery struct {
 // the next page is asked for only when the loop wants more, so breaking
 // out early costs nothing further. Locks granted or released while the
 // listing runs may or may not be listed, but none is listed twice. A
-// failure ends the sequence: it is yielded once, with a nil lock.
+// failure ends the sequence: it is yielded once, with a nil lock. Each
+// range over the sequence lists afresh.
 func (c *Client) AllDirLocks(ctx context.Context, q LockQuery) iter.Seq2[*DirLock, error] {
 	fail := func(err error) iter.Seq2[*DirLock, error] {
 		return func(yield func(*DirLock, error) bool) { yield(nil, pathError("list locks", q.Prefix, err)) }
@@ -70,15 +71,14 @@ func (c *Client) AllDirLocks(ctx context.Context, q LockQuery) iter.Seq2[*DirLoc
 	if err != nil {
 		return fail(err)
 	}
-	req := &bfspb.ListDirLocksRequest{Prefix: p, Holder: q.Holder, SessionId: q.SessionID, PageSize: size}
-	if q.Status != Unlocked {
-		req.FilterStatus, req.Status = true, lockStatusToWire(q.Status)
-	}
 	return pages(func(token string) ([]*DirLock, string, error) {
 		if err := c.checkOpen(); err != nil {
 			return nil, "", err
 		}
-		req.PageToken = token
+		req := &bfspb.ListDirLocksRequest{Prefix: p, Holder: q.Holder, SessionId: q.SessionID, PageSize: size, PageToken: token}
+		if q.Status != Unlocked {
+			req.FilterStatus, req.Status = true, lockStatusToWire(q.Status)
+		}
 		resp, err := c.ns.ListDirLocks(ctx, req)
 		if err != nil {
 			return nil, "", pathError("list locks", prefix, transportError(ctx, err))
@@ -319,12 +319,11 @@ func (c *Client) AllSessions(ctx context.Context, q SessionQuery) iter.Seq2[Sess
 	if err != nil {
 		return func(yield func(SessionInfo, error) bool) { yield(SessionInfo{}, err) }
 	}
-	req := &bfspb.ListSessionsRequest{Holder: q.Holder, PageSize: size}
 	return pages(func(token string) ([]SessionInfo, string, error) {
 		if err := c.checkOpen(); err != nil {
 			return nil, "", err
 		}
-		req.PageToken = token
+		req := &bfspb.ListSessionsRequest{Holder: q.Holder, PageSize: size, PageToken: token}
 		resp, err := c.ns.ListSessions(ctx, req)
 		if err != nil {
 			return nil, "", transportError(ctx, err)
