@@ -267,3 +267,48 @@ func TestListDirLocksPageBytes(t *testing.T) {
 	require.EqualValues(t, 300, sessions.Sessions[0].LockCount)
 	require.Len(t, sessions.Sessions[0].Locks, 64<<10/len(all[0]), "paths listed up to 64 KiB")
 }
+
+// TestListSessionsPageBytes: thousands of sessions with long holder
+// strings come in pages cut before their size passes what a client
+// accepts, even at the largest page size.
+func TestListSessionsPageBytes(t *testing.T) {
+	c := testcluster.Start(t)
+	ns := bfspb.NewNameServerClient(dial(t, c.NameServerAddr))
+	const sessions = 4000 // about 1.2 MB of SessionInfo
+	errs := make(chan error, 16)
+	for w := range 16 {
+		go func() {
+			var err error
+			for i := w; i < sessions && err == nil; i += 16 {
+				var r *bfspb.OpenSessionResponse
+				holder := fmt.Sprintf("%04d-%s", i, strings.Repeat("h", 250))
+				r, err = ns.OpenSession(context.Background(), &bfspb.OpenSessionRequest{Holder: holder, TtlMs: 60000})
+				if err == nil && r.Status != bfspb.StatusCode_OK {
+					err = fmt.Errorf("open session: %v %s", r.Status, r.Message)
+				}
+			}
+			errs <- err
+		}()
+	}
+	for range 16 {
+		require.NoError(t, <-errs)
+	}
+	req := &bfspb.ListSessionsRequest{PageSize: 100000} // capped by the server
+	seen := map[string]bool{}
+	for pages := 1; ; pages++ {
+		resp, err := ns.ListSessions(context.Background(), req)
+		require.NoError(t, err)
+		require.Equal(t, bfspb.StatusCode_OK, resp.Status, resp.Message)
+		require.LessOrEqual(t, proto.Size(resp), 1<<20+1024)
+		for _, s := range resp.Sessions {
+			require.False(t, seen[s.SessionId], "listed twice")
+			seen[s.SessionId] = true
+		}
+		if resp.NextPageToken == "" {
+			require.Equal(t, 2, pages, "cut once by size")
+			break
+		}
+		req.PageToken = resp.NextPageToken
+	}
+	require.Len(t, seen, sessions)
+}

@@ -51,7 +51,8 @@ func (s *Server) onSessionEnd(sess session.Session, why session.EndReason) {
 	reason := reasonExpiry
 	if why == session.Closed {
 		reason = reasonHolder
-	} else {
+	}
+	if why == session.Expired {
 		s.metrics.locks.expiries.Inc()
 	}
 	s.closer.goRun(func() {
