@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"strings"
 	"time"
 
@@ -210,10 +211,10 @@ func blocker(ctx context.Context, c *sdk.Client, path string) (*sdk.DirLock, err
 			break
 		}
 	}
-	for d, err := range c.AllDirLocks(ctx, sdk.LockQuery{Prefix: path, PageSize: 1}) {
-		return d, err // the first one below is enough
-	}
-	return nil, nil
+	next, stop := iter.Pull2(c.AllDirLocks(ctx, sdk.LockQuery{Prefix: path, PageSize: 1}))
+	defer stop()
+	d, err, _ := next() // the first one below is enough
+	return d, err
 }
 
 // parent of a clean absolute path other than "/".
