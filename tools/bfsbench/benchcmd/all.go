@@ -92,7 +92,7 @@ func (c *common) runSuite(ctx context.Context, suite []suiteEntry, plotDir strin
 		if start == nil {
 			start = c.target
 		}
-		rs, err := c.measureOn(ctx, b.validate, b.run, start)
+		rs, err := c.measure(ctx, b.validate, b.run, start)
 		if err != nil {
 			if ctx.Err() != nil {
 				return err

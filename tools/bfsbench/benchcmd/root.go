@@ -210,14 +210,9 @@ type runFunc func(ctx context.Context, c *common, cl *cluster) ([]bench.Result, 
 // startFunc starts (or targets) the cluster a benchmark measures.
 type startFunc func(ctx context.Context) (*cluster, error)
 
-// measure validates the flags, starts (or targets) the cluster, runs the
-// benchmark and stops the cluster again.
-func (c *common) measure(ctx context.Context, validate func() error, run runFunc) ([]bench.Result, error) {
-	return c.measureOn(ctx, validate, run, c.target)
-}
-
-// measureOn is measure on the cluster start gives.
-func (c *common) measureOn(ctx context.Context, validate func() error, run runFunc, start startFunc) ([]bench.Result, error) {
+// measure validates the flags, starts (or targets) the cluster with
+// start, runs the benchmark and stops the cluster again.
+func (c *common) measure(ctx context.Context, validate func() error, run runFunc, start startFunc) ([]bench.Result, error) {
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
@@ -262,7 +257,7 @@ func (c *common) benchCommandOn(cmd *cobra.Command, validate func() error, run r
 	var plotPath string
 	cmd.Flags().StringVar(&plotPath, "plot", "", "also draw this benchmark's chart to this file (.png, .svg or .pdf)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		results, err := c.measureOn(cmd.Context(), func() error {
+		results, err := c.measure(cmd.Context(), func() error {
 			if err := validatePlotPath("--plot", plotPath); err != nil {
 				return err
 			}
