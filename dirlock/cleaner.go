@@ -193,6 +193,17 @@ func (c *Cleaner) Get(dir uint64) (Job, bool) {
 	return *j, true
 }
 
+// Jobs returns the cleanings in progress.
+func (c *Cleaner) Jobs() []Job {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]Job, 0, len(c.mu.byDir))
+	for _, j := range c.mu.byDir {
+		out = append(out, *j)
+	}
+	return out
+}
+
 // Close stops every cleaning and waits for their goroutines. What they
 // had not persisted resumes after the restart. Start refuses cleanings
 // from then on.

@@ -96,6 +96,16 @@
 // Table: it does the I/O and the waiting of a cleaning, through the
 // interfaces it is given.
 //
+// # Listings
+//
+// Page lists the locks a page at a time, in path order, filtered by
+// prefix, state, holder and session: each page resumes strictly after the
+// path the previous one ended at (found by binary search on the sorted
+// paths), so a page costs O(log n) plus the locks it looks at (Query.Scan
+// bounds those for selective filters), and a lock set or removed
+// between pages is neither listed twice nor breaks the listing. Counts
+// and HeldBy serve the nameserver's metrics and its session listing.
+//
 // # Invariants
 //
 //   - I1: at most one session holds locks in any chain of ancestors: for

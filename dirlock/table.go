@@ -95,6 +95,8 @@ type Table struct {
 		byPath map[string]*Lock
 		// paths is byPath's keys, sorted, for subtree queries.
 		paths []string
+		// locked counts the LOCKED locks (the others are CLEANING).
+		locked int
 	}
 }
 
@@ -246,9 +248,14 @@ func (t *Table) Subtree(path string) []Lock {
 func (t *Table) Set(l Lock) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if _, ok := t.mu.byPath[l.Path]; !ok {
+	if old, ok := t.mu.byPath[l.Path]; !ok {
 		i, _ := slices.BinarySearch(t.mu.paths, l.Path)
 		t.mu.paths = slices.Insert(t.mu.paths, i, l.Path)
+	} else if old.Status == Locked {
+		t.mu.locked--
+	}
+	if l.Status == Locked {
+		t.mu.locked++
 	}
 	t.mu.byPath[l.Path] = &l
 }
@@ -261,8 +268,12 @@ func (t *Table) Remove(path string) {
 }
 
 func (t *Table) removeLocked(path string) {
-	if _, ok := t.mu.byPath[path]; !ok {
+	l, ok := t.mu.byPath[path]
+	if !ok {
 		return
+	}
+	if l.Status == Locked {
+		t.mu.locked--
 	}
 	delete(t.mu.byPath, path)
 	if i, ok := slices.BinarySearch(t.mu.paths, path); ok {

@@ -30,6 +30,16 @@ const (
 	reasonDeleted = "deleted"
 )
 
+// cleaningCounts is the cleanings in progress and the files they still
+// wait for, for metrics.
+func (s *Server) cleaningCounts() (n, pending int) {
+	jobs := s.cleaner.Jobs()
+	for _, j := range jobs {
+		pending += len(s.closer.Pending(j.Files...))
+	}
+	return len(jobs), pending
+}
+
 // LockDir locks a directory for the caller's session; with wait it blocks
 // until the lock can be granted or the call's deadline (nearly) passes.
 // A directory where other sessions have files open for write is cleaned
@@ -248,6 +258,7 @@ func (s *Server) cleaned(j dirlock.Job, e dirlock.End) {
 // (path, holder, session, epoch), also one that ends it: the SDK's handle
 // of that lock matches on them.
 func (s *Server) publish(cmd *bfspb.Command, res *namespace.Result) {
+	s.metrics.lockChanged(cmd, res)
 	reason := transitionReason(cmd)
 	events := make([]*bfspb.DirLockEvent, 0, len(res.SetLocks)+len(res.RemovedLocks))
 	for _, l := range res.SetLocks {
@@ -263,7 +274,12 @@ func (s *Server) publish(cmd *bfspb.Command, res *namespace.Result) {
 		}
 		events = append(events, &bfspb.DirLockEvent{Lock: s.dirLock(l), Previous: prev, Reason: why})
 	}
-	now := s.cfg.Clock.Now().UnixNano()
+	// A lock ends when the command that ended it was stamped, as stored,
+	// like the CLEANING events above.
+	now := cmd.TimeNs
+	if now == 0 {
+		now = s.cfg.Clock.Now().UnixNano()
+	}
 	for _, p := range res.RemovedLocks {
 		events = append(events, endEvent(res, p, now, reason))
 	}
@@ -303,6 +319,8 @@ func endEvent(res *namespace.Result, path string, now int64, reason string) *bfs
 
 // dirLock describes a lock for the wire, with the files still pending
 // while it is cleaning.
+// It asks the closer about the cleaning's own files only, so a listing
+// costs what it answers, whatever else is closing.
 func (s *Server) dirLock(l dirlock.Lock) *bfspb.DirLock {
 	d := &bfspb.DirLock{
 		Path: l.Path, Status: lockStatusOf(l.Status), Holder: l.Holder, SessionId: string(l.Session),
@@ -392,31 +410,6 @@ func (s *Server) GetDirLock(_ context.Context, req *bfspb.GetDirLockRequest) (*b
 	return resp, nil
 }
 
-// ListDirLocks lists the locked and cleaning directories under a prefix.
-func (s *Server) ListDirLocks(_ context.Context, req *bfspb.ListDirLocksRequest) (*bfspb.ListDirLocksResponse, error) {
-	prefix := req.Prefix
-	if prefix == "" {
-		prefix = "/"
-	}
-	p, err := cleanPath(prefix)
-	if err != nil {
-		code, msg := statusOf(err)
-		return &bfspb.ListDirLocksResponse{Status: code, Message: msg}, nil
-	}
-	want := dirlock.Locked
-	if req.Status == bfspb.LockStatus_LOCK_STATUS_CLEANING {
-		want = dirlock.Cleaning
-	}
-	resp := &bfspb.ListDirLocksResponse{}
-	if req.FilterStatus && req.Status == bfspb.LockStatus_LOCK_STATUS_UNLOCKED {
-		return resp, nil // the table holds no unlocked directories
-	}
-	for _, l := range s.ns.Locks().List(p, req.FilterStatus, want) {
-		resp.Locks = append(resp.Locks, s.dirLock(l))
-	}
-	return resp, nil
-}
-
 // WatchDirLocks streams lock transitions under a prefix (with a session
 // id, only the ends of that session's locks) until the caller goes away.
 // It sends the response headers once the watch is registered. A watcher
@@ -444,6 +437,12 @@ func (s *Server) WatchDirLocks(req *bfspb.WatchDirLocksRequest, stream bfspb.Nam
 			if err := stream.Send(ev); err != nil {
 				return err
 			}
+			if sub.session != "" && ev.Reason == reasonForce {
+				// The holder's own stream: it has been told. The event's
+				// time is the forced unlock's.
+				told := s.cfg.Clock.Now().Sub(time.Unix(0, ev.Lock.SinceNs))
+				s.metrics.locks.forcedNoticed.Observe(max(told, 0).Seconds())
+			}
 		case <-sub.lagged:
 			return errLagged
 		case <-stream.Context().Done():
@@ -458,13 +457,6 @@ var (
 	errLagged   = status.Error(codes.Unavailable, "watch fell behind: list the locks again and watch anew")
 	errStopping = status.Error(codes.Unavailable, "nameserver stopping")
 )
-
-// GetLockHistory returns the past locks of a directory.
-func (s *Server) GetLockHistory(_ context.Context, req *bfspb.GetLockHistoryRequest) (*bfspb.GetLockHistoryResponse, error) {
-	entries, err := s.ns.History(req.Path)
-	code, msg := statusOf(err)
-	return &bfspb.GetLockHistoryResponse{Status: code, Message: msg, Entries: entries}, nil
-}
 
 // releaseSessionLocks cleans every lock a session held, parents first
 // (their nested locks go with them).

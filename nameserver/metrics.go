@@ -1,14 +1,21 @@
 package nameserver
 
 import (
+	"context"
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/golang/glog"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"google.golang.org/grpc"
 
+	"github.com/bfs-go/bfs/dirlock"
 	"github.com/bfs-go/bfs/internal/daemon"
+	"github.com/bfs-go/bfs/nameserver/namespace"
+	"github.com/bfs-go/bfs/proto/bfspb"
 )
 
 // metrics are the server's Prometheus collectors, in a registry of its own
@@ -21,6 +28,110 @@ type metrics struct {
 	// claimMismatch counts closes in which a replica held fewer bytes
 	// than the writer claimed synced.
 	claimMismatch prometheus.Counter
+	locks    lockMetrics
+}
+
+// lockMetrics are the lock domain's collectors (BUILD.md lists them).
+// Each is fed by one call where its event happens: grants and the ends of
+// cleanings at commit (lockChanged), refusals as requests are answered
+// (countRefusals), expiries as sessions end, the forced-unlock notice as
+// the holder's watch stream sends it; the gauges are read at scrape time.
+type lockMetrics struct {
+	grants        *prometheus.CounterVec
+	refusals      *prometheus.CounterVec
+	cleaningTime  *prometheus.HistogramVec
+	expiries      prometheus.Counter
+	forcedNoticed prometheus.Histogram
+}
+
+func newLockMetrics() lockMetrics {
+	return lockMetrics{
+		grants: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "bfs_nameserver_lock_grants_total",
+			Help: "Directory locks granted (each a new epoch), by kind: session or operator.",
+		}, []string{"kind"}),
+		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "bfs_nameserver_lock_refusals_total",
+			Help: "Requests refused by a directory lock, by method and status: LOCKED, CLEANING or STALE_EPOCH.",
+		}, []string{"method", "status"}),
+		cleaningTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "bfs_nameserver_lock_cleaning_duration_seconds",
+			Help:    "Time from a lock leaving LOCKED to UNLOCKED (0 when nothing was open for write), by reason: holder, force, expiry, or grant (the cleaning before a grant).",
+			Buckets: prometheus.ExponentialBuckets(1e-3, 2, 18),
+		}, []string{"reason"}),
+		expiries: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "bfs_nameserver_session_expiries_total",
+			Help: "Sessions ended because their TTL passed without a keep-alive.",
+		}),
+		forcedNoticed: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "bfs_nameserver_forced_unlock_notify_seconds",
+			Help:    "Time from a forced unlock being applied to the holder session's watch stream sending the event that ends the lock.",
+			Buckets: prometheus.ExponentialBuckets(50e-6, 2, 18),
+		}),
+	}
+}
+
+func (l *lockMetrics) collectors() []prometheus.Collector {
+	return []prometheus.Collector{l.grants, l.refusals, l.cleaningTime, l.expiries, l.forcedNoticed}
+}
+
+// lockGauges registers the gauges read at scrape time: locks by state,
+// and the cleanings in progress with the files they still wait for.
+func (m *metrics) lockGauges(counts func() (locked, cleaning int), cleanings func() (n, pending int)) {
+	gauge := func(name, help string, labels prometheus.Labels, value func() int) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help, ConstLabels: labels},
+			func() float64 { return float64(value()) })
+	}
+	const locksHelp = "Directories locked, by state: locked or cleaning."
+	m.registry.MustRegister(
+		gauge("bfs_nameserver_dir_locks", locksHelp, prometheus.Labels{"state": "locked"}, func() int { l, _ := counts(); return l }),
+		gauge("bfs_nameserver_dir_locks", locksHelp, prometheus.Labels{"state": "cleaning"}, func() int { _, c := counts(); return c }),
+		gauge("bfs_nameserver_lock_cleanings", "Cleanings in progress (each drains one unlocked subtree).", nil,
+			func() int { n, _ := cleanings(); return n }),
+		gauge("bfs_nameserver_lock_cleaning_pending_files", "Files the cleanings in progress still wait for (a replica has not reported them sealed).", nil,
+			func() int { _, p := cleanings(); return p }),
+	)
+}
+
+// lockChanged counts what a committed command did to directory locks:
+// the grants it made, and the end of the cleaning it finished (one
+// observation per cleaning, nested locks included), timed from the
+// cleaning record's start on the commands' clock.
+func (m *metrics) lockChanged(cmd *bfspb.Command, res *namespace.Result) {
+	if lock := cmd.GetLockDir(); lock != nil {
+		kind := "session"
+		if lock.Operator {
+			kind = "operator"
+		}
+		for _, l := range res.SetLocks {
+			if l.Status == dirlock.Locked {
+				m.locks.grants.WithLabelValues(kind).Inc()
+			}
+		}
+	}
+	ends := cmd.GetUnlockDir() != nil || cmd.GetFinishCleaning() != nil
+	if rec := res.Cleaning; ends && rec != nil && len(res.RemovedLocks) > 0 {
+		d := time.Duration(max(cmd.TimeNs-rec.StartedNs, 0))
+		m.locks.cleaningTime.WithLabelValues(rec.Reason).Observe(d.Seconds())
+	}
+}
+
+// countRefusals is a unary interceptor counting the requests answered
+// LOCKED, CLEANING or STALE_EPOCH, by method. An UnlockDir answered
+// CLEANING refused nothing: that is the state it left the directory in.
+func (m *metrics) countRefusals(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	resp, err := handler(ctx, req)
+	r, ok := resp.(interface{ GetStatus() bfspb.StatusCode })
+	if !ok || err != nil {
+		return resp, err
+	}
+	method := info.FullMethod[strings.LastIndexByte(info.FullMethod, '/')+1:]
+	switch code := r.GetStatus(); {
+	case code == bfspb.StatusCode_LOCKED || code == bfspb.StatusCode_STALE_EPOCH,
+		code == bfspb.StatusCode_CLEANING && method != "UnlockDir":
+		m.locks.refusals.WithLabelValues(method, code.String()).Inc()
+	}
+	return resp, err
 }
 
 func newMetrics(liveSessions func() float64) *metrics {
@@ -40,9 +151,11 @@ func newMetrics(liveSessions func() float64) *metrics {
 			Name: "bfs_nameserver_sync_claim_mismatch_total",
 			Help: "File closes in which a replica of the block held fewer bytes than its writer claimed synced; the length came from the replicas.",
 		}),
+		locks: newLockMetrics(),
 	}
 	m.registry.MustRegister(m.sessions, m.pebble, m.claimMismatch,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.registry.MustRegister(m.locks.collectors()...)
 	return m
 }
 

@@ -118,6 +118,7 @@ func newServer(cfg Config, dataLock *os.File) (*Server, error) {
 		return nil, err
 	}
 	s.ns = ns
+	s.metrics.lockGauges(ns.Locks().Counts, s.cleaningCounts)
 	// If a step below fails, what was started stops in Close's order.
 	stops := []func(){func() { ns.Close() }, func() { s.peers.Close() }}
 	fail := func(err error) (*Server, error) {
@@ -139,7 +140,7 @@ func newServer(cfg Config, dataLock *os.File) (*Server, error) {
 	}
 	go s.watchChunkservers()
 	s.grpc = grpc.NewServer(
-		grpc.ChainUnaryInterceptor(s.metrics.rpcs.Unary),
+		grpc.ChainUnaryInterceptor(s.metrics.rpcs.Unary, s.metrics.countRefusals),
 		grpc.ChainStreamInterceptor(s.metrics.rpcs.Stream),
 		// A full block report of a big chunkserver is one message.
 		grpc.MaxRecvMsgSize(maxMessageBytes),

@@ -7,7 +7,6 @@ import (
 
 	"github.com/golang/glog"
 
-	"github.com/bfs-go/bfs/dirlock"
 	"github.com/bfs-go/bfs/internal/millis"
 	"github.com/bfs-go/bfs/nameserver/session"
 	"github.com/bfs-go/bfs/proto/bfspb"
@@ -55,6 +54,9 @@ func (s *Server) onSessionEnd(sess session.Session, why session.EndReason) {
 	if why == session.Closed {
 		reason = reasonHolder
 	}
+	if why == session.Expired {
+		s.metrics.locks.expiries.Inc()
+	}
 	s.tasks.Go(func(context.Context) {
 		s.releaseSessionLocks(sess.ID, reason)
 		open, err := s.ns.OpenFiles(string(sess.ID))
@@ -97,25 +99,4 @@ func (s *Server) CloseSession(ctx context.Context, req *bfspb.CloseSessionReques
 	err := s.sessions.CloseSession(ctx, session.ID(req.SessionId))
 	code, msg := statusOf(err)
 	return &bfspb.CloseSessionResponse{Status: code, Message: msg}, nil
-}
-
-// ListSessions lists the live sessions.
-func (s *Server) ListSessions(context.Context, *bfspb.ListSessionsRequest) (*bfspb.ListSessionsResponse, error) {
-	resp := &bfspb.ListSessionsResponse{}
-	for _, in := range s.sessions.List() {
-		info := &bfspb.SessionInfo{
-			SessionId:   string(in.ID),
-			Holder:      in.Holder,
-			TtlMs:       in.TTL.Milliseconds(),
-			RemainingMs: in.Remaining.Milliseconds(),
-		}
-		for _, l := range s.ns.Locks().Held(dirlock.SessionID(in.ID)) {
-			info.Locks = append(info.Locks, l.Path)
-		}
-		if open, err := s.ns.OpenFiles(string(in.ID)); err == nil {
-			info.OpenFiles = int64(len(open))
-		}
-		resp.Sessions = append(resp.Sessions, info)
-	}
-	return resp, nil
 }

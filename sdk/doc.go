@@ -47,6 +47,15 @@
 // UnlockDir, deleting the directory) does not fence; Unlock of a handle
 // already lost does not lift its fence.
 //
+// # Listings
+//
+// The operators' listings are iterators that fetch a page per request as
+// the loop asks for more: AllDirLocks (filtered on the nameserver by
+// prefix, state, holder and session), AllSessions and AllLockHistory, each
+// an iter.Seq2 of items and an error that, if one occurs, is yielded once
+// and ends the sequence. ListDirLocks, Sessions and LockHistory collect
+// every page into a slice.
+//
 // # Errors
 //
 // Every protocol StatusCode maps to one sentinel error (ErrNotFound,

@@ -70,7 +70,9 @@ func (c *Closer) sealReplica(f *closing, addr string) {
 func (c *Closer) giveUp(f *closing, addr string) {
 	glog.Warningf("block %d on %s: seal failing for over %v on a live chunkserver; closing the file without it", f.block, addr, c.deadTimeout)
 	c.mu.Lock()
-	f.failed[addr] = true
+	if !f.finishing { // else finalize owns f's maps and reads them unlocked
+		f.failed[addr] = true
+	}
 	ready := c.readyLocked(f)
 	c.mu.Unlock()
 	if ready {

@@ -311,6 +311,13 @@ func (m *Manager) List() []Info {
 	return m.mu.table.List(m.clock.Now())
 }
 
+// Page returns one page of the live sessions; see Table.Page.
+func (m *Manager) Page(after ID, limit int, holder string) ([]Info, ID) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.mu.table.Page(after, limit, holder, m.clock.Now())
+}
+
 func (m *Manager) isClosed() bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -117,6 +117,55 @@ func (t *Table) List(now time.Time) []Info {
 	return infos
 }
 
+// Page returns one page of List: at most limit live sessions (at least 1)
+// with an ID after after and, unless holder is "", that holder, sorted by
+// ID, and next, the ID the following page resumes after ("" when no live
+// session follows). It looks at every session once: O(n log limit).
+func (t *Table) Page(after ID, limit int, holder string, now time.Time) (infos []Info, next ID) {
+	limit = max(limit, 1)
+	// The limit+1 smallest IDs after after, in a max-heap by ID: the one
+	// beyond limit says whether another page follows.
+	h := &idHeap{}
+	for id, e := range t.byID {
+		if id <= after || (holder != "" && e.s.Holder != holder) || !now.Before(e.deadline) {
+			continue
+		}
+		if h.Len() <= limit {
+			heap.Push(h, e)
+		} else if id < h.entries[0].s.ID {
+			h.entries[0] = e
+			heap.Fix(h, 0)
+		}
+	}
+	more := h.Len() > limit
+	slices.SortFunc(h.entries, func(a, b *entry) int { return strings.Compare(string(a.s.ID), string(b.s.ID)) })
+	if more {
+		h.entries = h.entries[:limit]
+	}
+	infos = make([]Info, 0, len(h.entries))
+	for _, e := range h.entries {
+		infos = append(infos, Info{Session: e.s, Remaining: e.deadline.Sub(now)})
+	}
+	if more {
+		next = infos[len(infos)-1].ID
+	}
+	return infos, next
+}
+
+// idHeap is a max-heap of entries by ID (it leaves entry.index alone:
+// that is the deadline heap's).
+type idHeap struct{ entries []*entry }
+
+func (h *idHeap) Len() int           { return len(h.entries) }
+func (h *idHeap) Less(i, j int) bool { return h.entries[i].s.ID > h.entries[j].s.ID }
+func (h *idHeap) Swap(i, j int)      { h.entries[i], h.entries[j] = h.entries[j], h.entries[i] }
+func (h *idHeap) Push(x any)         { h.entries = append(h.entries, x.(*entry)) }
+func (h *idHeap) Pop() any {
+	e := h.entries[len(h.entries)-1]
+	h.entries = h.entries[:len(h.entries)-1]
+	return e
+}
+
 // Len returns the number of sessions, including expired ones Expire has not
 // removed yet.
 func (t *Table) Len() int { return len(t.byID) }

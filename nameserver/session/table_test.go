@@ -327,3 +327,49 @@ func BenchmarkTableGrantExpire(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/session")
 }
+
+// TestTablePage pages through live sessions with every page size, with
+// and without a holder filter, and checks the pages add up to List.
+func TestTablePage(t *testing.T) {
+	tbl := NewTable()
+	r := rand.New(rand.NewPCG(5, 6))
+	for i := range 50 {
+		ttl := 10 + r.IntN(20)
+		tbl.Grant(Session{ID: ID(fmt.Sprintf("%016x", r.Uint64())), Holder: fmt.Sprint("h", i%3), TTL: sec(ttl)}, t0)
+	}
+	now := at(15) // some have expired, not yet removed
+	for _, holder := range []string{"", "h1"} {
+		var want []Info
+		for _, in := range tbl.List(now) {
+			if holder == "" || in.Holder == holder {
+				want = append(want, in)
+			}
+		}
+		for limit := 1; limit <= len(want)+1; limit++ {
+			var got []Info
+			var after ID
+			for pages := 0; ; pages++ {
+				page, next := tbl.Page(after, limit, holder, now)
+				if len(page) > limit || pages > len(want)+1 {
+					t.Fatalf("holder %q limit %d: page of %d after %d pages", holder, limit, len(page), pages)
+				}
+				got = append(got, page...)
+				if next == "" {
+					break
+				}
+				if len(page) == 0 || next != page[len(page)-1].ID {
+					t.Fatalf("holder %q limit %d: next %q after %v", holder, limit, next, page)
+				}
+				after = next
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("holder %q limit %d: pages gave %d sessions, want %d", holder, limit, len(got), len(want))
+			}
+		}
+	}
+	// A page that ends exactly at the last session says so.
+	all := tbl.List(now)
+	if page, next := tbl.Page("", len(all), "", now); len(page) != len(all) || next != "" {
+		t.Fatalf("exact page: %d sessions, next %q", len(page), next)
+	}
+}

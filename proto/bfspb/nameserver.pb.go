@@ -1604,8 +1604,21 @@ func (x *CloseSessionResponse) GetMessage() string {
 	return ""
 }
 
+// Listings (ListSessions, ListDirLocks, GetLockHistory) are paged: a
+// response holds at most page_size items (0: the server's default; the
+// server caps it, and also bounds a page's size in bytes), in a stable
+// order, and next_page_token, set when more may follow: send it back as
+// page_token, with the same filters, for the next page. The token is
+// opaque. A page may hold fewer items than asked, even none, while
+// next_page_token is set; the listing is complete when it is empty. Items
+// added or removed between pages are not listed twice and do not break
+// the listing.
 type ListSessionsRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	PageSize  uint32                 `protobuf:"varint,1,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	PageToken string                 `protobuf:"bytes,2,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	// Only sessions with this holder.
+	Holder        string `protobuf:"bytes,3,opt,name=holder,proto3" json:"holder,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1640,15 +1653,41 @@ func (*ListSessionsRequest) Descriptor() ([]byte, []int) {
 	return file_nameserver_proto_rawDescGZIP(), []int{25}
 }
 
+func (x *ListSessionsRequest) GetPageSize() uint32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListSessionsRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+func (x *ListSessionsRequest) GetHolder() string {
+	if x != nil {
+		return x.Holder
+	}
+	return ""
+}
+
 type SessionInfo struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	Holder    string                 `protobuf:"bytes,2,opt,name=holder,proto3" json:"holder,omitempty"`
 	TtlMs     int64                  `protobuf:"varint,3,opt,name=ttl_ms,json=ttlMs,proto3" json:"ttl_ms,omitempty"`
 	// Time left before expiry, as the nameserver sees it.
-	RemainingMs   int64    `protobuf:"varint,4,opt,name=remaining_ms,json=remainingMs,proto3" json:"remaining_ms,omitempty"`
-	OpenFiles     int64    `protobuf:"varint,5,opt,name=open_files,json=openFiles,proto3" json:"open_files,omitempty"`
-	Locks         []string `protobuf:"bytes,6,rep,name=locks,proto3" json:"locks,omitempty"`
+	RemainingMs int64 `protobuf:"varint,4,opt,name=remaining_ms,json=remainingMs,proto3" json:"remaining_ms,omitempty"`
+	OpenFiles   int64 `protobuf:"varint,5,opt,name=open_files,json=openFiles,proto3" json:"open_files,omitempty"`
+	// The directories the session holds locked, by path: the first 1000,
+	// fewer if their paths exceed 64 KiB (ListDirLocks with session_id lists
+	// them all).
+	Locks []string `protobuf:"bytes,6,rep,name=locks,proto3" json:"locks,omitempty"`
+	// How many directories the session holds locked in all.
+	LockCount     int64 `protobuf:"varint,7,opt,name=lock_count,json=lockCount,proto3" json:"lock_count,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1725,12 +1764,21 @@ func (x *SessionInfo) GetLocks() []string {
 	return nil
 }
 
+func (x *SessionInfo) GetLockCount() int64 {
+	if x != nil {
+		return x.LockCount
+	}
+	return 0
+}
+
 type ListSessionsResponse struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Status StatusCode             `protobuf:"varint,1,opt,name=status,proto3,enum=bfs.StatusCode" json:"status,omitempty"`
 	// Human-readable detail for a status other than OK.
-	Message       string         `protobuf:"bytes,15,opt,name=message,proto3" json:"message,omitempty"`
+	Message string `protobuf:"bytes,15,opt,name=message,proto3" json:"message,omitempty"`
+	// Sorted by session id.
 	Sessions      []*SessionInfo `protobuf:"bytes,2,rep,name=sessions,proto3" json:"sessions,omitempty"`
+	NextPageToken string         `protobuf:"bytes,3,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1784,6 +1832,13 @@ func (x *ListSessionsResponse) GetSessions() []*SessionInfo {
 		return x.Sessions
 	}
 	return nil
+}
+
+func (x *ListSessionsResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
 }
 
 type Replica struct {
@@ -2993,12 +3048,18 @@ func (x *GetDirLockResponse) GetLock() *DirLock {
 	return nil
 }
 
+// Paged like ListSessions.
 type ListDirLocksRequest struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Prefix string                 `protobuf:"bytes,1,opt,name=prefix,proto3" json:"prefix,omitempty"`
 	// Only locks in this state; all locked or cleaning directories if unset.
-	FilterStatus  bool       `protobuf:"varint,2,opt,name=filter_status,json=filterStatus,proto3" json:"filter_status,omitempty"`
-	Status        LockStatus `protobuf:"varint,3,opt,name=status,proto3,enum=bfs.LockStatus" json:"status,omitempty"`
+	FilterStatus bool       `protobuf:"varint,2,opt,name=filter_status,json=filterStatus,proto3" json:"filter_status,omitempty"`
+	Status       LockStatus `protobuf:"varint,3,opt,name=status,proto3,enum=bfs.LockStatus" json:"status,omitempty"`
+	PageSize     uint32     `protobuf:"varint,4,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	PageToken    string     `protobuf:"bytes,5,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	// Only locks with this holder, or of this session.
+	Holder        string `protobuf:"bytes,6,opt,name=holder,proto3" json:"holder,omitempty"`
+	SessionId     string `protobuf:"bytes,7,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3054,12 +3115,42 @@ func (x *ListDirLocksRequest) GetStatus() LockStatus {
 	return LockStatus_LOCK_STATUS_UNLOCKED
 }
 
+func (x *ListDirLocksRequest) GetPageSize() uint32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListDirLocksRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+func (x *ListDirLocksRequest) GetHolder() string {
+	if x != nil {
+		return x.Holder
+	}
+	return ""
+}
+
+func (x *ListDirLocksRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
 type ListDirLocksResponse struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Status StatusCode             `protobuf:"varint,1,opt,name=status,proto3,enum=bfs.StatusCode" json:"status,omitempty"`
 	// Human-readable detail for a status other than OK.
-	Message       string     `protobuf:"bytes,15,opt,name=message,proto3" json:"message,omitempty"`
+	Message string `protobuf:"bytes,15,opt,name=message,proto3" json:"message,omitempty"`
+	// Sorted by path.
 	Locks         []*DirLock `protobuf:"bytes,2,rep,name=locks,proto3" json:"locks,omitempty"`
+	NextPageToken string     `protobuf:"bytes,3,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3113,6 +3204,13 @@ func (x *ListDirLocksResponse) GetLocks() []*DirLock {
 		return x.Locks
 	}
 	return nil
+}
+
+func (x *ListDirLocksResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
 }
 
 // The server sends the response headers once the watch is registered:
@@ -3238,9 +3336,12 @@ func (x *DirLockEvent) GetReason() string {
 	return ""
 }
 
+// Paged like ListSessions.
 type GetLockHistoryRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	PageSize      uint32                 `protobuf:"varint,2,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	PageToken     string                 `protobuf:"bytes,3,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3278,6 +3379,20 @@ func (*GetLockHistoryRequest) Descriptor() ([]byte, []int) {
 func (x *GetLockHistoryRequest) GetPath() string {
 	if x != nil {
 		return x.Path
+	}
+	return ""
+}
+
+func (x *GetLockHistoryRequest) GetPageSize() uint32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *GetLockHistoryRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
 	}
 	return ""
 }
@@ -3399,8 +3514,10 @@ type GetLockHistoryResponse struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Status StatusCode             `protobuf:"varint,1,opt,name=status,proto3,enum=bfs.StatusCode" json:"status,omitempty"`
 	// Human-readable detail for a status other than OK.
-	Message       string              `protobuf:"bytes,15,opt,name=message,proto3" json:"message,omitempty"`
+	Message string `protobuf:"bytes,15,opt,name=message,proto3" json:"message,omitempty"`
+	// Oldest (lowest epoch) first.
 	Entries       []*LockHistoryEntry `protobuf:"bytes,2,rep,name=entries,proto3" json:"entries,omitempty"`
+	NextPageToken string              `protobuf:"bytes,3,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3454,6 +3571,13 @@ func (x *GetLockHistoryResponse) GetEntries() []*LockHistoryEntry {
 		return x.Entries
 	}
 	return nil
+}
+
+func (x *GetLockHistoryResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
 }
 
 type RegisterRequest struct {
@@ -4163,8 +4287,12 @@ const file_nameserver_proto_rawDesc = "" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\"Y\n" +
 	"\x14CloseSessionResponse\x12'\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
-	"\amessage\x18\x0f \x01(\tR\amessage\"\x15\n" +
-	"\x13ListSessionsRequest\"\xb3\x01\n" +
+	"\amessage\x18\x0f \x01(\tR\amessage\"i\n" +
+	"\x13ListSessionsRequest\x12\x1b\n" +
+	"\tpage_size\x18\x01 \x01(\rR\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x02 \x01(\tR\tpageToken\x12\x16\n" +
+	"\x06holder\x18\x03 \x01(\tR\x06holder\"\xd2\x01\n" +
 	"\vSessionInfo\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x16\n" +
@@ -4173,11 +4301,14 @@ const file_nameserver_proto_rawDesc = "" +
 	"\fremaining_ms\x18\x04 \x01(\x03R\vremainingMs\x12\x1d\n" +
 	"\n" +
 	"open_files\x18\x05 \x01(\x03R\topenFiles\x12\x14\n" +
-	"\x05locks\x18\x06 \x03(\tR\x05locks\"\x87\x01\n" +
+	"\x05locks\x18\x06 \x03(\tR\x05locks\x12\x1d\n" +
+	"\n" +
+	"lock_count\x18\a \x01(\x03R\tlockCount\"\xaf\x01\n" +
 	"\x14ListSessionsResponse\x12'\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
 	"\amessage\x18\x0f \x01(\tR\amessage\x12,\n" +
-	"\bsessions\x18\x02 \x03(\v2\x10.bfs.SessionInfoR\bsessions\"#\n" +
+	"\bsessions\x18\x02 \x03(\v2\x10.bfs.SessionInfoR\bsessions\x12&\n" +
+	"\x0fnext_page_token\x18\x03 \x01(\tR\rnextPageToken\"#\n" +
 	"\aReplica\x12\x18\n" +
 	"\aaddress\x18\x01 \x01(\tR\aaddress\"\x95\x01\n" +
 	"\fLocatedBlock\x12\x19\n" +
@@ -4271,15 +4402,22 @@ const file_nameserver_proto_rawDesc = "" +
 	"\x12GetDirLockResponse\x12'\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
 	"\amessage\x18\x0f \x01(\tR\amessage\x12 \n" +
-	"\x04lock\x18\x02 \x01(\v2\f.bfs.DirLockR\x04lock\"{\n" +
+	"\x04lock\x18\x02 \x01(\v2\f.bfs.DirLockR\x04lock\"\xee\x01\n" +
 	"\x13ListDirLocksRequest\x12\x16\n" +
 	"\x06prefix\x18\x01 \x01(\tR\x06prefix\x12#\n" +
 	"\rfilter_status\x18\x02 \x01(\bR\ffilterStatus\x12'\n" +
-	"\x06status\x18\x03 \x01(\x0e2\x0f.bfs.LockStatusR\x06status\"}\n" +
+	"\x06status\x18\x03 \x01(\x0e2\x0f.bfs.LockStatusR\x06status\x12\x1b\n" +
+	"\tpage_size\x18\x04 \x01(\rR\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x05 \x01(\tR\tpageToken\x12\x16\n" +
+	"\x06holder\x18\x06 \x01(\tR\x06holder\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\a \x01(\tR\tsessionId\"\xa5\x01\n" +
 	"\x14ListDirLocksResponse\x12'\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
 	"\amessage\x18\x0f \x01(\tR\amessage\x12\"\n" +
-	"\x05locks\x18\x02 \x03(\v2\f.bfs.DirLockR\x05locks\"M\n" +
+	"\x05locks\x18\x02 \x03(\v2\f.bfs.DirLockR\x05locks\x12&\n" +
+	"\x0fnext_page_token\x18\x03 \x01(\tR\rnextPageToken\"M\n" +
 	"\x14WatchDirLocksRequest\x12\x16\n" +
 	"\x06prefix\x18\x01 \x01(\tR\x06prefix\x12\x1d\n" +
 	"\n" +
@@ -4287,9 +4425,12 @@ const file_nameserver_proto_rawDesc = "" +
 	"\fDirLockEvent\x12 \n" +
 	"\x04lock\x18\x01 \x01(\v2\f.bfs.DirLockR\x04lock\x12+\n" +
 	"\bprevious\x18\x02 \x01(\x0e2\x0f.bfs.LockStatusR\bprevious\x12\x16\n" +
-	"\x06reason\x18\x03 \x01(\tR\x06reason\"+\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\"g\n" +
 	"\x15GetLockHistoryRequest\x12\x12\n" +
-	"\x04path\x18\x01 \x01(\tR\x04path\"\xa7\x02\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x1b\n" +
+	"\tpage_size\x18\x02 \x01(\rR\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x03 \x01(\tR\tpageToken\"\xa7\x02\n" +
 	"\x10LockHistoryEntry\x12\x16\n" +
 	"\x06holder\x18\x01 \x01(\tR\x06holder\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12 \n" +
@@ -4300,11 +4441,12 @@ const file_nameserver_proto_rawDesc = "" +
 	"\ffiles_sealed\x18\x06 \x01(\x03R\vfilesSealed\x12'\n" +
 	"\x0fbytes_truncated\x18\a \x01(\x03R\x0ebytesTruncated\x12\x16\n" +
 	"\x06stored\x18\b \x01(\x05R\x06stored\x12!\n" +
-	"\foldest_epoch\x18\t \x01(\x04R\voldestEpoch\"\x8c\x01\n" +
+	"\foldest_epoch\x18\t \x01(\x04R\voldestEpoch\"\xb4\x01\n" +
 	"\x16GetLockHistoryResponse\x12'\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
 	"\amessage\x18\x0f \x01(\tR\amessage\x12/\n" +
-	"\aentries\x18\x02 \x03(\v2\x15.bfs.LockHistoryEntryR\aentries\"q\n" +
+	"\aentries\x18\x02 \x03(\v2\x15.bfs.LockHistoryEntryR\aentries\x12&\n" +
+	"\x0fnext_page_token\x18\x03 \x01(\tR\rnextPageToken\"q\n" +
 	"\x0fRegisterRequest\x12\x18\n" +
 	"\aaddress\x18\x01 \x01(\tR\aaddress\x12%\n" +
 	"\x0ecapacity_bytes\x18\x02 \x01(\x03R\rcapacityBytes\x12\x1d\n" +

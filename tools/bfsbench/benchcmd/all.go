@@ -19,6 +19,8 @@ type suiteEntry struct {
 	validate func() error
 	run      runFunc
 	chart    chartFunc
+	// start gives the cluster to measure; nil for the usual sandbox.
+	start startFunc
 }
 
 // The all command runs every benchmark with its own defaults, which are
@@ -27,17 +29,18 @@ type suiteEntry struct {
 // 256 MiB puts are most of it.
 func newAllCmd(c *common) *cobra.Command {
 	locks, io, seal, fence, expiry := &locksOptions{}, defaultIOOptions(), defaultSealOptions(), defaultFenceOptions(), defaultExpiryOptions()
-	capi := defaultCAPIOptions()
+	capi, scale := defaultCAPIOptions(), defaultScaleOptions()
 	var plotDir string
 	cmd := &cobra.Command{
 		Use:   "all",
-		Short: "Run meta, locks, io, seal, fence, expiry and capi, each on a fresh cluster, printing every table and a summary against the targets",
-		Long: `Run meta, locks, io, seal, fence, expiry and capi, each on a fresh cluster,
-print every table as it completes, then one summary of the figures the issues
-name against their targets. --duration applies to meta, locks and capi's lock
-cycles, --clients to meta and locks, --vs-etcd to locks; the other benchmarks
-take their flags with a prefix (--io-size, --seal-blocks, --fence-files,
---expiry-ttl, --capi-size, ...). capi needs gcc. --csv gets every
+		Short: "Run meta, locks, io, seal, fence, expiry, capi and scale, each on a fresh cluster, printing every table and a summary against the targets",
+		Long: `Run meta, locks, io, seal, fence, expiry, capi and scale, each on a fresh
+cluster, print every table as it completes, then one summary of the figures
+the issues name against their targets. --duration applies to meta, locks and
+capi's lock cycles, --clients to meta and locks, --vs-etcd to locks; the
+other benchmarks take their flags with a prefix (--io-size, --seal-blocks,
+--fence-files, --expiry-ttl, --capi-size, --scale-locks, ...). capi needs
+gcc. --csv gets every
 result; --plot-dir gets every benchmark's chart as <benchmark>.png.
 A benchmark that fails does not stop the others; the exit code says so.`,
 		Args: cobra.NoArgs,
@@ -49,15 +52,17 @@ A benchmark that fails does not stop the others; the exit code says so.`,
 	fence.register(f, "fence-")
 	expiry.register(f, "expiry-")
 	capi.register(f, "capi-")
+	scale.register(f, "scale-")
 	f.StringVar(&plotDir, "plot-dir", "", "also draw every benchmark's chart into this directory, as <benchmark>.png")
 	suite := []suiteEntry{
-		{"meta", noValidation, runMeta, metaChart},
-		{"locks", noValidation, locks.run, locksChart},
-		{"io", func() error { return io.validate("io-") }, io.run, ioChart},
-		{"seal", func() error { return seal.validate("seal-") }, seal.run, sealChart},
-		{"fence", func() error { return fence.validate("fence-") }, fence.run, fenceChart},
-		{"expiry", func() error { return expiry.validate("expiry-") }, expiry.run, expiryChart},
-		{"capi", func() error { return capi.validate("capi-") }, capi.run, capiChart},
+		{"meta", noValidation, runMeta, metaChart, nil},
+		{"locks", noValidation, locks.run, locksChart, nil},
+		{"io", func() error { return io.validate("io-") }, io.run, ioChart, nil},
+		{"seal", func() error { return seal.validate("seal-") }, seal.run, sealChart, nil},
+		{"fence", func() error { return fence.validate("fence-") }, fence.run, fenceChart, nil},
+		{"expiry", func() error { return expiry.validate("expiry-") }, expiry.run, expiryChart, nil},
+		{"capi", func() error { return capi.validate("capi-") }, capi.run, capiChart, nil},
+		{"scale", func() error { return scale.validate("scale-") }, scale.run, scaleChart, c.scaleTarget},
 	}
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error { return c.runSuite(cmd.Context(), suite, plotDir) }
 	return cmd
@@ -86,7 +91,11 @@ func (c *common) runSuite(ctx context.Context, suite []suiteEntry, plotDir strin
 	for _, b := range suite {
 		c.progressf("== %s ==", b.name)
 		t := time.Now()
-		rs, err := c.measure(ctx, b.validate, b.run)
+		start := b.start
+		if start == nil {
+			start = c.target
+		}
+		rs, err := c.measure(ctx, b.validate, b.run, start)
 		if err != nil {
 			if ctx.Err() != nil {
 				return err

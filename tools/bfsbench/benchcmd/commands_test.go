@@ -7,6 +7,7 @@ import (
 	"image/png"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -222,8 +223,8 @@ func TestAll(t *testing.T) {
 	plots := t.TempDir()
 	out, rows := run(t, "all", "--clients", "1", "--duration", "100ms", "--io-size", "1MiB", "--io-trials", "1",
 		"--seal-blocks", "1", "--fence-files", "2", "--fence-trials", "1", "--expiry-ttl", "1s", "--expiry-trials", "1",
-		"--capi-size", "1MiB", "--capi-trials", "1", "--vs-etcd", "--plot-dir", plots)
-	for _, s := range []string{"meta", "locks", "io", "seal", "fence", "expiry", "capi"} {
+		"--capi-size", "1MiB", "--capi-trials", "1", "--scale-locks", "200", "--scale-sessions", "2", "--vs-etcd", "--plot-dir", plots)
+	for _, s := range []string{"meta", "locks", "io", "seal", "fence", "expiry", "capi", "scale"} {
 		if !strings.Contains(out, "== "+s+" (") {
 			t.Errorf("no %s table in:\n%s", s, out)
 		}
@@ -231,7 +232,8 @@ func TestAll(t *testing.T) {
 	}
 	// The summary gathers a figure of every benchmark.
 	for _, s := range []string{"== summary", "meta create+delete, 1 client", "locks bfs/etcd, 1 client", "io put / (raw write / 3)",
-		"seal sent → BlockReceived", "fence K=2", "expiry hand-over, TTL 1s", "capi libbfs/sdk lock+unlock"} {
+		"seal sent → BlockReceived", "fence K=2", "expiry hand-over, TTL 1s", "capi libbfs/sdk lock+unlock",
+		"scale: list 200 locks through SDK iterator"} {
 		if !strings.Contains(out, s) {
 			t.Errorf("no %q in:\n%s", s, out)
 		}
@@ -245,6 +247,7 @@ func TestAll(t *testing.T) {
 	want(t, rows, "fence", "1", "files=2", "p50_ms")
 	want(t, rows, "expiry hand-over", "1", "ttl=1s", "p50_ms")
 	want(t, rows, "libbfs/sdk write", "1", "median", "value")
+	want(t, rows, "scale list (lockctl -o json)", "1", "locks=200", "value")
 }
 
 // Bad flags fail with a clear message before any cluster starts.
@@ -271,6 +274,9 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"all", "--io-size", "1.5"}, "not a whole number of bytes"},
 		{[]string{"locks", "--plot", "locks.gif"}, "must end in .png, .svg or .pdf"},
 		{[]string{"all", "--plot", "x.png"}, "unknown flag: --plot"},
+		{[]string{"scale", "--locks", "0"}, "--locks values must be in"},
+		{[]string{"scale", "--locks", "10", "--sessions", "11"}, "--sessions must be in [1, the fewest --locks]"},
+		{[]string{"all", "--scale-workers", "0"}, "--scale-workers must be in [1, 4096]"},
 	} {
 		var stdout, stderr bytes.Buffer
 		if code := Main(context.Background(), tc.args, &stdout, &stderr); code == 0 {
@@ -300,8 +306,12 @@ func TestAgainstRunningCluster(t *testing.T) {
 	}
 	out, rows := run(t, "all", "--nameserver", sb.NameServerAddr, "--clients", "1", "--duration", "100ms",
 		"--io-size", "1MiB", "--io-trials", "1", "--seal-blocks", "1", "--fence-files", "1", "--fence-trials", "1",
-		"--expiry-ttl", "1s", "--expiry-trials", "1")
+		"--expiry-ttl", "1s", "--expiry-trials", "1", "--scale-locks", "100", "--scale-sessions", "2")
 	want(t, rows, "put", "1", "median", "value")
+	want(t, rows, "scale list (SDK iterator)", "1", "locks=100", "value")
+	if _, ok := rows["scale nameserver RSS|1|locks=100"]; ok {
+		t.Error("the memory of a nameserver bfsbench did not start was measured")
+	}
 	want(t, rows, "fence", "1", "files=1", "p50_ms")
 	if !strings.Contains(out, "not the cluster's disks") || strings.Contains(out, "started a cluster") {
 		t.Errorf("the io notes should say the raw figures are of this host:\n%s", out)
@@ -318,5 +328,29 @@ func TestAgainstRunningCluster(t *testing.T) {
 	}
 	if len(left) != 0 {
 		t.Errorf("left behind: %v", left[0].Path)
+	}
+}
+
+func TestScale(t *testing.T) {
+	t.Parallel()
+	png := filepath.Join(t.TempDir(), "scale.png")
+	profile := filepath.Join(t.TempDir(), "heap")
+	out, rows := run(t, "scale", "--locks", "300,500", "--sessions", "3", "--workers", "8", "--heap-profile", profile, "--plot", png)
+	checkPNG(t, png)
+	for _, p := range []string{"locks=300", "locks=500"} {
+		want(t, rows, "scale fill", "8", p, "ops_per_s")
+		want(t, rows, "scale list (SDK iterator)", "1", p, "value")
+		want(t, rows, "scale list (lockctl -o json)", "1", p, "value")
+		if runtime.GOOS == "linux" { // the nameserver's memory is read from /proc
+			want(t, rows, "scale nameserver RSS", "1", p, "value")
+		}
+		if fi, err := os.Stat(profile + "." + p); err != nil || fi.Size() == 0 {
+			t.Errorf("no heap profile of the nameserver for %s: %v", p, err)
+		}
+	}
+	for _, s := range []string{"scale: list 500 locks through SDK iterator", "scale: list 300 locks through lockctl -o json"} {
+		if !strings.Contains(out, s) {
+			t.Errorf("no %q in the summary:\n%s", s, out)
+		}
 	}
 }

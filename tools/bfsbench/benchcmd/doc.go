@@ -45,6 +45,14 @@
 //     sends one last KeepAlive and goes silent; a second client blocked in
 //     LockDir(WaitForLock) is timed from just before that KeepAlive until it
 //     holds the lock, against the target TTL + 1s.
+//   - scale: a nameserver in a process of its own (bfsbench re-executed,
+//     see scaleserver.go) gets --locks directories made and locked by
+//     --sessions raw-RPC sessions, each directory also unlocked and locked
+//     again so that it has one lock history entry; then every lock is
+//     listed through the SDK's AllDirLocks and through lockctl -o json list
+//     (lockcmd.Main in this process, lines counted), each checked to see
+//     them all; the nameserver's VmRSS is read before and after the locks,
+//     and their difference divided by the locks is the RSS per lock.
 //   - all: each of the above on a fresh cluster, with defaults sized for
 //     under five minutes on two cores, etcd included; --plot-dir gets every
 //     chart.

@@ -19,6 +19,9 @@ import (
 
 // Main runs bfsbench with args and returns the exit code.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if dir := os.Getenv(scaleServerEnv); dir != "" {
+		return serveScaleNameServer(dir, os.Stdin, stdout, stderr) // a process scale started
+	}
 	// Progress and the embedded etcd's log share stderr from several
 	// goroutines.
 	stderr = &lockedWriter{w: stderr}
@@ -80,7 +83,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.PersistentPreRunE = func(*cobra.Command, []string) error { return c.startProfile() }
 	root.PersistentPostRunE = func(*cobra.Command, []string) error { return c.stopProfile() }
 	root.AddCommand(newMetaCmd(c), newLocksCmd(c), newIOCmd(c), newSealCmd(c), newFenceCmd(c),
-		newExpiryCmd(c), newCAPICmd(c), newAllCmd(c))
+		newExpiryCmd(c), newCAPICmd(c), newScaleCmd(c), newAllCmd(c))
 	return root
 }
 
@@ -204,16 +207,19 @@ func waitChunkservers(ctx context.Context, sb *sandbox.Sandbox, n int) error {
 // runFunc measures one benchmark against a cluster.
 type runFunc func(ctx context.Context, c *common, cl *cluster) ([]bench.Result, error)
 
-// measure validates the flags, starts (or targets) the cluster, runs the
-// benchmark and stops the cluster again.
-func (c *common) measure(ctx context.Context, validate func() error, run runFunc) ([]bench.Result, error) {
+// startFunc starts (or targets) the cluster a benchmark measures.
+type startFunc func(ctx context.Context) (*cluster, error)
+
+// measure validates the flags, starts (or targets) the cluster with
+// start, runs the benchmark and stops the cluster again.
+func (c *common) measure(ctx context.Context, validate func() error, run runFunc, start startFunc) ([]bench.Result, error) {
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
 	if err := validate(); err != nil {
 		return nil, err
 	}
-	cl, err := c.target(ctx)
+	cl, err := start(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -225,7 +231,7 @@ func (c *common) measure(ctx context.Context, validate func() error, run runFunc
 // cleanUp removes what the run left in a cluster it did not start (a
 // started one goes away whole). Not measured; failures are only reported.
 func (c *common) cleanUp(ctx context.Context, cl *cluster) {
-	if cl.local() {
+	if c.nameserver == "" {
 		return
 	}
 	ctx = context.WithoutCancel(ctx)
@@ -243,6 +249,11 @@ func (c *common) cleanUp(ctx context.Context, cl *cluster) {
 // and a RunE that measures, then prints the table and the verdicts on the
 // targets, and writes the CSV and the chart when asked.
 func (c *common) benchCommand(cmd *cobra.Command, validate func() error, run runFunc, chart chartFunc) {
+	c.benchCommandOn(cmd, validate, run, chart, c.target)
+}
+
+// benchCommandOn is benchCommand measuring on the cluster start gives.
+func (c *common) benchCommandOn(cmd *cobra.Command, validate func() error, run runFunc, chart chartFunc, start startFunc) {
 	var plotPath string
 	cmd.Flags().StringVar(&plotPath, "plot", "", "also draw this benchmark's chart to this file (.png, .svg or .pdf)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
@@ -251,7 +262,7 @@ func (c *common) benchCommand(cmd *cobra.Command, validate func() error, run run
 				return err
 			}
 			return validate()
-		}, run)
+		}, run, start)
 		if err != nil {
 			return err
 		}

@@ -46,7 +46,7 @@ const (
 // verdicts returns the summary of results, in the order of the suite.
 func verdicts(results []bench.Result) []verdict {
 	var vs []verdict
-	for _, f := range []func([]bench.Result) []verdict{metaVerdicts, locksVerdicts, ioVerdicts, sealVerdicts, fenceVerdicts, expiryVerdicts, capiVerdicts} {
+	for _, f := range []func([]bench.Result) []verdict{metaVerdicts, locksVerdicts, ioVerdicts, sealVerdicts, fenceVerdicts, expiryVerdicts, capiVerdicts, scaleVerdicts} {
 		vs = append(vs, f(results)...)
 	}
 	return vs

@@ -4,11 +4,14 @@
 // tool runs in-process in tests.
 //
 // Output is a table for people by default; with -o json every command
-// prints one JSON document on stdout, except watch, which prints one JSON
-// object per line. Errors and progress go to stderr. Paths, holders,
-// session ids and errors are printed with their control characters
-// escaped (package internal/printable), so that no name can make a table
-// lie; JSON escapes them by itself.
+// prints one JSON document on stdout, except watch and the listings (list,
+// sessions, history), which print one JSON object per line. The listings
+// are fetched a page at a time and printed as the pages arrive (format.go,
+// stream), so 100,000 locks start printing at once and --limit stops
+// early. Errors and progress go to stderr.
+// Paths, holders, session ids and errors are printed with their control
+// characters escaped (package internal/printable), so that no name can
+// make a table lie; JSON escapes them by itself.
 //
 // Exit codes (the Exit* constants) are decided with errors.Is on the SDK's
 // sentinels, never from message text:

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"iter"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -51,12 +52,14 @@ type historyJSON struct {
 }
 
 type sessionJSON struct {
-	ID          string   `json:"id"`
-	Holder      string   `json:"holder"`
-	TTLMs       int64    `json:"ttl_ms"`
-	RemainingMs int64    `json:"remaining_ms"`
-	OpenFiles   int64    `json:"open_files"`
-	Locks       []string `json:"locks"`
+	ID          string `json:"id"`
+	Holder      string `json:"holder"`
+	TTLMs       int64  `json:"ttl_ms"`
+	RemainingMs int64  `json:"remaining_ms"`
+	OpenFiles   int64  `json:"open_files"`
+	// Locks are the first ones, LockCount how many in all.
+	Locks     []string `json:"locks"`
+	LockCount int64    `json:"lock_count"`
 }
 
 // known reports whether t is a time the nameserver sent (the SDK leaves
@@ -93,7 +96,7 @@ func toHistoryJSON(h sdk.LockHistoryEntry) historyJSON {
 func toSessionJSON(s sdk.SessionInfo) sessionJSON {
 	return sessionJSON{
 		ID: s.ID, Holder: s.Holder, TTLMs: s.TTL.Milliseconds(), RemainingMs: s.Remaining.Milliseconds(),
-		OpenFiles: s.OpenFiles, Locks: nonNil(s.Locks),
+		OpenFiles: s.OpenFiles, Locks: nonNil(s.Locks), LockCount: s.LockCount,
 	}
 }
 
@@ -168,41 +171,82 @@ func pendingLine(p sdk.PendingFile) string {
 	return fmt.Sprintf("%s  block %d  waiting for %s", printable.String(p.Path), p.BlockID, field(strings.Join(p.Replicas, ", ")))
 }
 
-// writeLockTable prints locks as a table.
-func writeLockTable(w io.Writer, locks []*sdk.DirLock) {
-	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "PATH\tSTATE\tHOLDER\tEPOCH\tSESSION\tSINCE\tPENDING")
-	for _, d := range locks {
-		pending := "-"
-		if d.Status == sdk.Cleaning {
-			pending = fmt.Sprintf("%d file(s)", len(d.Pending))
+// The listings' tables: a header and one tab-separated row per item.
+const (
+	lockHeader    = "PATH\tSTATE\tHOLDER\tEPOCH\tSESSION\tSINCE\tPENDING"
+	historyHeader = "HOLDER\tEPOCH\tLOCKED-AT\tUNLOCKED-AT\tDURATION\tREASON\tFILES-SEALED\tBYTES-TRUNCATED"
+	sessionHeader = "ID\tHOLDER\tTTL\tREMAINING\tOPEN-FILES\tLOCKS"
+)
+
+func lockRow(d *sdk.DirLock) string {
+	pending := "-"
+	if d.Status == sdk.Cleaning {
+		pending = fmt.Sprintf("%d file(s)", len(d.Pending))
+	}
+	return fmt.Sprintf("%s\t%s\t%s\t%d\t%s\t%s\t%s",
+		printable.String(d.Path), d.Status, field(d.Holder), d.Epoch, field(d.SessionID), formatTime(d.Since), pending)
+}
+
+func historyRow(h sdk.LockHistoryEntry) string {
+	return fmt.Sprintf("%s\t%d\t%s\t%s\t%s\t%s\t%d\t%d",
+		field(h.Holder), h.Epoch, formatTime(h.LockedAt), formatTime(h.UnlockedAt),
+		roundDuration(lockDuration(h)), field(h.Reason), h.FilesSealed, h.BytesTruncated)
+}
+
+func sessionRow(s sdk.SessionInfo) string {
+	locks := strings.Join(s.Locks, ",")
+	if int(s.LockCount) > len(s.Locks) {
+		locks += fmt.Sprintf(",... (%d in all)", s.LockCount)
+	}
+	return fmt.Sprintf("%s\t%s\t%s\t%s\t%d\t%s",
+		field(s.ID), field(s.Holder), roundDuration(s.TTL), roundDuration(s.Remaining), s.OpenFiles, field(locks))
+}
+
+// tableBlock is how many rows of a listing's table are aligned together:
+// the first rows print before a long listing has all arrived, and memory
+// stays bounded.
+const (
+	tableBlock     = 1000
+	tableBlockText = "1000"
+)
+
+// stream prints a listing as it arrives, at most limit items (0: all):
+// with -o json one object (doc) per line; else a table, its header on top
+// and its rows aligned a block at a time. It returns how many items it
+// printed. A failure of the listing ends it, after what came before it.
+func stream[T any](e *env, seq iter.Seq2[T, error], limit int, header string, row func(T) string, doc func(T) any) (int, error) {
+	enc := json.NewEncoder(e.stdout)
+	var tw *tabwriter.Writer
+	flush := func() {
+		if tw != nil {
+			_ = tw.Flush()
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n",
-			printable.String(d.Path), d.Status, field(d.Holder), d.Epoch, field(d.SessionID), formatTime(d.Since), pending)
 	}
-	_ = tw.Flush()
-}
-
-func writeHistoryTable(w io.Writer, hist []sdk.LockHistoryEntry) {
-	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "HOLDER\tEPOCH\tLOCKED-AT\tUNLOCKED-AT\tDURATION\tREASON\tFILES-SEALED\tBYTES-TRUNCATED")
-	for _, h := range hist {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%d\t%d\n",
-			field(h.Holder), h.Epoch, formatTime(h.LockedAt), formatTime(h.UnlockedAt),
-			roundDuration(lockDuration(h)), field(h.Reason), h.FilesSealed, h.BytesTruncated)
+	defer flush()
+	n := 0
+	for item, err := range seq {
+		if err != nil {
+			return n, err
+		}
+		if e.json() {
+			if err := enc.Encode(doc(item)); err != nil {
+				return n, err
+			}
+		} else {
+			if n%tableBlock == 0 {
+				flush()
+				tw = tabwriter.NewWriter(e.stdout, 0, 8, 2, ' ', 0)
+				if n == 0 {
+					fmt.Fprintln(tw, header)
+				}
+			}
+			fmt.Fprintln(tw, row(item))
+		}
+		if n++; n == limit {
+			break
+		}
 	}
-	_ = tw.Flush()
-}
-
-func writeSessionTable(w io.Writer, sessions []sdk.SessionInfo) {
-	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tHOLDER\tTTL\tREMAINING\tOPEN-FILES\tLOCKS")
-	for _, s := range sessions {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n",
-			field(s.ID), field(s.Holder), roundDuration(s.TTL), roundDuration(s.Remaining), s.OpenFiles,
-			field(strings.Join(s.Locks, ",")))
-	}
-	_ = tw.Flush()
+	return n, nil
 }
 
 // roundDuration keeps durations readable: milliseconds under a minute,

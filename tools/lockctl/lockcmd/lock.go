@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"strings"
 	"time"
 
@@ -213,11 +214,10 @@ func blocker(ctx context.Context, c *sdk.Client, path string) (*sdk.DirLock, err
 			break
 		}
 	}
-	below, err := c.ListDirLocks(ctx, path, nil)
-	if err != nil || len(below) == 0 {
-		return nil, err
-	}
-	return below[0], nil
+	next, stop := iter.Pull2(c.AllDirLocks(ctx, sdk.LockQuery{Prefix: path, PageSize: 1}))
+	defer stop()
+	d, err, _ := next() // the first one below is enough
+	return d, err
 }
 
 // parent of a clean absolute path other than "/".

@@ -128,7 +128,8 @@ func (e *env) rootCommand() *cobra.Command {
 
 Paths are absolute ("/dir"). The nameserver is --nameserver, or
 $BFS_NAMESERVER, or ` + DefaultNameServer + `. Output is a table, or with
--o json one JSON document per command (one object per line for watch).
+-o json one JSON document per command (one object per line for watch and
+for the listings: list, sessions, history).
 
 ` + exitCodesHelp,
 		SilenceErrors: true,

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/bfs-go/bfs/internal/fspath"
 	"github.com/bfs-go/bfs/internal/printable"
@@ -39,32 +40,37 @@ not exist.`,
 
 func (e *env) listCommand() *cobra.Command {
 	var state stateValue
+	var holder, session string
+	var pg paging
 	cmd := &cobra.Command{
-		Use:   "list [--state locked|cleaning] [PREFIX]",
+		Use:   "list [--state locked|cleaning] [--holder H] [--session ID] [--limit N] [PREFIX]",
 		Short: "List the locked and cleaning directories",
 		Long: `list shows the directories at or under PREFIX (default /) that are
-LOCKED or CLEANING; --state keeps only one of the two.`,
+LOCKED or CLEANING, sorted by path; --state, --holder and --session keep
+only those in that state, with that holder, of that session (the
+nameserver filters them). Locks arrive a page at a time and are printed
+as they come: a table in blocks of ` + tableBlockText + ` rows, or with -o json one
+object per line; --limit stops after N.`,
 		Args: cobra.MaximumNArgs(1),
 	}
-	cmd.Flags().Var(&state, "state", "only locks in this state: locked or cleaning")
+	f := cmd.Flags()
+	f.Var(&state, "state", "only locks in this state: locked or cleaning")
+	f.StringVar(&holder, "holder", "", "only locks with this holder")
+	f.StringVar(&session, "session", "", "only locks of this session")
+	pg.register(f, "locks")
 	cmd.RunE = e.withClient(fspath.Root, func(ctx context.Context, c *sdk.Client, prefix string) error {
-		locks, err := c.ListDirLocks(ctx, prefix, state.filter())
-		if err != nil {
+		if err := pg.validate(); err != nil {
 			return err
 		}
-		if e.json() {
-			out := make([]lockJSON, 0, len(locks))
-			for _, d := range locks {
-				out = append(out, toLockJSON(d))
-			}
-			return writeJSON(e.stdout, out)
+		q := sdk.LockQuery{Prefix: prefix, Holder: holder, SessionID: session, PageSize: pg.size()}
+		if s := state.filter(); s != nil {
+			q.Status = *s
 		}
-		if len(locks) == 0 {
+		n, err := stream(e, c.AllDirLocks(ctx, q), pg.limit, lockHeader, lockRow, func(d *sdk.DirLock) any { return toLockJSON(d) })
+		if err == nil && n == 0 && !e.json() {
 			fmt.Fprintf(e.stdout, "no %sdirectory locks at or under %s\n", state.adjective(), printable.String(prefix))
-			return nil
 		}
-		writeLockTable(e.stdout, locks)
-		return nil
+		return err
 	})
 	return cmd
 }
@@ -118,63 +124,90 @@ func toEventJSON(ev sdk.DirLockEvent, at time.Time) eventJSON {
 }
 
 func (e *env) historyCommand() *cobra.Command {
-	return &cobra.Command{
-		Use:   "history PATH",
+	var pg paging
+	cmd := &cobra.Command{
+		Use:   "history [--limit N] PATH",
 		Short: "Show the past locks of a directory",
 		Long: `history lists the past locks of the directory PATH, oldest first: holder,
 epoch, when locked and unlocked, how long held, why released ("holder",
 "force", "expiry"), and what the cleaning did (files sealed, bytes
-truncated). The nameserver keeps a bounded number per directory.`,
+truncated). The nameserver keeps a bounded number per directory. With
+-o json, one object per line; --limit stops after N.`,
 		Args: cobra.ExactArgs(1),
-		RunE: e.withClient("", func(ctx context.Context, c *sdk.Client, path string) error {
-			hist, err := c.LockHistory(ctx, path)
-			if err != nil {
-				return err
-			}
-			if e.json() {
-				out := make([]historyJSON, 0, len(hist))
-				for _, h := range hist {
-					out = append(out, toHistoryJSON(h))
-				}
-				return writeJSON(e.stdout, out)
-			}
-			if len(hist) == 0 {
-				fmt.Fprintf(e.stdout, "no past locks of %s\n", printable.String(path))
-				return nil
-			}
-			writeHistoryTable(e.stdout, hist)
-			return nil
-		}),
 	}
+	pg.register(cmd.Flags(), "entries")
+	cmd.RunE = e.withClient("", func(ctx context.Context, c *sdk.Client, path string) error {
+		if err := pg.validate(); err != nil {
+			return err
+		}
+		n, err := stream(e, c.AllLockHistory(ctx, path, pg.size()), pg.limit, historyHeader, historyRow,
+			func(h sdk.LockHistoryEntry) any { return toHistoryJSON(h) })
+		if err == nil && n == 0 && !e.json() {
+			fmt.Fprintf(e.stdout, "no past locks of %s\n", printable.String(path))
+		}
+		return err
+	})
+	return cmd
 }
 
 func (e *env) sessionsCommand() *cobra.Command {
-	return &cobra.Command{
-		Use:   "sessions",
+	var holder string
+	var pg paging
+	cmd := &cobra.Command{
+		Use:   "sessions [--holder H] [--limit N]",
 		Short: "List the live sessions",
-		Long: `sessions lists the sessions the nameserver holds: id, holder, TTL, time
-left before expiry, files open for write, directory locks held.`,
+		Long: `sessions lists the sessions the nameserver holds, sorted by id: id,
+holder, TTL, time left before expiry, files open for write, directory
+locks held (the first ones by path, and how many in all when that is
+more). --holder keeps only the sessions with that holder. Sessions are
+printed a page at a time as they arrive, like list's locks; --limit
+stops after N.`,
 		Args: cobra.NoArgs,
-		RunE: e.withClient(fspath.Root, func(ctx context.Context, c *sdk.Client, _ string) error {
-			sessions, err := c.Sessions(ctx)
-			if err != nil {
-				return err
-			}
-			if e.json() {
-				out := make([]sessionJSON, 0, len(sessions))
-				for _, s := range sessions {
-					out = append(out, toSessionJSON(s))
-				}
-				return writeJSON(e.stdout, out)
-			}
-			if len(sessions) == 0 {
-				fmt.Fprintln(e.stdout, "no live sessions")
-				return nil
-			}
-			writeSessionTable(e.stdout, sessions)
-			return nil
-		}),
 	}
+	cmd.Flags().StringVar(&holder, "holder", "", "only sessions with this holder")
+	pg.register(cmd.Flags(), "sessions")
+	cmd.RunE = e.withClient(fspath.Root, func(ctx context.Context, c *sdk.Client, _ string) error {
+		if err := pg.validate(); err != nil {
+			return err
+		}
+		q := sdk.SessionQuery{Holder: holder, PageSize: pg.size()}
+		n, err := stream(e, c.AllSessions(ctx, q), pg.limit, sessionHeader, sessionRow,
+			func(s sdk.SessionInfo) any { return toSessionJSON(s) })
+		if err == nil && n == 0 && !e.json() {
+			fmt.Fprintln(e.stdout, "no live sessions")
+		}
+		return err
+	})
+	return cmd
+}
+
+// paging is the --limit and --page-size flags of a listing.
+type paging struct {
+	limit, pageSize int
+}
+
+func (p *paging) register(f *pflag.FlagSet, items string) {
+	f.IntVar(&p.limit, "limit", 0, "stop after this many "+items+" (0: all)")
+	f.IntVar(&p.pageSize, "page-size", 0, "ask the nameserver for this many "+items+" per request (0: its default)")
+}
+
+func (p *paging) validate() error {
+	switch {
+	case p.limit < 0:
+		return usagef("--limit must not be negative, got %d", p.limit)
+	case p.pageSize < 0:
+		return usagef("--page-size must not be negative, got %d", p.pageSize)
+	}
+	return nil
+}
+
+// size is the page size to ask for: --page-size, or with only --limit,
+// no more than the limit.
+func (p *paging) size() int {
+	if p.pageSize == 0 && p.limit > 0 {
+		return min(p.limit, tableBlock)
+	}
+	return p.pageSize
 }
 
 // stateValue is the --state flag of list.

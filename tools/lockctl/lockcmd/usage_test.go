@@ -55,6 +55,11 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"history"}, "lockctl history: accepts 1 arg(s), received 0"},
 		{[]string{"history", "/.."}, `lockctl history: invalid path: "/.." contains ".."`},
 		{[]string{"sessions", "/a"}, `lockctl sessions: unknown command "/a" for "lockctl sessions"`},
+		{[]string{"list", "--limit", "-1"}, "lockctl list: --limit must not be negative, got -1"},
+		{[]string{"list", "--page-size", "-3"}, "lockctl list: --page-size must not be negative, got -3"},
+		{[]string{"sessions", "--limit", "-2"}, "lockctl sessions: --limit must not be negative, got -2"},
+		{[]string{"history", "--page-size", "-1", "/a"}, "lockctl history: --page-size must not be negative, got -1"},
+		{[]string{"list", "--limit", "ten"}, `invalid argument "ten" for "--limit" flag`},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			r := lockctl(t, unreachable, tc.args...)
