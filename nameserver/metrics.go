@@ -28,7 +28,7 @@ type metrics struct {
 	// claimMismatch counts closes in which a replica held fewer bytes
 	// than the writer claimed synced.
 	claimMismatch prometheus.Counter
-	locks    lockMetrics
+	locks         lockMetrics
 }
 
 // lockMetrics are the lock domain's collectors (BUILD.md lists them).
