@@ -161,6 +161,11 @@ func (s *Server) dropBlocks(blocks []*bfspb.BlockMeta) {
 		}
 		s.blocks.Forget(blockmap.BlockID(b.Id))
 	}
+	if s.safe.On() {
+		// The first block report after safe mode calls them obsolete.
+		glog.V(1).Infof("safe mode: not deleting the replicas of %d removed blocks", len(blocks))
+		return
+	}
 	for addr, ids := range byAddr {
 		s.deleteReplicas(addr, ids)
 	}
@@ -171,10 +176,6 @@ func (s *Server) dropBlocks(blocks []*bfspb.BlockMeta) {
 // whose creates are in flight waits until they have ended (see
 // createReplicas).
 func (s *Server) deleteReplicas(addr string, ids []int64) {
-	if s.safe.On() {
-		glog.V(1).Infof("safe mode: not deleting %d blocks on %s (block reports will name them again)", len(ids), addr)
-		return
-	}
 	ids = slices.DeleteFunc(slices.Clone(ids), func(id int64) bool { return s.creates.hold(addr, id) })
 	if len(ids) == 0 {
 		return

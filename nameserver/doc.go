@@ -54,8 +54,11 @@
 // named at least one replica of Config.SafeModeThreshold (default 99.9 %)
 // of the blocks the namespace knew at start, or an operator calls
 // LeaveSafeMode (bfs admin safemode leave). An empty namespace leaves at
-// once. Truncations to a closed file's length are not held: that length
-// is the namespace's own record, not a guess from missing reports.
+// once. Not held: truncations to a closed file's length, and the
+// deletes of replicas found shorter than a closed file (fileclose): both
+// compare one replica, as its chunkserver describes it, with the
+// namespace's own record of the file, not a guess from missing reports,
+// and no later block report would make up for them.
 // Re-replication, when it comes, must be held the same way.
 //
 // Handlers decode a request, normalize its paths (bad ones get
