@@ -7,6 +7,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/golang/glog"
 	"google.golang.org/grpc"
 
 	"github.com/bfs-go/bfs/chunkserver/blockstore"
@@ -199,12 +200,20 @@ func (s *Server) CreateBlock(ctx context.Context, req *bfspb.CreateBlockRequest)
 
 // Truncate cuts a replica to the length the nameserver agreed.
 func (s *Server) Truncate(_ context.Context, req *bfspb.TruncateRequest) (*bfspb.TruncateResponse, error) {
+	if err := s.checkCluster("truncate", req.ClusterId); err != nil {
+		code, msg := statusTable.Of(err)
+		return &bfspb.TruncateResponse{Status: code, Message: msg}, nil
+	}
 	code, msg := statusTable.Of(s.store.Truncate(blockstore.BlockID(req.BlockId), req.Size))
 	return &bfspb.TruncateResponse{Status: code, Message: msg}, nil
 }
 
 // DeleteBlocks removes replicas; ones already gone are not an error.
 func (s *Server) DeleteBlocks(_ context.Context, req *bfspb.DeleteBlocksRequest) (*bfspb.DeleteBlocksResponse, error) {
+	if err := s.checkCluster("delete blocks", req.ClusterId); err != nil {
+		code, msg := statusTable.Of(err)
+		return &bfspb.DeleteBlocksResponse{Status: code, Message: msg}, nil
+	}
 	var errs []error
 	for _, id := range req.BlockIds {
 		if err := s.store.Delete(blockstore.BlockID(id)); err != nil && !errors.Is(err, blockstore.ErrNotFound) {
@@ -220,4 +229,18 @@ func (s *Server) GetBlockInfo(_ context.Context, req *bfspb.GetBlockInfoRequest)
 	info, err := s.store.Info(blockstore.BlockID(req.BlockId))
 	code, msg := statusTable.Of(err)
 	return &bfspb.GetBlockInfoResponse{Status: code, Message: msg, Size: info.Size, Version: info.Version, Sealed: info.Sealed}, nil
+}
+
+// checkCluster refuses a destructive request that names another cluster
+// than the chunkserver's. A request naming none (a tool, an older
+// nameserver) is not checked: the nameserver always names its own.
+func (s *Server) checkCluster(op string, id string) error {
+	if id == "" {
+		return nil
+	}
+	err := s.cluster.Check(id)
+	if err != nil {
+		glog.Errorf("%s refused: %v", op, err)
+	}
+	return err
 }

@@ -43,6 +43,18 @@
 // reports that pile up while a call is in flight go in the next call, and
 // a failed call is retried with backoff until the nameserver answers.
 //
+// Cluster identity (cluster.go): at its first registration the
+// chunkserver records the nameserver's cluster id in CLUSTER_ID in its
+// data directory (written to a temporary file, fsynced, renamed, the
+// directory fsynced) and presents it at every later Register. From then
+// on it does not register with a nameserver that answers another id (it
+// logs both ids and retries with backoff, so an operator can fix a wrong
+// --nameserver address or a nameserver's wrong --data directory without a
+// restart), applies no obsolete list that comes with another id, and
+// refuses (WRONG_CLUSTER) a DeleteBlocks or Truncate that names another.
+// A request naming no cluster (a tool) is not checked. A chunkserver
+// never registered has no id and nothing to protect.
+//
 // # Invariants
 //
 //   - I4 (no byte accepted for a sealed block) is the store's; the server

@@ -33,11 +33,12 @@ type recorder struct {
 	obsolete     []int64 // returned by the next block report
 	failReceived int     // answer this many BlockReceived calls UNAVAILABLE
 	refused      int     // BlockReceived calls answered UNAVAILABLE so far
+	clusterID    string  // sent in every answer that carries one
 }
 
 func startRecorder(t testing.TB) (*recorder, string) {
 	t.Helper()
-	r := &recorder{changed: make(chan struct{}), lastByID: make(map[int64]*bfspb.ReportedBlock)}
+	r := &recorder{changed: make(chan struct{}), lastByID: make(map[int64]*bfspb.ReportedBlock), clusterID: "test-cluster"}
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	srv := grpc.NewServer()
@@ -79,8 +80,9 @@ func (r *recorder) wait(t testing.TB, what string, cond func() bool) {
 
 func (r *recorder) Register(_ context.Context, req *bfspb.RegisterRequest) (*bfspb.RegisterResponse, error) {
 	var id int64
-	r.record(func() { r.registers = append(r.registers, req); id = int64(len(r.registers)) })
-	return &bfspb.RegisterResponse{ChunkserverId: id}, nil
+	var cid string
+	r.record(func() { r.registers = append(r.registers, req); id, cid = int64(len(r.registers)), r.clusterID })
+	return &bfspb.RegisterResponse{ChunkserverId: id, ClusterId: cid}, nil
 }
 
 func (r *recorder) HeartBeat(_ context.Context, req *bfspb.HeartBeatRequest) (*bfspb.HeartBeatResponse, error) {
@@ -100,6 +102,7 @@ func (r *recorder) BlockReport(_ context.Context, req *bfspb.BlockReportRequest)
 	r.record(func() {
 		r.reports = append(r.reports, req)
 		resp.Obsolete, r.obsolete = r.obsolete, nil
+		resp.ClusterId = r.clusterID
 	})
 	return resp, nil
 }

@@ -3,6 +3,7 @@ package chunkserver
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -41,6 +42,7 @@ type registry interface {
 type membership struct {
 	ns      registry
 	store   *blockstore.Store
+	cluster *cluster
 	clock   clock.Clock
 	metrics *metrics
 	dataDir string
@@ -70,10 +72,17 @@ func (m *membership) run(ctx context.Context) {
 func (m *membership) register(ctx context.Context) bool {
 	bo := retry.New(registerRetryMin, registerRetryMax)
 	for {
-		if resp, err := m.tryRegister(ctx); err == nil {
+		resp, err := m.tryRegister(ctx)
+		if err == nil {
+			err = m.cluster.Join(resp.ClusterId)
+		}
+		switch {
+		case err == nil:
 			m.adopt(resp)
 			return true
-		} else if ctx.Err() == nil {
+		case errors.Is(err, errWrongCluster):
+			glog.Errorf("register with the nameserver as %s refused: %v", m.addr, err)
+		case ctx.Err() == nil:
 			glog.Warningf("register with the nameserver as %s: %v", m.addr, err)
 		}
 		if !retry.Sleep(ctx, m.clock, bo) {
@@ -87,10 +96,14 @@ func (m *membership) tryRegister(ctx context.Context) (*bfspb.RegisterResponse, 
 	defer cancel()
 	_, used := m.store.Usage()
 	resp, err := m.ns.Register(ctx, &bfspb.RegisterRequest{
-		Address: m.addr, CapacityBytes: capacity(m.dataDir), UsedBytes: used,
+		Address: m.addr, CapacityBytes: capacity(m.dataDir), UsedBytes: used, ClusterId: m.cluster.ID(),
 	})
 	m.metrics.nsCall("Register", resp.GetStatus(), err)
-	if err == nil && resp.Status != bfspb.StatusCode_OK {
+	switch {
+	case err != nil:
+	case resp.Status == bfspb.StatusCode_WRONG_CLUSTER:
+		err = fmt.Errorf("%w: the nameserver says: %s", errWrongCluster, resp.Message)
+	case resp.Status != bfspb.StatusCode_OK:
 		err = errors.New(resp.Status.String() + ": " + resp.Message)
 	}
 	return resp, err
@@ -195,6 +208,14 @@ func (m *membership) blockReport(ctx context.Context) bool {
 		return false
 	}
 	glog.V(1).Infof("block report of %d blocks taken, %d obsolete", len(infos), len(resp.Obsolete))
+	if err := m.cluster.Check(resp.ClusterId); err != nil {
+		// Only a nameserver of this chunkserver's own cluster decides
+		// what is obsolete.
+		if len(resp.Obsolete) > 0 {
+			glog.Errorf("not deleting %d blocks called obsolete: %v", len(resp.Obsolete), err)
+		}
+		return true
+	}
 	m.deleteObsolete(resp.Obsolete)
 	return true
 }

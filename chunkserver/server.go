@@ -30,6 +30,7 @@ type Server struct {
 
 	cfg     Config
 	store   *blockstore.Store
+	cluster *cluster
 	metrics *metrics
 	codec   packetCodec
 	grpc    *grpc.Server
@@ -72,8 +73,13 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	cl, err := loadCluster(cfg.DataDir)
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
 	pool := &bufPool{}
-	s := &Server{cfg: cfg, store: store, codec: newPacketCodec(pool, cfg.TestingKnobs.WritePacket), stopc: make(chan struct{})}
+	s := &Server{cfg: cfg, store: store, cluster: cl, codec: newPacketCodec(pool, cfg.TestingKnobs.WritePacket), stopc: make(chan struct{})}
 	s.metrics = newMetrics(gauges{
 		blocks:       func() float64 { n, _ := store.Usage(); return float64(n) },
 		bytes:        func() float64 { _, n := store.Usage(); return float64(n) },
@@ -120,7 +126,7 @@ func (s *Server) dialNameServer() error {
 	ns := bfspb.NewNameServerClient(conn)
 	s.nsConn = conn
 	s.member = &membership{
-		ns: ns, store: s.store, clock: s.cfg.Clock, metrics: s.metrics, dataDir: s.cfg.DataDir,
+		ns: ns, store: s.store, cluster: s.cluster, clock: s.cfg.Clock, metrics: s.metrics, dataDir: s.cfg.DataDir,
 		writers: s.writers.Load, hb: s.cfg.HeartbeatInterval, reports: s.cfg.ReportInterval,
 		registered: make(chan struct{}),
 	}

@@ -24,6 +24,7 @@ var statusTable = statuscode.Table{
 	{Err: blockstore.ErrChecksum, Code: bfspb.StatusCode_CORRUPT},
 	{Err: blockstore.ErrCorrupt, Code: bfspb.StatusCode_CORRUPT},
 	{Err: blockstore.ErrNotFound, Code: bfspb.StatusCode_NOT_FOUND},
+	{Err: errWrongCluster, Code: bfspb.StatusCode_WRONG_CLUSTER},
 	{Err: blockstore.ErrClosed, Code: bfspb.StatusCode_UNAVAILABLE},
 	// The caller gave up (a CreateBlock past its deadline).
 	{Err: context.DeadlineExceeded, Code: bfspb.StatusCode_UNAVAILABLE},

@@ -2,12 +2,14 @@ package nameserver
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"time"
 
 	"github.com/golang/glog"
 
 	"github.com/bfs-go/bfs/nameserver/blockmap"
+	"github.com/bfs-go/bfs/nameserver/namespace"
 	"github.com/bfs-go/bfs/proto/bfspb"
 )
 
@@ -17,6 +19,12 @@ func (s *Server) Register(_ context.Context, req *bfspb.RegisterRequest) (*bfspb
 	if req.Address == "" {
 		return &bfspb.RegisterResponse{Status: bfspb.StatusCode_INVALID_ARGUMENT, Message: "register: empty address"}, nil
 	}
+	if cid := s.ns.ClusterID(); req.ClusterId != "" && req.ClusterId != cid {
+		msg := fmt.Sprintf("chunkserver %s belongs to cluster %s, this nameserver to cluster %s: "+
+			"check the nameserver's --data directory and the chunkserver's --nameserver address", req.Address, req.ClusterId, cid)
+		glog.Errorf("register refused: %s", msg)
+		return &bfspb.RegisterResponse{Status: bfspb.StatusCode_WRONG_CLUSTER, Message: msg, ClusterId: cid}, nil
+	}
 	id := s.blocks.Register(req.Address, req.UsedBytes, s.cfg.Clock.Now())
 	glog.Infof("chunkserver %s registered as %d", req.Address, id)
 	s.peers.Reset(req.Address) // it is listening: seals and truncates need not wait to reconnect
@@ -25,6 +33,7 @@ func (s *Server) Register(_ context.Context, req *bfspb.RegisterRequest) (*bfspb
 		ChunkserverId:       int64(id),
 		HeartbeatIntervalMs: s.cfg.HeartbeatInterval.Milliseconds(),
 		ReportIntervalMs:    s.cfg.ReportInterval.Milliseconds(),
+		ClusterId:           s.ns.ClusterID(),
 	}, nil
 }
 
@@ -38,19 +47,36 @@ func (s *Server) HeartBeat(_ context.Context, req *bfspb.HeartBeatRequest) (*bfs
 }
 
 // BlockReport replaces what a chunkserver holds and answers which of its
-// blocks belong to no file any more.
+// blocks the namespace positively knows to belong to no file (see
+// obsolete); in safe mode it answers none.
 func (s *Server) BlockReport(_ context.Context, req *bfspb.BlockReportRequest) (*bfspb.BlockReportResponse, error) {
 	replicas := make(map[blockmap.BlockID]blockmap.Replica, len(req.Blocks))
-	resp := &bfspb.BlockReportResponse{}
+	resp := &bfspb.BlockReportResponse{ClusterId: s.ns.ClusterID()}
+	ids := make([]int64, len(req.Blocks))
+	for i, b := range req.Blocks {
+		ids[i] = b.BlockId
+	}
+	s.safe.Reported(ids)
+	var unknown []int64
 	for _, b := range req.Blocks {
-		if _, err := s.ns.BlockOwner(b.BlockId); err != nil {
+		fate, err := s.ns.Fate(b.BlockId)
+		switch {
+		case err != nil:
+			glog.Warningf("block %d on %s: %v; keeping the replica", b.BlockId, req.Address, err)
+		case fate == namespace.BlockLive:
+			replicas[blockmap.BlockID(b.BlockId)] = replicaOf(b)
+		case fate == namespace.BlockUnknown:
+			unknown = append(unknown, b.BlockId)
+		case s.safe.On():
+			// Held: the report after safe mode names it again.
+		case !s.creates.hold(req.Address, b.BlockId):
 			// While its creates are in flight the delete waits for them.
-			if !s.creates.hold(req.Address, b.BlockId) {
-				resp.Obsolete = append(resp.Obsolete, b.BlockId)
-			}
-			continue
+			resp.Obsolete = append(resp.Obsolete, b.BlockId)
 		}
-		replicas[blockmap.BlockID(b.BlockId)] = replicaOf(b)
+	}
+	if len(unknown) > 0 {
+		glog.Warningf("chunkserver %s holds %d blocks this namespace never allocated (first %d): keeping them; was the nameserver restored from an older data directory?",
+			req.Address, len(unknown), unknown[0])
 	}
 	addr := req.Address
 	first, ok := s.blocks.Report(blockmap.ServerID(req.ChunkserverId), addr, replicas, s.cfg.Clock.Now())
@@ -135,6 +161,11 @@ func (s *Server) dropBlocks(blocks []*bfspb.BlockMeta) {
 		}
 		s.blocks.Forget(blockmap.BlockID(b.Id))
 	}
+	if s.safe.On() {
+		// The first block report after safe mode calls them obsolete.
+		glog.V(1).Infof("safe mode: not deleting the replicas of %d removed blocks", len(blocks))
+		return
+	}
 	for addr, ids := range byAddr {
 		s.deleteReplicas(addr, ids)
 	}
@@ -156,7 +187,7 @@ func (s *Server) deleteReplicas(addr string, ids []int64) {
 		}
 		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
-		if _, err := cl.DeleteBlocks(ctx, &bfspb.DeleteBlocksRequest{BlockIds: ids}); err != nil {
+		if _, err := cl.DeleteBlocks(ctx, &bfspb.DeleteBlocksRequest{BlockIds: ids, ClusterId: s.ns.ClusterID()}); err != nil {
 			glog.V(1).Infof("delete %d blocks on %s: %v", len(ids), addr, err)
 		}
 	})

@@ -29,6 +29,11 @@ type Config struct {
 	// replica with unsynced bytes; enough in flight lets the disks overlap
 	// them (256 fenced 1,000 files a quarter faster than 64 on one disk).
 	SealConcurrency int
+	// SafeModeThreshold is the share of the blocks the namespace knows, in
+	// (0, 1], that must have a reported replica before the nameserver
+	// leaves safe mode by itself (see the package documentation); 0 means
+	// DefaultSafeModeThreshold.
+	SafeModeThreshold float64
 	// Clock is the source of time; the real clock if nil.
 	Clock clock.Clock
 	// TestingKnobs are seams for tests; the zero value is production.
@@ -63,6 +68,7 @@ func DefaultConfig() Config {
 		DeadTimeout:       10 * time.Second,
 		ReportInterval:    time.Minute,
 		SealConcurrency:   256,
+		SafeModeThreshold: DefaultSafeModeThreshold,
 	}
 }
 
@@ -99,6 +105,12 @@ func (c *Config) validate() error {
 	}
 	if c.SealConcurrency < 0 {
 		return fmt.Errorf("nameserver: negative seal concurrency")
+	}
+	if c.SafeModeThreshold == 0 {
+		c.SafeModeThreshold = DefaultSafeModeThreshold
+	}
+	if !(c.SafeModeThreshold > 0 && c.SafeModeThreshold <= 1) {
+		return fmt.Errorf("nameserver: safe mode threshold %v is not in (0, 1]", c.SafeModeThreshold)
 	}
 	if c.Clock == nil {
 		c.Clock = clock.Real{}

@@ -30,6 +30,37 @@
 // those creates are in flight (see chunkserver/doc.go, I4); the Closer's
 // deletes go through the same deleteReplicas.
 //
+// Cluster identity and replica deletion (chunks.go, safemode.go). The
+// namespace creates a random cluster id when it formats its data
+// directory (namespace.Store.ClusterID). Register answers it, and refuses
+// (WRONG_CLUSTER) a chunkserver that presents another; every answer or
+// request that destroys data carries it (a block report's obsolete list,
+// DeleteBlocks, Truncate) so the chunkserver can refuse it too (see
+// chunkserver/doc.go). A nameserver started on an empty or wrong data
+// directory thus cannot make the chunkservers of a cluster delete
+// anything.
+//
+// A replica is obsolete only when the namespace positively knows its
+// block is gone (namespace.Store.Fate): no file has it AND its id is at or
+// below the namespace's id counter, so the id was handed out by this
+// namespace and has since been deleted, superseded, or never committed.
+// An id above the counter was never allocated here (a namespace restored
+// from an older copy, say): the replica is kept and logged. A lookup that
+// fails keeps the replica.
+//
+// Safe mode: a nameserver starts in safe mode, holding every replica
+// deletion (no obsolete answer, no DeleteBlocks; the next block report
+// after it ends names the replicas again) until the block reports have
+// named at least one replica of Config.SafeModeThreshold (default 99.9 %)
+// of the blocks the namespace knew at start, or an operator calls
+// LeaveSafeMode (bfs admin safemode leave). An empty namespace leaves at
+// once. Not held: truncations to a closed file's length, and the
+// deletes of replicas found shorter than a closed file (fileclose): both
+// compare one replica, as its chunkserver describes it, with the
+// namespace's own record of the file, not a guess from missing reports,
+// and no later block report would make up for them.
+// Re-replication, when it comes, must be held the same way.
+//
 // Handlers decode a request, normalize its paths (bad ones get
 // INVALID_ARGUMENT), call one domain method and encode the answer; the one
 // table in status.go maps domain errors to protocol status codes.

@@ -71,7 +71,7 @@ func (c chunkservers) Truncate(ctx context.Context, addr string, block, size int
 	}
 	ctx, cancel := context.WithTimeout(ctx, rpcTimeout)
 	defer cancel()
-	resp, err := cl.Truncate(ctx, &bfspb.TruncateRequest{BlockId: block, Size: size})
+	resp, err := cl.Truncate(ctx, &bfspb.TruncateRequest{BlockId: block, Size: size, ClusterId: c.s.ns.ClusterID()})
 	if err == nil && resp.Status != bfspb.StatusCode_OK {
 		err = fmt.Errorf("%v: %s", resp.Status, resp.Message)
 	}

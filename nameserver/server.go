@@ -60,6 +60,7 @@ type Server struct {
 	cleaner  *dirlock.Cleaner
 	peers    *connpool.Pool
 	creates  createTracker
+	safe     *safeMode
 	watch    *watchers
 	grpc     *grpc.Server
 	health   *health.Server
@@ -126,6 +127,9 @@ func newServer(cfg Config, dataLock *os.File) (*Server, error) {
 			stops[i]()
 		}
 		return nil, err
+	}
+	if err := s.startSafeMode(); err != nil {
+		return fail(err)
 	}
 	if err := s.startCleaning(); err != nil {
 		return fail(err)

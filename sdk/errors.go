@@ -35,6 +35,7 @@ var (
 	ErrCorrupt          error = &sentinel{"data corrupt", nil}
 	ErrInternal         error = &sentinel{"nameserver internal error", nil}
 	ErrUnimplemented    error = &sentinel{"not implemented", nil}
+	ErrWrongCluster     error = &sentinel{"wrong cluster", nil}
 
 	// ErrClosed is returned by calls on a Client after Close. It is the
 	// SDK's own: no StatusCode maps to it.
@@ -63,6 +64,7 @@ var statusErrors = map[bfspb.StatusCode]error{
 	bfspb.StatusCode_CORRUPT:           ErrCorrupt,
 	bfspb.StatusCode_INTERNAL:          ErrInternal,
 	bfspb.StatusCode_UNIMPLEMENTED:     ErrUnimplemented,
+	bfspb.StatusCode_WRONG_CLUSTER:     ErrWrongCluster,
 }
 
 // sentinel is the type of the Err* values. like, when set, is the io/fs

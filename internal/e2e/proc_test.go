@@ -65,6 +65,29 @@ type process struct {
 	done chan struct{}
 	// stdin is the process's standard input.
 	stdin io.WriteCloser
+	// stderr holds the lines the process wrote on stderr so far.
+	stderr struct {
+		sync.Mutex
+		lines []string
+	}
+}
+
+// logCount returns how many of the process's stderr lines so far contain
+// every one of parts.
+func (p *process) logCount(parts ...string) int {
+	p.stderr.Lock()
+	defer p.stderr.Unlock()
+	n := 0
+	for _, line := range p.stderr.lines {
+		all := true
+		for _, part := range parts {
+			all = all && strings.Contains(line, part)
+		}
+		if all {
+			n++
+		}
+	}
+	return n
 }
 
 // startProcess runs bin with args and kills it at the end of the test.
@@ -102,6 +125,9 @@ func startProcess(t *testing.T, name, bin string, args []string, onLine func(str
 	go func() {
 		defer readers.Done()
 		scanLines(stderr, func(line string) {
+			p.stderr.Lock()
+			p.stderr.lines = append(p.stderr.lines, line)
+			p.stderr.Unlock()
 			t.Logf("%s: %s", name, line)
 			if strings.Contains(line, "WARNING: DATA RACE") {
 				t.Errorf("%s reports a data race (see its log)", name)

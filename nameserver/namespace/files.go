@@ -1,6 +1,7 @@
 package namespace
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -193,4 +194,57 @@ func (s *Store) BlockOwner(block int64) (uint64, error) {
 	}
 	defer closer.Close()
 	return decodeUint64(v), nil
+}
+
+// BlockFate is what the namespace knows of a block id.
+type BlockFate int
+
+const (
+	// BlockLive: a file has the block.
+	BlockLive BlockFate = iota
+	// BlockGone: the id was handed out by this namespace and no file has
+	// it: its file was deleted, it was superseded, or the command that
+	// took it never committed. Its replicas can go.
+	BlockGone
+	// BlockUnknown: the id is above every id this namespace handed out.
+	// The namespace knows nothing of it (a namespace restored from an
+	// older copy, say): its replicas must be kept.
+	BlockUnknown
+)
+
+// Fate tells what the namespace positively knows of block. Any error
+// means it knows nothing; callers keep the replica.
+func (s *Store) Fate(block int64) (BlockFate, error) {
+	_, err := s.BlockOwner(block)
+	switch {
+	case err == nil:
+		return BlockLive, nil
+	case !errors.Is(err, ErrNotFound):
+		return BlockUnknown, err
+	case block <= 0 || uint64(block) > s.lastID.Load():
+		return BlockUnknown, nil
+	}
+	return BlockGone, nil
+}
+
+// BlockIDs calls fn with the id of every block a file has.
+func (s *Store) BlockIDs(fn func(id int64)) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	lower, upper := prefixBounds(prefixBlock)
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return fmt.Errorf("namespace: read: %w", err)
+	}
+	for it.First(); it.Valid(); it.Next() {
+		if k := it.Key(); len(k) == 9 {
+			fn(int64(decodeUint64(k[1:])))
+		}
+	}
+	if err := it.Error(); err != nil {
+		it.Close()
+		return fmt.Errorf("namespace: read: %w", err)
+	}
+	return it.Close()
 }

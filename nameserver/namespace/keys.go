@@ -33,6 +33,9 @@ var (
 	keyNextID = []byte{prefixSystem, 'i', 'd'}
 	// keyEpoch holds the highest lock epoch ever granted (max-merged).
 	keyEpoch = []byte{prefixSystem, 'e', 'p', 'o', 'c', 'h'}
+	// keyClusterID holds the cluster id, written once when the store is
+	// formatted (see ClusterID).
+	keyClusterID = []byte{prefixSystem, 'c', 'l', 'u', 's', 't', 'e', 'r'}
 )
 
 // entryKey returns the key of the entry name in directory parent.

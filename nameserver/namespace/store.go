@@ -1,6 +1,8 @@
 package namespace
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -59,6 +61,9 @@ type Store struct {
 	lastID    atomic.Uint64
 	lastEpoch atomic.Uint64
 	closed    atomic.Bool
+	// clusterID is the id written when the store was formatted; set by
+	// init, read-only afterwards.
+	clusterID string
 }
 
 // Open opens (or creates) the namespace in opts.Dir.
@@ -118,6 +123,9 @@ func (s *Store) init() error {
 	s.lastEpoch.Store(epoch)
 	_, err = s.get(entryKey(rootParentID, ""))
 	if err == nil {
+		if err := s.loadClusterID(); err != nil {
+			return err
+		}
 		if err := s.loadLocks(); err != nil {
 			return err
 		}
@@ -126,14 +134,67 @@ func (s *Store) init() error {
 	if !errors.Is(err, ErrNotFound) {
 		return err
 	}
+	return s.format()
+}
+
+// format writes the root and a new cluster id to an empty store, in one
+// batch: a store has both or neither.
+func (s *Store) format() error {
+	id, err := newClusterID()
+	if err != nil {
+		return err
+	}
 	root := &bfspb.FileInfo{EntryId: RootID, Type: bfspb.FileType_FILE_TYPE_DIR, Mode: 0o755}
 	b := s.db.NewBatch()
 	defer b.Close()
 	if err := putInfo(b, entryKey(rootParentID, ""), root); err != nil {
 		return err
 	}
-	return b.Commit(pebble.Sync)
+	if err := b.Set(keyClusterID, []byte(id), nil); err != nil {
+		return err
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return fmt.Errorf("namespace: format: %w", err)
+	}
+	s.clusterID = id
+	return nil
 }
+
+// loadClusterID reads the cluster id of a formatted store. A store
+// formatted before cluster ids existed gets one now, once.
+func (s *Store) loadClusterID() error {
+	v, closer, err := s.db.Get(keyClusterID)
+	if err == nil {
+		s.clusterID = string(v)
+		return closer.Close()
+	}
+	if !errors.Is(err, pebble.ErrNotFound) {
+		return fmt.Errorf("namespace: read cluster id: %w", err)
+	}
+	id, err := newClusterID()
+	if err != nil {
+		return err
+	}
+	if err := s.db.Set(keyClusterID, []byte(id), pebble.Sync); err != nil {
+		return fmt.Errorf("namespace: write cluster id: %w", err)
+	}
+	s.clusterID = id
+	return nil
+}
+
+// newClusterID returns 128 random bits in hex.
+func newClusterID() (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("namespace: cluster id: %w", err)
+	}
+	return hex.EncodeToString(b[:]), nil
+}
+
+// ClusterID returns the id created when the store was formatted. It
+// never changes: chunkservers record it and refuse a nameserver whose
+// store has another one (see the nameserver package documentation).
+func (s *Store) ClusterID() string { return s.clusterID }
 
 // Close closes the store. Calls after Close fail with ErrClosed.
 func (s *Store) Close() error {

@@ -443,9 +443,12 @@ func (x *SealResponse) GetMessage() string {
 }
 
 type TruncateRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	BlockId       int64                  `protobuf:"varint,1,opt,name=block_id,json=blockId,proto3" json:"block_id,omitempty"`
-	Size          int64                  `protobuf:"varint,2,opt,name=size,proto3" json:"size,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	BlockId int64                  `protobuf:"varint,1,opt,name=block_id,json=blockId,proto3" json:"block_id,omitempty"`
+	Size    int64                  `protobuf:"varint,2,opt,name=size,proto3" json:"size,omitempty"`
+	// The sender's cluster id; a chunkserver refuses one other than the id
+	// it recorded (empty is not checked).
+	ClusterId     string `protobuf:"bytes,3,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -492,6 +495,13 @@ func (x *TruncateRequest) GetSize() int64 {
 		return x.Size
 	}
 	return 0
+}
+
+func (x *TruncateRequest) GetClusterId() string {
+	if x != nil {
+		return x.ClusterId
+	}
+	return ""
 }
 
 type TruncateResponse struct {
@@ -547,8 +557,11 @@ func (x *TruncateResponse) GetMessage() string {
 }
 
 type DeleteBlocksRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	BlockIds      []int64                `protobuf:"varint,1,rep,packed,name=block_ids,json=blockIds,proto3" json:"block_ids,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	BlockIds []int64                `protobuf:"varint,1,rep,packed,name=block_ids,json=blockIds,proto3" json:"block_ids,omitempty"`
+	// The sender's cluster id; a chunkserver refuses one other than the id
+	// it recorded (empty is not checked).
+	ClusterId     string `protobuf:"bytes,2,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -588,6 +601,13 @@ func (x *DeleteBlocksRequest) GetBlockIds() []int64 {
 		return x.BlockIds
 	}
 	return nil
+}
+
+func (x *DeleteBlocksRequest) GetClusterId() string {
+	if x != nil {
+		return x.ClusterId
+	}
+	return ""
 }
 
 type DeleteBlocksResponse struct {
@@ -893,15 +913,19 @@ const file_chunkserver_proto_rawDesc = "" +
 	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x03R\x04size\x12\x18\n" +
 	"\aversion\x18\x03 \x01(\x04R\aversion\x12\x18\n" +
-	"\amessage\x18\x0f \x01(\tR\amessage\"@\n" +
+	"\amessage\x18\x0f \x01(\tR\amessage\"_\n" +
 	"\x0fTruncateRequest\x12\x19\n" +
 	"\bblock_id\x18\x01 \x01(\x03R\ablockId\x12\x12\n" +
-	"\x04size\x18\x02 \x01(\x03R\x04size\"U\n" +
+	"\x04size\x18\x02 \x01(\x03R\x04size\x12\x1d\n" +
+	"\n" +
+	"cluster_id\x18\x03 \x01(\tR\tclusterId\"U\n" +
 	"\x10TruncateResponse\x12'\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
-	"\amessage\x18\x0f \x01(\tR\amessage\"2\n" +
+	"\amessage\x18\x0f \x01(\tR\amessage\"Q\n" +
 	"\x13DeleteBlocksRequest\x12\x1b\n" +
-	"\tblock_ids\x18\x01 \x03(\x03R\bblockIds\"Y\n" +
+	"\tblock_ids\x18\x01 \x03(\x03R\bblockIds\x12\x1d\n" +
+	"\n" +
+	"cluster_id\x18\x02 \x01(\tR\tclusterId\"Y\n" +
 	"\x14DeleteBlocksResponse\x12'\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
 	"\amessage\x18\x0f \x01(\tR\amessage\"/\n" +

@@ -3586,6 +3586,10 @@ type RegisterRequest struct {
 	Address       string `protobuf:"bytes,1,opt,name=address,proto3" json:"address,omitempty"`
 	CapacityBytes int64  `protobuf:"varint,2,opt,name=capacity_bytes,json=capacityBytes,proto3" json:"capacity_bytes,omitempty"`
 	UsedBytes     int64  `protobuf:"varint,3,opt,name=used_bytes,json=usedBytes,proto3" json:"used_bytes,omitempty"`
+	// The cluster id the chunkserver recorded at its first registration;
+	// empty for a chunkserver never registered. The nameserver refuses
+	// (WRONG_CLUSTER) an id other than its own.
+	ClusterId     string `protobuf:"bytes,4,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3641,6 +3645,13 @@ func (x *RegisterRequest) GetUsedBytes() int64 {
 	return 0
 }
 
+func (x *RegisterRequest) GetClusterId() string {
+	if x != nil {
+		return x.ClusterId
+	}
+	return ""
+}
+
 type RegisterResponse struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Status StatusCode             `protobuf:"varint,1,opt,name=status,proto3,enum=bfs.StatusCode" json:"status,omitempty"`
@@ -3649,8 +3660,12 @@ type RegisterResponse struct {
 	ChunkserverId       int64  `protobuf:"varint,2,opt,name=chunkserver_id,json=chunkserverId,proto3" json:"chunkserver_id,omitempty"`
 	HeartbeatIntervalMs int64  `protobuf:"varint,3,opt,name=heartbeat_interval_ms,json=heartbeatIntervalMs,proto3" json:"heartbeat_interval_ms,omitempty"`
 	ReportIntervalMs    int64  `protobuf:"varint,4,opt,name=report_interval_ms,json=reportIntervalMs,proto3" json:"report_interval_ms,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// The nameserver's cluster id, created when it formatted its data
+	// directory. A chunkserver records it at its first registration and
+	// refuses a nameserver with another one.
+	ClusterId     string `protobuf:"bytes,5,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RegisterResponse) Reset() {
@@ -3716,6 +3731,13 @@ func (x *RegisterResponse) GetReportIntervalMs() int64 {
 		return x.ReportIntervalMs
 	}
 	return 0
+}
+
+func (x *RegisterResponse) GetClusterId() string {
+	if x != nil {
+		return x.ClusterId
+	}
+	return ""
 }
 
 type HeartBeatRequest struct {
@@ -3991,7 +4013,10 @@ type BlockReportResponse struct {
 	// Human-readable detail for a status other than OK.
 	Message string `protobuf:"bytes,15,opt,name=message,proto3" json:"message,omitempty"`
 	// Blocks the nameserver no longer knows; the chunkserver deletes them.
-	Obsolete      []int64 `protobuf:"varint,2,rep,packed,name=obsolete,proto3" json:"obsolete,omitempty"`
+	Obsolete []int64 `protobuf:"varint,2,rep,packed,name=obsolete,proto3" json:"obsolete,omitempty"`
+	// The nameserver's cluster id: a chunkserver deletes nothing named in
+	// obsolete unless it is its own cluster's.
+	ClusterId     string `protobuf:"bytes,3,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4045,6 +4070,13 @@ func (x *BlockReportResponse) GetObsolete() []int64 {
 		return x.Obsolete
 	}
 	return nil
+}
+
+func (x *BlockReportResponse) GetClusterId() string {
+	if x != nil {
+		return x.ClusterId
+	}
+	return ""
 }
 
 type BlockReceivedRequest struct {
@@ -4153,6 +4185,227 @@ func (x *BlockReceivedResponse) GetStatus() StatusCode {
 }
 
 func (x *BlockReceivedResponse) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+type GetSafeModeRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetSafeModeRequest) Reset() {
+	*x = GetSafeModeRequest{}
+	mi := &file_nameserver_proto_msgTypes[62]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetSafeModeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetSafeModeRequest) ProtoMessage() {}
+
+func (x *GetSafeModeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_nameserver_proto_msgTypes[62]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetSafeModeRequest.ProtoReflect.Descriptor instead.
+func (*GetSafeModeRequest) Descriptor() ([]byte, []int) {
+	return file_nameserver_proto_rawDescGZIP(), []int{62}
+}
+
+type GetSafeModeResponse struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Status  StatusCode             `protobuf:"varint,1,opt,name=status,proto3,enum=bfs.StatusCode" json:"status,omitempty"`
+	Message string                 `protobuf:"bytes,15,opt,name=message,proto3" json:"message,omitempty"`
+	// While on, the nameserver deletes no replica and truncates none.
+	On bool `protobuf:"varint,2,opt,name=on,proto3" json:"on,omitempty"`
+	// Blocks the namespace knows, and how many of them have at least one
+	// reported replica.
+	KnownBlocks    int64 `protobuf:"varint,3,opt,name=known_blocks,json=knownBlocks,proto3" json:"known_blocks,omitempty"`
+	ReportedBlocks int64 `protobuf:"varint,4,opt,name=reported_blocks,json=reportedBlocks,proto3" json:"reported_blocks,omitempty"`
+	// The share of known blocks that must be reported to leave by itself.
+	Threshold float64 `protobuf:"fixed64,5,opt,name=threshold,proto3" json:"threshold,omitempty"`
+	// True if an operator left safe mode.
+	LeftByOperator bool `protobuf:"varint,6,opt,name=left_by_operator,json=leftByOperator,proto3" json:"left_by_operator,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *GetSafeModeResponse) Reset() {
+	*x = GetSafeModeResponse{}
+	mi := &file_nameserver_proto_msgTypes[63]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetSafeModeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetSafeModeResponse) ProtoMessage() {}
+
+func (x *GetSafeModeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_nameserver_proto_msgTypes[63]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetSafeModeResponse.ProtoReflect.Descriptor instead.
+func (*GetSafeModeResponse) Descriptor() ([]byte, []int) {
+	return file_nameserver_proto_rawDescGZIP(), []int{63}
+}
+
+func (x *GetSafeModeResponse) GetStatus() StatusCode {
+	if x != nil {
+		return x.Status
+	}
+	return StatusCode_OK
+}
+
+func (x *GetSafeModeResponse) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *GetSafeModeResponse) GetOn() bool {
+	if x != nil {
+		return x.On
+	}
+	return false
+}
+
+func (x *GetSafeModeResponse) GetKnownBlocks() int64 {
+	if x != nil {
+		return x.KnownBlocks
+	}
+	return 0
+}
+
+func (x *GetSafeModeResponse) GetReportedBlocks() int64 {
+	if x != nil {
+		return x.ReportedBlocks
+	}
+	return 0
+}
+
+func (x *GetSafeModeResponse) GetThreshold() float64 {
+	if x != nil {
+		return x.Threshold
+	}
+	return 0
+}
+
+func (x *GetSafeModeResponse) GetLeftByOperator() bool {
+	if x != nil {
+		return x.LeftByOperator
+	}
+	return false
+}
+
+type LeaveSafeModeRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LeaveSafeModeRequest) Reset() {
+	*x = LeaveSafeModeRequest{}
+	mi := &file_nameserver_proto_msgTypes[64]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LeaveSafeModeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LeaveSafeModeRequest) ProtoMessage() {}
+
+func (x *LeaveSafeModeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_nameserver_proto_msgTypes[64]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LeaveSafeModeRequest.ProtoReflect.Descriptor instead.
+func (*LeaveSafeModeRequest) Descriptor() ([]byte, []int) {
+	return file_nameserver_proto_rawDescGZIP(), []int{64}
+}
+
+type LeaveSafeModeResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Status        StatusCode             `protobuf:"varint,1,opt,name=status,proto3,enum=bfs.StatusCode" json:"status,omitempty"`
+	Message       string                 `protobuf:"bytes,15,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LeaveSafeModeResponse) Reset() {
+	*x = LeaveSafeModeResponse{}
+	mi := &file_nameserver_proto_msgTypes[65]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LeaveSafeModeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LeaveSafeModeResponse) ProtoMessage() {}
+
+func (x *LeaveSafeModeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_nameserver_proto_msgTypes[65]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LeaveSafeModeResponse.ProtoReflect.Descriptor instead.
+func (*LeaveSafeModeResponse) Descriptor() ([]byte, []int) {
+	return file_nameserver_proto_rawDescGZIP(), []int{65}
+}
+
+func (x *LeaveSafeModeResponse) GetStatus() StatusCode {
+	if x != nil {
+		return x.Status
+	}
+	return StatusCode_OK
+}
+
+func (x *LeaveSafeModeResponse) GetMessage() string {
 	if x != nil {
 		return x.Message
 	}
@@ -4446,18 +4699,22 @@ const file_nameserver_proto_rawDesc = "" +
 	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
 	"\amessage\x18\x0f \x01(\tR\amessage\x12/\n" +
 	"\aentries\x18\x02 \x03(\v2\x15.bfs.LockHistoryEntryR\aentries\x12&\n" +
-	"\x0fnext_page_token\x18\x03 \x01(\tR\rnextPageToken\"q\n" +
+	"\x0fnext_page_token\x18\x03 \x01(\tR\rnextPageToken\"\x90\x01\n" +
 	"\x0fRegisterRequest\x12\x18\n" +
 	"\aaddress\x18\x01 \x01(\tR\aaddress\x12%\n" +
 	"\x0ecapacity_bytes\x18\x02 \x01(\x03R\rcapacityBytes\x12\x1d\n" +
 	"\n" +
-	"used_bytes\x18\x03 \x01(\x03R\tusedBytes\"\xde\x01\n" +
+	"used_bytes\x18\x03 \x01(\x03R\tusedBytes\x12\x1d\n" +
+	"\n" +
+	"cluster_id\x18\x04 \x01(\tR\tclusterId\"\xfd\x01\n" +
 	"\x10RegisterResponse\x12'\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
 	"\amessage\x18\x0f \x01(\tR\amessage\x12%\n" +
 	"\x0echunkserver_id\x18\x02 \x01(\x03R\rchunkserverId\x122\n" +
 	"\x15heartbeat_interval_ms\x18\x03 \x01(\x03R\x13heartbeatIntervalMs\x12,\n" +
-	"\x12report_interval_ms\x18\x04 \x01(\x03R\x10reportIntervalMs\"\xba\x01\n" +
+	"\x12report_interval_ms\x18\x04 \x01(\x03R\x10reportIntervalMs\x12\x1d\n" +
+	"\n" +
+	"cluster_id\x18\x05 \x01(\tR\tclusterId\"\xba\x01\n" +
 	"\x10HeartBeatRequest\x12%\n" +
 	"\x0echunkserver_id\x18\x01 \x01(\x03R\rchunkserverId\x12\x18\n" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x12\x1d\n" +
@@ -4480,18 +4737,33 @@ const file_nameserver_proto_rawDesc = "" +
 	"\x12BlockReportRequest\x12%\n" +
 	"\x0echunkserver_id\x18\x01 \x01(\x03R\rchunkserverId\x12\x18\n" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x12*\n" +
-	"\x06blocks\x18\x03 \x03(\v2\x12.bfs.ReportedBlockR\x06blocks\"t\n" +
+	"\x06blocks\x18\x03 \x03(\v2\x12.bfs.ReportedBlockR\x06blocks\"\x93\x01\n" +
 	"\x13BlockReportResponse\x12'\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
 	"\amessage\x18\x0f \x01(\tR\amessage\x12\x1a\n" +
-	"\bobsolete\x18\x02 \x03(\x03R\bobsolete\"\x83\x01\n" +
+	"\bobsolete\x18\x02 \x03(\x03R\bobsolete\x12\x1d\n" +
+	"\n" +
+	"cluster_id\x18\x03 \x01(\tR\tclusterId\"\x83\x01\n" +
 	"\x14BlockReceivedRequest\x12%\n" +
 	"\x0echunkserver_id\x18\x01 \x01(\x03R\rchunkserverId\x12\x18\n" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x12*\n" +
 	"\x06blocks\x18\x03 \x03(\v2\x12.bfs.ReportedBlockR\x06blocks\"Z\n" +
 	"\x15BlockReceivedResponse\x12'\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
-	"\amessage\x18\x0f \x01(\tR\amessage2\xee\f\n" +
+	"\amessage\x18\x0f \x01(\tR\amessage\"\x14\n" +
+	"\x12GetSafeModeRequest\"\xfc\x01\n" +
+	"\x13GetSafeModeResponse\x12'\n" +
+	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
+	"\amessage\x18\x0f \x01(\tR\amessage\x12\x0e\n" +
+	"\x02on\x18\x02 \x01(\bR\x02on\x12!\n" +
+	"\fknown_blocks\x18\x03 \x01(\x03R\vknownBlocks\x12'\n" +
+	"\x0freported_blocks\x18\x04 \x01(\x03R\x0ereportedBlocks\x12\x1c\n" +
+	"\tthreshold\x18\x05 \x01(\x01R\tthreshold\x12(\n" +
+	"\x10left_by_operator\x18\x06 \x01(\bR\x0eleftByOperator\"\x16\n" +
+	"\x14LeaveSafeModeRequest\"Z\n" +
+	"\x15LeaveSafeModeResponse\x12'\n" +
+	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
+	"\amessage\x18\x0f \x01(\tR\amessage2\xf8\r\n" +
 	"\n" +
 	"NameServer\x12.\n" +
 	"\x05Mkdir\x12\x11.bfs.MkdirRequest\x1a\x12.bfs.MkdirResponse\x121\n" +
@@ -4523,7 +4795,9 @@ const file_nameserver_proto_rawDesc = "" +
 	"\bRegister\x12\x14.bfs.RegisterRequest\x1a\x15.bfs.RegisterResponse\x12:\n" +
 	"\tHeartBeat\x12\x15.bfs.HeartBeatRequest\x1a\x16.bfs.HeartBeatResponse\x12@\n" +
 	"\vBlockReport\x12\x17.bfs.BlockReportRequest\x1a\x18.bfs.BlockReportResponse\x12F\n" +
-	"\rBlockReceived\x12\x19.bfs.BlockReceivedRequest\x1a\x1a.bfs.BlockReceivedResponseB#Z!github.com/bfs-go/bfs/proto/bfspbb\x06proto3"
+	"\rBlockReceived\x12\x19.bfs.BlockReceivedRequest\x1a\x1a.bfs.BlockReceivedResponse\x12@\n" +
+	"\vGetSafeMode\x12\x17.bfs.GetSafeModeRequest\x1a\x18.bfs.GetSafeModeResponse\x12F\n" +
+	"\rLeaveSafeMode\x12\x19.bfs.LeaveSafeModeRequest\x1a\x1a.bfs.LeaveSafeModeResponseB#Z!github.com/bfs-go/bfs/proto/bfspbb\x06proto3"
 
 var (
 	file_nameserver_proto_rawDescOnce sync.Once
@@ -4537,7 +4811,7 @@ func file_nameserver_proto_rawDescGZIP() []byte {
 	return file_nameserver_proto_rawDescData
 }
 
-var file_nameserver_proto_msgTypes = make([]protoimpl.MessageInfo, 62)
+var file_nameserver_proto_msgTypes = make([]protoimpl.MessageInfo, 66)
 var file_nameserver_proto_goTypes = []any{
 	(*MkdirRequest)(nil),            // 0: bfs.MkdirRequest
 	(*MkdirResponse)(nil),           // 1: bfs.MkdirResponse
@@ -4601,138 +4875,148 @@ var file_nameserver_proto_goTypes = []any{
 	(*BlockReportResponse)(nil),     // 59: bfs.BlockReportResponse
 	(*BlockReceivedRequest)(nil),    // 60: bfs.BlockReceivedRequest
 	(*BlockReceivedResponse)(nil),   // 61: bfs.BlockReceivedResponse
-	(*Fence)(nil),                   // 62: bfs.Fence
-	(StatusCode)(0),                 // 63: bfs.StatusCode
-	(*FileInfo)(nil),                // 64: bfs.FileInfo
-	(LockStatus)(0),                 // 65: bfs.LockStatus
+	(*GetSafeModeRequest)(nil),      // 62: bfs.GetSafeModeRequest
+	(*GetSafeModeResponse)(nil),     // 63: bfs.GetSafeModeResponse
+	(*LeaveSafeModeRequest)(nil),    // 64: bfs.LeaveSafeModeRequest
+	(*LeaveSafeModeResponse)(nil),   // 65: bfs.LeaveSafeModeResponse
+	(*Fence)(nil),                   // 66: bfs.Fence
+	(StatusCode)(0),                 // 67: bfs.StatusCode
+	(*FileInfo)(nil),                // 68: bfs.FileInfo
+	(LockStatus)(0),                 // 69: bfs.LockStatus
 }
 var file_nameserver_proto_depIdxs = []int32{
-	62, // 0: bfs.MkdirRequest.fences:type_name -> bfs.Fence
-	63, // 1: bfs.MkdirResponse.status:type_name -> bfs.StatusCode
-	64, // 2: bfs.MkdirResponse.info:type_name -> bfs.FileInfo
+	66, // 0: bfs.MkdirRequest.fences:type_name -> bfs.Fence
+	67, // 1: bfs.MkdirResponse.status:type_name -> bfs.StatusCode
+	68, // 2: bfs.MkdirResponse.info:type_name -> bfs.FileInfo
 	18, // 3: bfs.MkdirResponse.conflict:type_name -> bfs.LockConflict
-	62, // 4: bfs.CreateRequest.fences:type_name -> bfs.Fence
-	63, // 5: bfs.CreateResponse.status:type_name -> bfs.StatusCode
-	64, // 6: bfs.CreateResponse.info:type_name -> bfs.FileInfo
+	66, // 4: bfs.CreateRequest.fences:type_name -> bfs.Fence
+	67, // 5: bfs.CreateResponse.status:type_name -> bfs.StatusCode
+	68, // 6: bfs.CreateResponse.info:type_name -> bfs.FileInfo
 	18, // 7: bfs.CreateResponse.conflict:type_name -> bfs.LockConflict
-	63, // 8: bfs.StatResponse.status:type_name -> bfs.StatusCode
-	64, // 9: bfs.StatResponse.info:type_name -> bfs.FileInfo
-	63, // 10: bfs.ListResponse.status:type_name -> bfs.StatusCode
-	64, // 11: bfs.ListResponse.entries:type_name -> bfs.FileInfo
-	62, // 12: bfs.DeleteFileRequest.fences:type_name -> bfs.Fence
-	63, // 13: bfs.DeleteFileResponse.status:type_name -> bfs.StatusCode
+	67, // 8: bfs.StatResponse.status:type_name -> bfs.StatusCode
+	68, // 9: bfs.StatResponse.info:type_name -> bfs.FileInfo
+	67, // 10: bfs.ListResponse.status:type_name -> bfs.StatusCode
+	68, // 11: bfs.ListResponse.entries:type_name -> bfs.FileInfo
+	66, // 12: bfs.DeleteFileRequest.fences:type_name -> bfs.Fence
+	67, // 13: bfs.DeleteFileResponse.status:type_name -> bfs.StatusCode
 	18, // 14: bfs.DeleteFileResponse.conflict:type_name -> bfs.LockConflict
-	62, // 15: bfs.DeleteDirRequest.fences:type_name -> bfs.Fence
-	63, // 16: bfs.DeleteDirResponse.status:type_name -> bfs.StatusCode
+	66, // 15: bfs.DeleteDirRequest.fences:type_name -> bfs.Fence
+	67, // 16: bfs.DeleteDirResponse.status:type_name -> bfs.StatusCode
 	18, // 17: bfs.DeleteDirResponse.conflict:type_name -> bfs.LockConflict
-	62, // 18: bfs.RenameRequest.fences:type_name -> bfs.Fence
-	63, // 19: bfs.RenameResponse.status:type_name -> bfs.StatusCode
+	66, // 18: bfs.RenameRequest.fences:type_name -> bfs.Fence
+	67, // 19: bfs.RenameResponse.status:type_name -> bfs.StatusCode
 	18, // 20: bfs.RenameResponse.conflict:type_name -> bfs.LockConflict
-	62, // 21: bfs.ChmodRequest.fences:type_name -> bfs.Fence
-	63, // 22: bfs.ChmodResponse.status:type_name -> bfs.StatusCode
+	66, // 21: bfs.ChmodRequest.fences:type_name -> bfs.Fence
+	67, // 22: bfs.ChmodResponse.status:type_name -> bfs.StatusCode
 	18, // 23: bfs.ChmodResponse.conflict:type_name -> bfs.LockConflict
-	63, // 24: bfs.DiskUsageResponse.status:type_name -> bfs.StatusCode
-	65, // 25: bfs.LockConflict.lock_status:type_name -> bfs.LockStatus
-	63, // 26: bfs.OpenSessionResponse.status:type_name -> bfs.StatusCode
-	63, // 27: bfs.KeepAliveResponse.status:type_name -> bfs.StatusCode
-	63, // 28: bfs.CloseSessionResponse.status:type_name -> bfs.StatusCode
-	63, // 29: bfs.ListSessionsResponse.status:type_name -> bfs.StatusCode
+	67, // 24: bfs.DiskUsageResponse.status:type_name -> bfs.StatusCode
+	69, // 25: bfs.LockConflict.lock_status:type_name -> bfs.LockStatus
+	67, // 26: bfs.OpenSessionResponse.status:type_name -> bfs.StatusCode
+	67, // 27: bfs.KeepAliveResponse.status:type_name -> bfs.StatusCode
+	67, // 28: bfs.CloseSessionResponse.status:type_name -> bfs.StatusCode
+	67, // 29: bfs.ListSessionsResponse.status:type_name -> bfs.StatusCode
 	26, // 30: bfs.ListSessionsResponse.sessions:type_name -> bfs.SessionInfo
 	28, // 31: bfs.LocatedBlock.replicas:type_name -> bfs.Replica
-	62, // 32: bfs.AddBlockRequest.fences:type_name -> bfs.Fence
-	63, // 33: bfs.AddBlockResponse.status:type_name -> bfs.StatusCode
+	66, // 32: bfs.AddBlockRequest.fences:type_name -> bfs.Fence
+	67, // 33: bfs.AddBlockResponse.status:type_name -> bfs.StatusCode
 	29, // 34: bfs.AddBlockResponse.block:type_name -> bfs.LocatedBlock
 	18, // 35: bfs.AddBlockResponse.conflict:type_name -> bfs.LockConflict
-	62, // 36: bfs.SyncBlockRequest.fences:type_name -> bfs.Fence
-	63, // 37: bfs.SyncBlockResponse.status:type_name -> bfs.StatusCode
+	66, // 36: bfs.SyncBlockRequest.fences:type_name -> bfs.Fence
+	67, // 37: bfs.SyncBlockResponse.status:type_name -> bfs.StatusCode
 	18, // 38: bfs.SyncBlockResponse.conflict:type_name -> bfs.LockConflict
-	62, // 39: bfs.FinishFileRequest.fences:type_name -> bfs.Fence
-	63, // 40: bfs.FinishFileResponse.status:type_name -> bfs.StatusCode
-	64, // 41: bfs.FinishFileResponse.info:type_name -> bfs.FileInfo
+	66, // 39: bfs.FinishFileRequest.fences:type_name -> bfs.Fence
+	67, // 40: bfs.FinishFileResponse.status:type_name -> bfs.StatusCode
+	68, // 41: bfs.FinishFileResponse.info:type_name -> bfs.FileInfo
 	18, // 42: bfs.FinishFileResponse.conflict:type_name -> bfs.LockConflict
-	63, // 43: bfs.GetFileLocationResponse.status:type_name -> bfs.StatusCode
-	64, // 44: bfs.GetFileLocationResponse.info:type_name -> bfs.FileInfo
+	67, // 43: bfs.GetFileLocationResponse.status:type_name -> bfs.StatusCode
+	68, // 44: bfs.GetFileLocationResponse.info:type_name -> bfs.FileInfo
 	29, // 45: bfs.GetFileLocationResponse.blocks:type_name -> bfs.LocatedBlock
-	63, // 46: bfs.LockDirResponse.status:type_name -> bfs.StatusCode
+	67, // 46: bfs.LockDirResponse.status:type_name -> bfs.StatusCode
 	43, // 47: bfs.LockDirResponse.lock:type_name -> bfs.DirLock
-	63, // 48: bfs.UnlockDirResponse.status:type_name -> bfs.StatusCode
+	67, // 48: bfs.UnlockDirResponse.status:type_name -> bfs.StatusCode
 	43, // 49: bfs.UnlockDirResponse.lock:type_name -> bfs.DirLock
-	65, // 50: bfs.DirLock.status:type_name -> bfs.LockStatus
+	69, // 50: bfs.DirLock.status:type_name -> bfs.LockStatus
 	42, // 51: bfs.DirLock.pending:type_name -> bfs.PendingFile
-	63, // 52: bfs.GetDirLockResponse.status:type_name -> bfs.StatusCode
+	67, // 52: bfs.GetDirLockResponse.status:type_name -> bfs.StatusCode
 	43, // 53: bfs.GetDirLockResponse.lock:type_name -> bfs.DirLock
-	65, // 54: bfs.ListDirLocksRequest.status:type_name -> bfs.LockStatus
-	63, // 55: bfs.ListDirLocksResponse.status:type_name -> bfs.StatusCode
+	69, // 54: bfs.ListDirLocksRequest.status:type_name -> bfs.LockStatus
+	67, // 55: bfs.ListDirLocksResponse.status:type_name -> bfs.StatusCode
 	43, // 56: bfs.ListDirLocksResponse.locks:type_name -> bfs.DirLock
 	43, // 57: bfs.DirLockEvent.lock:type_name -> bfs.DirLock
-	65, // 58: bfs.DirLockEvent.previous:type_name -> bfs.LockStatus
-	63, // 59: bfs.GetLockHistoryResponse.status:type_name -> bfs.StatusCode
+	69, // 58: bfs.DirLockEvent.previous:type_name -> bfs.LockStatus
+	67, // 59: bfs.GetLockHistoryResponse.status:type_name -> bfs.StatusCode
 	51, // 60: bfs.GetLockHistoryResponse.entries:type_name -> bfs.LockHistoryEntry
-	63, // 61: bfs.RegisterResponse.status:type_name -> bfs.StatusCode
-	63, // 62: bfs.HeartBeatResponse.status:type_name -> bfs.StatusCode
+	67, // 61: bfs.RegisterResponse.status:type_name -> bfs.StatusCode
+	67, // 62: bfs.HeartBeatResponse.status:type_name -> bfs.StatusCode
 	57, // 63: bfs.BlockReportRequest.blocks:type_name -> bfs.ReportedBlock
-	63, // 64: bfs.BlockReportResponse.status:type_name -> bfs.StatusCode
+	67, // 64: bfs.BlockReportResponse.status:type_name -> bfs.StatusCode
 	57, // 65: bfs.BlockReceivedRequest.blocks:type_name -> bfs.ReportedBlock
-	63, // 66: bfs.BlockReceivedResponse.status:type_name -> bfs.StatusCode
-	0,  // 67: bfs.NameServer.Mkdir:input_type -> bfs.MkdirRequest
-	2,  // 68: bfs.NameServer.Create:input_type -> bfs.CreateRequest
-	4,  // 69: bfs.NameServer.Stat:input_type -> bfs.StatRequest
-	6,  // 70: bfs.NameServer.List:input_type -> bfs.ListRequest
-	8,  // 71: bfs.NameServer.DeleteFile:input_type -> bfs.DeleteFileRequest
-	10, // 72: bfs.NameServer.DeleteDir:input_type -> bfs.DeleteDirRequest
-	12, // 73: bfs.NameServer.Rename:input_type -> bfs.RenameRequest
-	14, // 74: bfs.NameServer.Chmod:input_type -> bfs.ChmodRequest
-	16, // 75: bfs.NameServer.DiskUsage:input_type -> bfs.DiskUsageRequest
-	19, // 76: bfs.NameServer.OpenSession:input_type -> bfs.OpenSessionRequest
-	21, // 77: bfs.NameServer.KeepAlive:input_type -> bfs.KeepAliveRequest
-	23, // 78: bfs.NameServer.CloseSession:input_type -> bfs.CloseSessionRequest
-	25, // 79: bfs.NameServer.ListSessions:input_type -> bfs.ListSessionsRequest
-	30, // 80: bfs.NameServer.AddBlock:input_type -> bfs.AddBlockRequest
-	32, // 81: bfs.NameServer.SyncBlock:input_type -> bfs.SyncBlockRequest
-	34, // 82: bfs.NameServer.FinishFile:input_type -> bfs.FinishFileRequest
-	36, // 83: bfs.NameServer.GetFileLocation:input_type -> bfs.GetFileLocationRequest
-	38, // 84: bfs.NameServer.LockDir:input_type -> bfs.LockDirRequest
-	40, // 85: bfs.NameServer.UnlockDir:input_type -> bfs.UnlockDirRequest
-	44, // 86: bfs.NameServer.GetDirLock:input_type -> bfs.GetDirLockRequest
-	46, // 87: bfs.NameServer.ListDirLocks:input_type -> bfs.ListDirLocksRequest
-	48, // 88: bfs.NameServer.WatchDirLocks:input_type -> bfs.WatchDirLocksRequest
-	50, // 89: bfs.NameServer.GetLockHistory:input_type -> bfs.GetLockHistoryRequest
-	53, // 90: bfs.NameServer.Register:input_type -> bfs.RegisterRequest
-	55, // 91: bfs.NameServer.HeartBeat:input_type -> bfs.HeartBeatRequest
-	58, // 92: bfs.NameServer.BlockReport:input_type -> bfs.BlockReportRequest
-	60, // 93: bfs.NameServer.BlockReceived:input_type -> bfs.BlockReceivedRequest
-	1,  // 94: bfs.NameServer.Mkdir:output_type -> bfs.MkdirResponse
-	3,  // 95: bfs.NameServer.Create:output_type -> bfs.CreateResponse
-	5,  // 96: bfs.NameServer.Stat:output_type -> bfs.StatResponse
-	7,  // 97: bfs.NameServer.List:output_type -> bfs.ListResponse
-	9,  // 98: bfs.NameServer.DeleteFile:output_type -> bfs.DeleteFileResponse
-	11, // 99: bfs.NameServer.DeleteDir:output_type -> bfs.DeleteDirResponse
-	13, // 100: bfs.NameServer.Rename:output_type -> bfs.RenameResponse
-	15, // 101: bfs.NameServer.Chmod:output_type -> bfs.ChmodResponse
-	17, // 102: bfs.NameServer.DiskUsage:output_type -> bfs.DiskUsageResponse
-	20, // 103: bfs.NameServer.OpenSession:output_type -> bfs.OpenSessionResponse
-	22, // 104: bfs.NameServer.KeepAlive:output_type -> bfs.KeepAliveResponse
-	24, // 105: bfs.NameServer.CloseSession:output_type -> bfs.CloseSessionResponse
-	27, // 106: bfs.NameServer.ListSessions:output_type -> bfs.ListSessionsResponse
-	31, // 107: bfs.NameServer.AddBlock:output_type -> bfs.AddBlockResponse
-	33, // 108: bfs.NameServer.SyncBlock:output_type -> bfs.SyncBlockResponse
-	35, // 109: bfs.NameServer.FinishFile:output_type -> bfs.FinishFileResponse
-	37, // 110: bfs.NameServer.GetFileLocation:output_type -> bfs.GetFileLocationResponse
-	39, // 111: bfs.NameServer.LockDir:output_type -> bfs.LockDirResponse
-	41, // 112: bfs.NameServer.UnlockDir:output_type -> bfs.UnlockDirResponse
-	45, // 113: bfs.NameServer.GetDirLock:output_type -> bfs.GetDirLockResponse
-	47, // 114: bfs.NameServer.ListDirLocks:output_type -> bfs.ListDirLocksResponse
-	49, // 115: bfs.NameServer.WatchDirLocks:output_type -> bfs.DirLockEvent
-	52, // 116: bfs.NameServer.GetLockHistory:output_type -> bfs.GetLockHistoryResponse
-	54, // 117: bfs.NameServer.Register:output_type -> bfs.RegisterResponse
-	56, // 118: bfs.NameServer.HeartBeat:output_type -> bfs.HeartBeatResponse
-	59, // 119: bfs.NameServer.BlockReport:output_type -> bfs.BlockReportResponse
-	61, // 120: bfs.NameServer.BlockReceived:output_type -> bfs.BlockReceivedResponse
-	94, // [94:121] is the sub-list for method output_type
-	67, // [67:94] is the sub-list for method input_type
-	67, // [67:67] is the sub-list for extension type_name
-	67, // [67:67] is the sub-list for extension extendee
-	0,  // [0:67] is the sub-list for field type_name
+	67, // 66: bfs.BlockReceivedResponse.status:type_name -> bfs.StatusCode
+	67, // 67: bfs.GetSafeModeResponse.status:type_name -> bfs.StatusCode
+	67, // 68: bfs.LeaveSafeModeResponse.status:type_name -> bfs.StatusCode
+	0,  // 69: bfs.NameServer.Mkdir:input_type -> bfs.MkdirRequest
+	2,  // 70: bfs.NameServer.Create:input_type -> bfs.CreateRequest
+	4,  // 71: bfs.NameServer.Stat:input_type -> bfs.StatRequest
+	6,  // 72: bfs.NameServer.List:input_type -> bfs.ListRequest
+	8,  // 73: bfs.NameServer.DeleteFile:input_type -> bfs.DeleteFileRequest
+	10, // 74: bfs.NameServer.DeleteDir:input_type -> bfs.DeleteDirRequest
+	12, // 75: bfs.NameServer.Rename:input_type -> bfs.RenameRequest
+	14, // 76: bfs.NameServer.Chmod:input_type -> bfs.ChmodRequest
+	16, // 77: bfs.NameServer.DiskUsage:input_type -> bfs.DiskUsageRequest
+	19, // 78: bfs.NameServer.OpenSession:input_type -> bfs.OpenSessionRequest
+	21, // 79: bfs.NameServer.KeepAlive:input_type -> bfs.KeepAliveRequest
+	23, // 80: bfs.NameServer.CloseSession:input_type -> bfs.CloseSessionRequest
+	25, // 81: bfs.NameServer.ListSessions:input_type -> bfs.ListSessionsRequest
+	30, // 82: bfs.NameServer.AddBlock:input_type -> bfs.AddBlockRequest
+	32, // 83: bfs.NameServer.SyncBlock:input_type -> bfs.SyncBlockRequest
+	34, // 84: bfs.NameServer.FinishFile:input_type -> bfs.FinishFileRequest
+	36, // 85: bfs.NameServer.GetFileLocation:input_type -> bfs.GetFileLocationRequest
+	38, // 86: bfs.NameServer.LockDir:input_type -> bfs.LockDirRequest
+	40, // 87: bfs.NameServer.UnlockDir:input_type -> bfs.UnlockDirRequest
+	44, // 88: bfs.NameServer.GetDirLock:input_type -> bfs.GetDirLockRequest
+	46, // 89: bfs.NameServer.ListDirLocks:input_type -> bfs.ListDirLocksRequest
+	48, // 90: bfs.NameServer.WatchDirLocks:input_type -> bfs.WatchDirLocksRequest
+	50, // 91: bfs.NameServer.GetLockHistory:input_type -> bfs.GetLockHistoryRequest
+	53, // 92: bfs.NameServer.Register:input_type -> bfs.RegisterRequest
+	55, // 93: bfs.NameServer.HeartBeat:input_type -> bfs.HeartBeatRequest
+	58, // 94: bfs.NameServer.BlockReport:input_type -> bfs.BlockReportRequest
+	60, // 95: bfs.NameServer.BlockReceived:input_type -> bfs.BlockReceivedRequest
+	62, // 96: bfs.NameServer.GetSafeMode:input_type -> bfs.GetSafeModeRequest
+	64, // 97: bfs.NameServer.LeaveSafeMode:input_type -> bfs.LeaveSafeModeRequest
+	1,  // 98: bfs.NameServer.Mkdir:output_type -> bfs.MkdirResponse
+	3,  // 99: bfs.NameServer.Create:output_type -> bfs.CreateResponse
+	5,  // 100: bfs.NameServer.Stat:output_type -> bfs.StatResponse
+	7,  // 101: bfs.NameServer.List:output_type -> bfs.ListResponse
+	9,  // 102: bfs.NameServer.DeleteFile:output_type -> bfs.DeleteFileResponse
+	11, // 103: bfs.NameServer.DeleteDir:output_type -> bfs.DeleteDirResponse
+	13, // 104: bfs.NameServer.Rename:output_type -> bfs.RenameResponse
+	15, // 105: bfs.NameServer.Chmod:output_type -> bfs.ChmodResponse
+	17, // 106: bfs.NameServer.DiskUsage:output_type -> bfs.DiskUsageResponse
+	20, // 107: bfs.NameServer.OpenSession:output_type -> bfs.OpenSessionResponse
+	22, // 108: bfs.NameServer.KeepAlive:output_type -> bfs.KeepAliveResponse
+	24, // 109: bfs.NameServer.CloseSession:output_type -> bfs.CloseSessionResponse
+	27, // 110: bfs.NameServer.ListSessions:output_type -> bfs.ListSessionsResponse
+	31, // 111: bfs.NameServer.AddBlock:output_type -> bfs.AddBlockResponse
+	33, // 112: bfs.NameServer.SyncBlock:output_type -> bfs.SyncBlockResponse
+	35, // 113: bfs.NameServer.FinishFile:output_type -> bfs.FinishFileResponse
+	37, // 114: bfs.NameServer.GetFileLocation:output_type -> bfs.GetFileLocationResponse
+	39, // 115: bfs.NameServer.LockDir:output_type -> bfs.LockDirResponse
+	41, // 116: bfs.NameServer.UnlockDir:output_type -> bfs.UnlockDirResponse
+	45, // 117: bfs.NameServer.GetDirLock:output_type -> bfs.GetDirLockResponse
+	47, // 118: bfs.NameServer.ListDirLocks:output_type -> bfs.ListDirLocksResponse
+	49, // 119: bfs.NameServer.WatchDirLocks:output_type -> bfs.DirLockEvent
+	52, // 120: bfs.NameServer.GetLockHistory:output_type -> bfs.GetLockHistoryResponse
+	54, // 121: bfs.NameServer.Register:output_type -> bfs.RegisterResponse
+	56, // 122: bfs.NameServer.HeartBeat:output_type -> bfs.HeartBeatResponse
+	59, // 123: bfs.NameServer.BlockReport:output_type -> bfs.BlockReportResponse
+	61, // 124: bfs.NameServer.BlockReceived:output_type -> bfs.BlockReceivedResponse
+	63, // 125: bfs.NameServer.GetSafeMode:output_type -> bfs.GetSafeModeResponse
+	65, // 126: bfs.NameServer.LeaveSafeMode:output_type -> bfs.LeaveSafeModeResponse
+	98, // [98:127] is the sub-list for method output_type
+	69, // [69:98] is the sub-list for method input_type
+	69, // [69:69] is the sub-list for extension type_name
+	69, // [69:69] is the sub-list for extension extendee
+	0,  // [0:69] is the sub-list for field type_name
 }
 
 func init() { file_nameserver_proto_init() }
@@ -4748,7 +5032,7 @@ func file_nameserver_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_nameserver_proto_rawDesc), len(file_nameserver_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   62,
+			NumMessages:   66,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

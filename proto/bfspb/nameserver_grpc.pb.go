@@ -46,6 +46,8 @@ const (
 	NameServer_HeartBeat_FullMethodName       = "/bfs.NameServer/HeartBeat"
 	NameServer_BlockReport_FullMethodName     = "/bfs.NameServer/BlockReport"
 	NameServer_BlockReceived_FullMethodName   = "/bfs.NameServer/BlockReceived"
+	NameServer_GetSafeMode_FullMethodName     = "/bfs.NameServer/GetSafeMode"
+	NameServer_LeaveSafeMode_FullMethodName   = "/bfs.NameServer/LeaveSafeMode"
 )
 
 // NameServerClient is the client API for NameServer service.
@@ -88,6 +90,9 @@ type NameServerClient interface {
 	HeartBeat(ctx context.Context, in *HeartBeatRequest, opts ...grpc.CallOption) (*HeartBeatResponse, error)
 	BlockReport(ctx context.Context, in *BlockReportRequest, opts ...grpc.CallOption) (*BlockReportResponse, error)
 	BlockReceived(ctx context.Context, in *BlockReceivedRequest, opts ...grpc.CallOption) (*BlockReceivedResponse, error)
+	// Admin.
+	GetSafeMode(ctx context.Context, in *GetSafeModeRequest, opts ...grpc.CallOption) (*GetSafeModeResponse, error)
+	LeaveSafeMode(ctx context.Context, in *LeaveSafeModeRequest, opts ...grpc.CallOption) (*LeaveSafeModeResponse, error)
 }
 
 type nameServerClient struct {
@@ -377,6 +382,26 @@ func (c *nameServerClient) BlockReceived(ctx context.Context, in *BlockReceivedR
 	return out, nil
 }
 
+func (c *nameServerClient) GetSafeMode(ctx context.Context, in *GetSafeModeRequest, opts ...grpc.CallOption) (*GetSafeModeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetSafeModeResponse)
+	err := c.cc.Invoke(ctx, NameServer_GetSafeMode_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *nameServerClient) LeaveSafeMode(ctx context.Context, in *LeaveSafeModeRequest, opts ...grpc.CallOption) (*LeaveSafeModeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(LeaveSafeModeResponse)
+	err := c.cc.Invoke(ctx, NameServer_LeaveSafeMode_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // NameServerServer is the server API for NameServer service.
 // All implementations must embed UnimplementedNameServerServer
 // for forward compatibility.
@@ -417,6 +442,9 @@ type NameServerServer interface {
 	HeartBeat(context.Context, *HeartBeatRequest) (*HeartBeatResponse, error)
 	BlockReport(context.Context, *BlockReportRequest) (*BlockReportResponse, error)
 	BlockReceived(context.Context, *BlockReceivedRequest) (*BlockReceivedResponse, error)
+	// Admin.
+	GetSafeMode(context.Context, *GetSafeModeRequest) (*GetSafeModeResponse, error)
+	LeaveSafeMode(context.Context, *LeaveSafeModeRequest) (*LeaveSafeModeResponse, error)
 	mustEmbedUnimplementedNameServerServer()
 }
 
@@ -507,6 +535,12 @@ func (UnimplementedNameServerServer) BlockReport(context.Context, *BlockReportRe
 }
 func (UnimplementedNameServerServer) BlockReceived(context.Context, *BlockReceivedRequest) (*BlockReceivedResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method BlockReceived not implemented")
+}
+func (UnimplementedNameServerServer) GetSafeMode(context.Context, *GetSafeModeRequest) (*GetSafeModeResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetSafeMode not implemented")
+}
+func (UnimplementedNameServerServer) LeaveSafeMode(context.Context, *LeaveSafeModeRequest) (*LeaveSafeModeResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method LeaveSafeMode not implemented")
 }
 func (UnimplementedNameServerServer) mustEmbedUnimplementedNameServerServer() {}
 func (UnimplementedNameServerServer) testEmbeddedByValue()                    {}
@@ -1008,6 +1042,42 @@ func _NameServer_BlockReceived_Handler(srv interface{}, ctx context.Context, dec
 	return interceptor(ctx, in, info, handler)
 }
 
+func _NameServer_GetSafeMode_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetSafeModeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(NameServerServer).GetSafeMode(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: NameServer_GetSafeMode_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(NameServerServer).GetSafeMode(ctx, req.(*GetSafeModeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _NameServer_LeaveSafeMode_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(LeaveSafeModeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(NameServerServer).LeaveSafeMode(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: NameServer_LeaveSafeMode_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(NameServerServer).LeaveSafeMode(ctx, req.(*LeaveSafeModeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // NameServer_ServiceDesc is the grpc.ServiceDesc for NameServer service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1118,6 +1188,14 @@ var NameServer_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "BlockReceived",
 			Handler:    _NameServer_BlockReceived_Handler,
+		},
+		{
+			MethodName: "GetSafeMode",
+			Handler:    _NameServer_GetSafeMode_Handler,
+		},
+		{
+			MethodName: "LeaveSafeMode",
+			Handler:    _NameServer_LeaveSafeMode_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -52,6 +52,9 @@ const (
 	StatusCode_CORRUPT       StatusCode = 17
 	StatusCode_INTERNAL      StatusCode = 18
 	StatusCode_UNIMPLEMENTED StatusCode = 19
+	// WRONG_CLUSTER: a chunkserver and a nameserver of different clusters
+	// (different cluster ids); neither acts on the other's word.
+	StatusCode_WRONG_CLUSTER StatusCode = 20
 )
 
 // Enum value maps for StatusCode.
@@ -77,6 +80,7 @@ var (
 		17: "CORRUPT",
 		18: "INTERNAL",
 		19: "UNIMPLEMENTED",
+		20: "WRONG_CLUSTER",
 	}
 	StatusCode_value = map[string]int32{
 		"OK":                0,
@@ -99,6 +103,7 @@ var (
 		"CORRUPT":           17,
 		"INTERNAL":          18,
 		"UNIMPLEMENTED":     19,
+		"WRONG_CLUSTER":     20,
 	}
 )
 
@@ -133,7 +138,7 @@ var File_status_proto protoreflect.FileDescriptor
 
 const file_status_proto_rawDesc = "" +
 	"\n" +
-	"\fstatus.proto\x12\x03bfs*\xcb\x02\n" +
+	"\fstatus.proto\x12\x03bfs*\xde\x02\n" +
 	"\n" +
 	"StatusCode\x12\x06\n" +
 	"\x02OK\x10\x00\x12\r\n" +
@@ -160,7 +165,8 @@ const file_status_proto_rawDesc = "" +
 	"\bNOT_OPEN\x10\x10\x12\v\n" +
 	"\aCORRUPT\x10\x11\x12\f\n" +
 	"\bINTERNAL\x10\x12\x12\x11\n" +
-	"\rUNIMPLEMENTED\x10\x13B#Z!github.com/bfs-go/bfs/proto/bfspbb\x06proto3"
+	"\rUNIMPLEMENTED\x10\x13\x12\x11\n" +
+	"\rWRONG_CLUSTER\x10\x14B#Z!github.com/bfs-go/bfs/proto/bfspbb\x06proto3"
 
 var (
 	file_status_proto_rawDescOnce sync.Once

@@ -117,6 +117,7 @@ $BFS_NAMESERVER, or ` + DefaultNameServer + `.`,
 		e.getCommand(),
 		e.catCommand(),
 		e.locationCommand(),
+		e.adminCommand(),
 	)
 	return root
 }

@@ -35,6 +35,9 @@ func (e *env) nameserverCommand() *cobra.Command {
 	f.StringVar(&cfg.MetricsAddr, "metrics", cfg.MetricsAddr, `Prometheus metrics HTTP address ("" for none)`)
 	f.DurationVar(&cfg.DeadTimeout, "dead-timeout", cfg.DeadTimeout, "a chunkserver silent this long is declared dead")
 	f.DurationVar(&cfg.HeartbeatInterval, "heartbeat", cfg.HeartbeatInterval, "heartbeat interval chunkservers are told to use")
+	f.DurationVar(&cfg.ReportInterval, "report-interval", cfg.ReportInterval, "full block report interval chunkservers are told to use")
+	f.Float64Var(&cfg.SafeModeThreshold, "safemode-threshold", cfg.SafeModeThreshold,
+		"share of known blocks, in (0, 1], that must be reported before safe mode ends by itself")
 	f.DurationVar(&cfg.MinSessionTTL, "min-session-ttl", cfg.MinSessionTTL, "shortest session TTL a client may ask for")
 	f.DurationVar(&cfg.MaxSessionTTL, "max-session-ttl", cfg.MaxSessionTTL, "longest session TTL a client may ask for")
 	addGlogFlags(f)

@@ -1,0 +1,176 @@
+package nameserver
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+
+	"github.com/golang/glog"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/bfs-go/bfs/proto/bfspb"
+)
+
+// DefaultSafeModeThreshold is the share of the blocks the namespace knows
+// that must have a reported replica before safe mode ends by itself.
+const DefaultSafeModeThreshold = 0.999
+
+// safeMode holds every replica deletion after a start until the block
+// reports cover enough of the blocks the namespace knows, or an operator
+// ends it: a nameserver that has heard from few chunkservers cannot tell
+// a missing replica from a lost one, and must not act on what it does
+// not know yet. It is safe for concurrent use.
+type safeMode struct {
+	// on is read on every delete; it only ever goes from true to false.
+	on        atomic.Bool
+	threshold float64
+	mu        struct {
+		sync.Mutex
+		// pending holds the known blocks no report has named yet; nil
+		// once safe mode is over.
+		pending map[int64]struct{}
+		known   int64
+		// reported is the count of known blocks reported when safe mode
+		// ended.
+		reported int64
+		// byOperator is true if an operator ended safe mode.
+		byOperator bool
+	}
+}
+
+// SafeModeStatus is what GetSafeMode reports.
+type SafeModeStatus struct {
+	On              bool
+	Known, Reported int64
+	Threshold       float64
+	LeftByOperator  bool
+}
+
+// newSafeMode starts safe mode over the blocks known; with none to wait
+// for (an empty namespace, or a threshold of 0) it is over at once.
+func newSafeMode(threshold float64, known []int64) *safeMode {
+	m := &safeMode{threshold: threshold}
+	m.mu.pending = make(map[int64]struct{}, len(known))
+	for _, id := range known {
+		m.mu.pending[id] = struct{}{}
+	}
+	m.mu.known = int64(len(m.mu.pending))
+	m.on.Store(true)
+	m.mu.Lock()
+	m.checkLocked()
+	m.mu.Unlock()
+	return m
+}
+
+// On reports whether replica deletion is held.
+func (m *safeMode) On() bool { return m.on.Load() }
+
+// Reported notes that a chunkserver holds a replica of each of ids.
+func (m *safeMode) Reported(ids []int64) {
+	if !m.On() {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.mu.pending == nil {
+		return
+	}
+	for _, id := range ids {
+		delete(m.mu.pending, id)
+	}
+	m.checkLocked()
+}
+
+// Leave ends safe mode at an operator's word.
+func (m *safeMode) Leave() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.mu.pending == nil {
+		return
+	}
+	m.mu.byOperator = true
+	glog.Warningf("safe mode left by an operator with %d of %d known blocks reported", m.reportedLocked(), m.mu.known)
+	m.endLocked()
+}
+
+// Status returns the current state.
+func (m *safeMode) Status() SafeModeStatus {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return SafeModeStatus{On: m.mu.pending != nil, Known: m.mu.known, Reported: m.reportedLocked(),
+		Threshold: m.threshold, LeftByOperator: m.mu.byOperator}
+}
+
+func (m *safeMode) reportedLocked() int64 {
+	if m.mu.pending == nil {
+		return m.mu.reported
+	}
+	return m.mu.known - int64(len(m.mu.pending))
+}
+
+func (m *safeMode) checkLocked() {
+	if float64(m.reportedLocked()) < m.threshold*float64(m.mu.known) {
+		return
+	}
+	glog.Infof("safe mode over: %d of %d known blocks reported (threshold %v)", m.reportedLocked(), m.mu.known, m.threshold)
+	m.endLocked()
+}
+
+// endLocked keeps the final count of reported blocks for Status.
+func (m *safeMode) endLocked() {
+	m.mu.reported, m.mu.pending = m.reportedLocked(), nil
+	m.on.Store(false)
+}
+
+// collectors exports the state as gauges.
+func (m *safeMode) collectors() []prometheus.Collector {
+	gauge := func(name, help string, f func(SafeModeStatus) float64) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 { return f(m.Status()) })
+	}
+	return []prometheus.Collector{
+		gauge("bfs_nameserver_safemode", "1 while the nameserver is in safe mode (no replica is deleted), 0 after.",
+			func(s SafeModeStatus) float64 {
+				if s.On {
+					return 1
+				}
+				return 0
+			}),
+		gauge("bfs_nameserver_safemode_known_blocks", "Blocks the namespace knew when safe mode began.",
+			func(s SafeModeStatus) float64 { return float64(s.Known) }),
+		gauge("bfs_nameserver_safemode_reported_blocks", "Known blocks with at least one reported replica.",
+			func(s SafeModeStatus) float64 { return float64(s.Reported) }),
+	}
+}
+
+// startSafeMode enters safe mode over every block the namespace knows.
+func (s *Server) startSafeMode() error {
+	var known []int64
+	if err := s.ns.BlockIDs(func(id int64) { known = append(known, id) }); err != nil {
+		return err
+	}
+	s.safe = newSafeMode(s.cfg.SafeModeThreshold, known)
+	if s.safe.On() {
+		glog.Infof("in safe mode: no replica is deleted until %.2f%% of %d known blocks are reported (or bfs admin safemode leave)",
+			100*s.cfg.SafeModeThreshold, len(known))
+	}
+	s.metrics.registry.MustRegister(s.safe.collectors()...)
+	glog.Infof("cluster id %s", s.ns.ClusterID())
+	return nil
+}
+
+// GetSafeMode reports the safe mode state.
+func (s *Server) GetSafeMode(context.Context, *bfspb.GetSafeModeRequest) (*bfspb.GetSafeModeResponse, error) {
+	st := s.safe.Status()
+	return &bfspb.GetSafeModeResponse{On: st.On, KnownBlocks: st.Known, ReportedBlocks: st.Reported,
+		Threshold: st.Threshold, LeftByOperator: st.LeftByOperator}, nil
+}
+
+// LeaveSafeMode ends safe mode at once.
+func (s *Server) LeaveSafeMode(context.Context, *bfspb.LeaveSafeModeRequest) (*bfspb.LeaveSafeModeResponse, error) {
+	s.safe.Leave()
+	return &bfspb.LeaveSafeModeResponse{}, nil
+}
+
+// ClusterID returns the id of the cluster the nameserver's data directory
+// belongs to.
+func (s *Server) ClusterID() string { return s.ns.ClusterID() }
