@@ -27,6 +27,9 @@ type Config struct {
 	// returns at registration take precedence.
 	HeartbeatInterval time.Duration
 	ReportInterval    time.Duration
+	// ScrubRate is the rate, in bytes per second, at which the scrubber
+	// verifies the sealed replicas' checksums; 0 runs no scrubber.
+	ScrubRate int64
 	// Clock is the source of time; the real clock if nil.
 	Clock clock.Clock
 	// TestingKnobs are seams for tests; the zero value is production.
@@ -46,6 +49,9 @@ type TestingKnobs struct {
 	CreateBlock func(block int64) error
 }
 
+// DefaultScrubRate verifies a terabyte of replicas in about a day.
+const DefaultScrubRate = 16 << 20
+
 // DefaultConfig returns the configuration of a chunkserver on this host
 // next to a nameserver with its default configuration.
 func DefaultConfig() Config {
@@ -56,12 +62,16 @@ func DefaultConfig() Config {
 		MetricsAddr:       "127.0.0.1:8831",
 		HeartbeatInterval: time.Second,
 		ReportInterval:    time.Minute,
+		ScrubRate:         DefaultScrubRate,
 	}
 }
 
 func (c *Config) validate() error {
 	if c.DataDir == "" {
 		return fmt.Errorf("chunkserver: empty data directory")
+	}
+	if c.ScrubRate < 0 {
+		return fmt.Errorf("chunkserver: negative scrub rate %d", c.ScrubRate)
 	}
 	if c.HeartbeatInterval < 0 || c.ReportInterval < 0 {
 		return fmt.Errorf("chunkserver: negative interval (heartbeat %v, report %v)", c.HeartbeatInterval, c.ReportInterval)

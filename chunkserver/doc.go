@@ -55,6 +55,22 @@
 // A request naming no cluster (a tool) is not checked. A chunkserver
 // never registered has no id and nothing to protect.
 //
+// # Scrubber
+//
+// With Config.ScrubRate > 0 (bfs chunkserver --scrub-rate, bytes per
+// second) Serve runs the scrubber (scrub.go): it walks the sealed replicas
+// in block-id order, reading each whole through the store (which checks
+// every chunk's CRC32C), and sleeps on Config.Clock after every piece read
+// to hold the rate. Its position, the last replica verified, is written
+// atomically (fsync, rename) to SCRUB_POSITION in the data directory every
+// 64 replicas or 30 seconds, at the end of a pass and when it stops, so a
+// restart resumes after it; a pass that reaches the last replica starts
+// again at the first. A replica that fails is marked corrupt in the store
+// (blockstore.MarkCorrupt: every later read of it answers CORRUPT, whatever
+// its bytes) and counted. The mark lives in memory: after a restart the
+// next pass finds the replica again. Progress is exported as the
+// bfs_chunkserver_scrub_* metrics.
+//
 // # Invariants
 //
 //   - I4 (no byte accepted for a sealed block) is the store's; the server
@@ -87,9 +103,10 @@
 //
 // A Server is a library: New opens the store, Serve answers on a listener
 // until its context ends or Close is called, Close stops everything the
-// server started and closes the store. Serve owns two goroutines besides
-// gRPC's and the metrics server: the membership loop (register, heartbeat,
-// report) and the BlockReceived reporter; both stop before Serve returns.
+// server started and closes the store. Serve owns up to three goroutines
+// besides gRPC's and the metrics server: the membership loop (register,
+// heartbeat, report), the BlockReceived reporter and the scrubber; all
+// stop before Serve returns.
 // Time is read through Config.Clock, so tests drive heartbeats, reports
 // and retries with a fake clock. There is no package-level state.
 package chunkserver

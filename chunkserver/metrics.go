@@ -20,6 +20,10 @@ type metrics struct {
 	seals         prometheus.Counter
 	received      *prometheus.CounterVec
 	nsCalls       *prometheus.CounterVec
+
+	// The scrubber's progress.
+	scrubBytes, scrubReplicas, scrubCorrupt, scrubPasses prometheus.Counter
+	scrubPassStart, scrubPosition                        prometheus.Gauge
 }
 
 // gauges reads the values the server exports as gauges.
@@ -63,9 +67,34 @@ func newMetrics(g gauges) *metrics {
 			Name: "bfs_chunkserver_nameserver_calls_total",
 			Help: "Calls to the nameserver, by method and outcome (a status code or transport_error).",
 		}, []string{"method", "result"}),
+		scrubBytes: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "bfs_chunkserver_scrub_verified_bytes_total",
+			Help: "Bytes of sealed replicas the scrubber verified.",
+		}),
+		scrubReplicas: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "bfs_chunkserver_scrub_verified_replicas_total",
+			Help: "Sealed replicas the scrubber verified whole.",
+		}),
+		scrubCorrupt: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "bfs_chunkserver_scrub_corrupt_replicas_total",
+			Help: "Replicas the scrubber found corrupt.",
+		}),
+		scrubPasses: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "bfs_chunkserver_scrub_passes_total",
+			Help: "Scrub passes completed (every sealed replica verified once).",
+		}),
+		scrubPassStart: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "bfs_chunkserver_scrub_pass_start_seconds",
+			Help: "Unix time the current scrub pass started.",
+		}),
+		scrubPosition: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "bfs_chunkserver_scrub_position",
+			Help: "Id of the last replica the current scrub pass verified (0: at the start).",
+		}),
 	}
 	m.registry.MustRegister(m.packets, m.packetLatency,
 		m.written, m.read, m.seals, m.received, m.nsCalls,
+		m.scrubBytes, m.scrubReplicas, m.scrubCorrupt, m.scrubPasses, m.scrubPassStart, m.scrubPosition,
 		gauge("bfs_chunkserver_blocks", "Replicas stored.", g.blocks),
 		gauge("bfs_chunkserver_used_bytes", "Bytes of the replicas stored.", g.bytes),
 		gauge("bfs_chunkserver_write_streams", "Write streams open.", g.writeStreams),

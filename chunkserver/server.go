@@ -40,6 +40,8 @@ type Server struct {
 	nsConn   *grpc.ClientConn
 	member   *membership
 	reporter *reporter
+	// Nil when ScrubRate is 0.
+	scrub *scrubber
 
 	// writers counts the write streams open.
 	writers atomic.Int64
@@ -88,6 +90,9 @@ func New(cfg Config) (*Server, error) {
 	if err := s.dialNameServer(); err != nil {
 		store.Close()
 		return nil, err
+	}
+	if cfg.ScrubRate > 0 {
+		s.scrub = &scrubber{store: store, clock: cfg.Clock, metrics: s.metrics, dataDir: cfg.DataDir, rate: cfg.ScrubRate}
 	}
 	s.grpc = grpc.NewServer(
 		grpc.ChainUnaryInterceptor(s.metrics.rpcs.Unary),
@@ -148,6 +153,9 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
 	defer bg.Wait() // after cancel: defers run last-in first-out
 	defer cancel()
 	s.startNameServerLoops(ctx, &bg, lis.Addr().String())
+	if s.scrub != nil {
+		bg.Go(func() { s.scrub.run(ctx) })
+	}
 	glog.Infof("chunkserver serving on %s", lis.Addr())
 	if err := daemon.Serve(ctx, s.stopc, s.grpc, s.health, lis, s.cfg.MetricsAddr, s.metrics.registry); err != nil {
 		return fmt.Errorf("chunkserver: %w", err)

@@ -64,6 +64,10 @@ type block struct {
 		// unsynced bytes can be trusted, so the replica takes no more
 		// writes and cannot be sealed.
 		err error
+		// corrupt is set by MarkCorrupt: the replica failed a checksum
+		// and reads of it answer ErrCorrupt until it is deleted. Kept in
+		// memory only: after a restart the scrubber finds it again.
+		corrupt bool
 	}
 }
 

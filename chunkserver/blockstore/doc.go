@@ -67,6 +67,10 @@
 //   - a replica whose meta header is damaged is set aside (*.corrupt) and
 //     not served.
 //
+// MarkCorrupt marks a replica found bad (by the chunkserver's scrubber or a
+// read): every later ReadAt of it is ErrCorrupt until it is deleted, even
+// where its bytes still match. The mark is kept in memory only.
+//
 // A crash can only tear the last frame of a log (each frame is synced
 // before the next is written); a torn tail is dropped, its records were
 // never acknowledged. A damaged frame followed by an intact one means

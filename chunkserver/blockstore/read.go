@@ -20,6 +20,10 @@ func (s *Store) ReadAt(id BlockID, p []byte, off int64) (int, error) {
 		return 0, err
 	}
 	defer b.rw.RUnlock() // b.mu is released below, before any I/O on data
+	if b.mu.corrupt {
+		b.mu.Unlock()
+		return 0, fmt.Errorf("%w: block %d: marked corrupt", ErrCorrupt, id)
+	}
 	size, sealed := b.mu.m.size, b.mu.m.sealed
 	end := min(off+int64(len(p)), size)
 	switch {
@@ -51,6 +55,29 @@ func (s *Store) ReadAt(id BlockID, p []byte, off int64) (int, error) {
 		err = io.EOF
 	}
 	return n, err
+}
+
+// MarkCorrupt records that the replica of block id failed a checksum:
+// every later read of it is ErrCorrupt, whatever its bytes, until it is
+// deleted. The mark is not persisted.
+func (s *Store) MarkCorrupt(id BlockID) error {
+	b, err := s.acquire(id, false, rwNone)
+	if err != nil {
+		return err
+	}
+	defer s.release(b, rwNone)
+	b.mu.corrupt = true
+	return nil
+}
+
+// Corrupt reports whether the replica of block id is marked corrupt.
+func (s *Store) Corrupt(id BlockID) bool {
+	b, err := s.acquire(id, false, rwNone)
+	if err != nil {
+		return false
+	}
+	defer s.release(b, rwNone)
+	return b.mu.corrupt
 }
 
 // Read returns up to length bytes of block id from off; fewer only when
