@@ -67,8 +67,9 @@
 // restart resumes after it; a pass that reaches the last replica starts
 // again at the first. A replica that fails is marked corrupt in the store
 // (blockstore.MarkCorrupt: every later read of it answers CORRUPT, whatever
-// its bytes) and counted. The mark lives in memory: after a restart the
-// next pass finds the replica again. Progress is exported as the
+// its bytes) and counted once; it is reported to the nameserver at every
+// pass, so a restarted nameserver learns of it again. The mark lives in
+// memory: after a restart the next pass finds the replica again. Progress is exported as the
 // bfs_chunkserver_scrub_* metrics.
 //
 // # Invariants

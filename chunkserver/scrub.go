@@ -123,16 +123,17 @@ func (s *scrubber) verify(ctx context.Context, info blockstore.BlockInfo) bool {
 	return true
 }
 
-// found marks a replica corrupt and reports it.
+// found marks a replica corrupt and reports it. A replica marked already
+// is reported again (every pass), so a nameserver that restarted learns
+// of it too; it is logged and counted once.
 func (s *scrubber) found(id blockstore.BlockID, err error) {
-	if s.store.Corrupt(id) {
-		return // already known and reported
+	if !s.store.Corrupt(id) {
+		if merr := s.store.MarkCorrupt(id); merr != nil {
+			return // deleted meanwhile
+		}
+		glog.Errorf("scrubber: %v", err)
+		s.metrics.scrubCorrupt.Inc()
 	}
-	if merr := s.store.MarkCorrupt(id); merr != nil {
-		return // deleted meanwhile
-	}
-	glog.Errorf("scrubber: %v", err)
-	s.metrics.scrubCorrupt.Inc()
 	if s.corrupt != nil {
 		s.corrupt(id, err.Error())
 	}

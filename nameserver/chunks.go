@@ -114,6 +114,36 @@ func (s *Server) BlockReceived(_ context.Context, req *bfspb.BlockReceivedReques
 	return &bfspb.BlockReceivedResponse{}, nil
 }
 
+// ReportBadReplicas marks replicas that failed a checksum corrupt: they
+// stop counting and readers are no longer sent to them (while a good one
+// remains). They are kept: nothing replaces them yet, and a corrupt
+// replica may still hold the only copy of some chunks. Replicas of blocks
+// that belong to no live file are ignored.
+func (s *Server) ReportBadReplicas(_ context.Context, req *bfspb.ReportBadReplicasRequest) (*bfspb.ReportBadReplicasResponse, error) {
+	reporter := req.Address
+	if reporter == "" {
+		reporter = "a client"
+	}
+	for _, r := range req.Replicas {
+		if r.Address == "" || r.BlockId <= 0 {
+			return &bfspb.ReportBadReplicasResponse{Status: bfspb.StatusCode_INVALID_ARGUMENT,
+				Message: fmt.Sprintf("report bad replicas: block %d at %q", r.BlockId, r.Address)}, nil
+		}
+	}
+	for _, r := range req.Replicas {
+		fate, err := s.ns.Fate(r.BlockId)
+		if err != nil || fate != namespace.BlockLive {
+			glog.V(1).Infof("replica of block %d on %s reported corrupt by %s: not a live block (%v), ignored", r.BlockId, r.Address, reporter, err)
+			continue
+		}
+		if s.blocks.MarkCorrupt(blockmap.BlockID(r.BlockId), r.Address) {
+			glog.Errorf("replica of block %d on %s is corrupt (reported by %s: %s): it no longer counts; kept until it can be replaced",
+				r.BlockId, r.Address, reporter, r.Reason)
+		}
+	}
+	return &bfspb.ReportBadReplicasResponse{}, nil
+}
+
 func (s *Server) noteSealed(addr string, blocks []*bfspb.ReportedBlock) {
 	for _, b := range blocks {
 		if b.Sealed {
@@ -154,6 +184,9 @@ func (s *Server) dropBlocks(blocks []*bfspb.BlockMeta) {
 		for _, r := range s.blocks.Replicas(blockmap.BlockID(b.Id)) {
 			addrs = append(addrs, r.Addr)
 		}
+		addrs = append(addrs, s.blocks.Corrupt(blockmap.BlockID(b.Id))...)
+		slices.Sort(addrs)
+		addrs = slices.Compact(addrs)
 		for _, a := range addrs {
 			if ids := byAddr[a]; len(ids) == 0 || ids[len(ids)-1] != b.Id {
 				byAddr[a] = append(ids, b.Id)

@@ -61,6 +61,17 @@
 // and no later block report would make up for them.
 // Re-replication, when it comes, must be held the same way.
 //
+// Corrupt replicas: ReportBadReplicas (from a chunkserver's scrubber, or
+// from a client that read around a bad replica) marks a replica of a live
+// block corrupt in the block map: it is logged, counted by the
+// bfs_nameserver_corrupt_replicas gauge, stops counting and is no longer
+// given to readers by GetFileLocation (unless every replica of the block
+// is marked; see nameserver/blockmap). Block reports do not clear the
+// mark. The replica is kept, not deleted: nothing replaces it from a good
+// copy yet (re-replication does not exist), and once it does, the repair
+// is what deletes the corrupt replica. Reports for blocks of no live file
+// are ignored.
+//
 // Handlers decode a request, normalize its paths (bad ones get
 // INVALID_ARGUMENT), call one domain method and encode the answer; the one
 // table in status.go maps domain errors to protocol status codes.

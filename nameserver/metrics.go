@@ -93,6 +93,14 @@ func (m *metrics) lockGauges(counts func() (locked, cleaning int), cleanings fun
 	)
 }
 
+// corruptGauge registers the gauge of the replicas marked corrupt.
+func (m *metrics) corruptGauge(count func() int) {
+	m.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "bfs_nameserver_corrupt_replicas",
+		Help: "Replicas reported corrupt (by a chunkserver's scrubber or a reader): kept, not counted, not given to readers.",
+	}, func() float64 { return float64(count()) }))
+}
+
 // lockChanged counts what a committed command did to directory locks:
 // the grants it made, and the end of the cleaning it finished (one
 // observation per cleaning, nested locks included), timed from the

@@ -120,6 +120,7 @@ func newServer(cfg Config, dataLock *os.File) (*Server, error) {
 	}
 	s.ns = ns
 	s.metrics.lockGauges(ns.Locks().Counts, s.cleaningCounts)
+	s.metrics.corruptGauge(s.blocks.CorruptCount)
 	// If a step below fails, what was started stops in Close's order.
 	stops := []func(){func() { ns.Close() }, func() { s.peers.Close() }}
 	fail := func(err error) (*Server, error) {

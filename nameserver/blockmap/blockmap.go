@@ -56,6 +56,10 @@ type Map struct {
 		// held indexes the same replicas by address.
 		blocks map[BlockID]map[string]Replica
 		held   map[string]map[BlockID]struct{}
+		// corrupt holds the replicas reported corrupt, by block and
+		// address. A mark outlives reports and re-registrations: only
+		// DropReplica and Forget clear it.
+		corrupt map[BlockID]map[string]struct{}
 	}
 }
 
@@ -67,6 +71,7 @@ func New(start time.Time) *Map {
 	m.mu.byAddr = make(map[string]ServerID)
 	m.mu.blocks = make(map[BlockID]map[string]Replica)
 	m.mu.held = make(map[string]map[BlockID]struct{})
+	m.mu.corrupt = make(map[BlockID]map[string]struct{})
 	return m
 }
 
@@ -256,23 +261,87 @@ func (m *Map) Pick(n int) ([]string, error) {
 	return out, nil
 }
 
-// Replicas returns the replicas of b on live chunkservers, by address.
+// Replicas returns the replicas of b on live chunkservers, by address,
+// leaving out those marked corrupt, unless every one is: then it returns
+// them all (a reader may still find good chunks, and a mistaken report
+// must not hide a block).
 func (m *Map) Replicas(b BlockID) []Replica {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := make([]Replica, 0, len(m.mu.blocks[b]))
+	bad := m.mu.corrupt[b]
 	for _, r := range m.mu.blocks[b] {
-		out = append(out, r)
+		if _, c := bad[r.Addr]; !c {
+			out = append(out, r)
+		}
+	}
+	if len(out) == 0 {
+		for _, r := range m.mu.blocks[b] {
+			out = append(out, r)
+		}
 	}
 	slices.SortFunc(out, func(a, b Replica) int { return strings.Compare(a.Addr, b.Addr) })
 	return out
 }
 
+// MarkCorrupt marks the replica of b at addr corrupt: it stops counting
+// (Replicas leaves it out) but stays known until DropReplica or Forget.
+// It returns false if it was marked already.
+func (m *Map) MarkCorrupt(b BlockID, addr string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	bad := m.mu.corrupt[b]
+	if bad == nil {
+		bad = make(map[string]struct{})
+		m.mu.corrupt[b] = bad
+	}
+	if _, ok := bad[addr]; ok {
+		return false
+	}
+	bad[addr] = struct{}{}
+	return true
+}
+
+// Corrupt returns the addresses of the replicas of b marked corrupt,
+// sorted.
+func (m *Map) Corrupt(b BlockID) []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]string, 0, len(m.mu.corrupt[b]))
+	for addr := range m.mu.corrupt[b] {
+		out = append(out, addr)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// CorruptCount returns how many replicas are marked corrupt.
+func (m *Map) CorruptCount() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, bad := range m.mu.corrupt {
+		n += len(bad)
+	}
+	return n
+}
+
+// clearCorruptLocked drops the corrupt mark of the replica of b at addr.
+func (m *Map) clearCorruptLocked(b BlockID, addr string) {
+	if bad := m.mu.corrupt[b]; bad != nil {
+		delete(bad, addr)
+		if len(bad) == 0 {
+			delete(m.mu.corrupt, b)
+		}
+	}
+}
+
 // DropReplica forgets the replica of b at addr (a stale replica on its
-// way to deletion).
+// way to deletion), and its corrupt mark.
 func (m *Map) DropReplica(b BlockID, addr string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.clearCorruptLocked(b, addr)
 	if _, ok := m.mu.blocks[b][addr]; !ok {
 		return
 	}
@@ -282,10 +351,12 @@ func (m *Map) DropReplica(b BlockID, addr string) {
 	}
 }
 
-// Forget drops everything known about b (its file is gone).
+// Forget drops everything known about b (its file is gone), corrupt
+// marks included.
 func (m *Map) Forget(b BlockID) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	delete(m.mu.corrupt, b)
 	for addr := range m.mu.blocks[b] {
 		m.dropLocked(b, addr)
 	}

@@ -111,3 +111,44 @@ func TestDropReplica(t *testing.T) {
 	m.Expire(t0.Add(11*time.Second), 10*time.Second)
 	require.Empty(t, m.Replicas(2))
 }
+
+func addrs(reps []Replica) []string {
+	out := make([]string, len(reps))
+	for i, r := range reps {
+		out[i] = r.Addr
+	}
+	return out
+}
+
+func TestCorruptReplicaStopsCounting(t *testing.T) {
+	m := New(t0)
+	ids := map[string]ServerID{}
+	for _, a := range []string{"a:1", "b:1", "c:1"} {
+		ids[a] = m.Register(a, 0, t0)
+		_, ok := m.Report(ids[a], a, map[BlockID]Replica{7: {Size: 10, Sealed: true}}, t0)
+		require.True(t, ok)
+	}
+	require.True(t, m.MarkCorrupt(7, "b:1"))
+	require.False(t, m.MarkCorrupt(7, "b:1"), "marked already")
+	require.Equal(t, []string{"a:1", "c:1"}, addrs(m.Replicas(7)))
+	require.Equal(t, []string{"b:1"}, m.Corrupt(7))
+	require.Equal(t, 1, m.CorruptCount())
+
+	// A later report does not un-mark it.
+	_, ok := m.Report(ids["b:1"], "b:1", map[BlockID]Replica{7: {Size: 10, Sealed: true}}, t0)
+	require.True(t, ok)
+	require.True(t, m.Received(ids["b:1"], "b:1", map[BlockID]Replica{7: {Size: 10, Sealed: true}}))
+	require.Equal(t, []string{"a:1", "c:1"}, addrs(m.Replicas(7)))
+
+	// Every replica corrupt: all are returned rather than none.
+	m.MarkCorrupt(7, "a:1")
+	m.MarkCorrupt(7, "c:1")
+	require.Equal(t, []string{"a:1", "b:1", "c:1"}, addrs(m.Replicas(7)))
+
+	// Deleting the replica, or forgetting the block, clears the marks.
+	m.DropReplica(7, "a:1")
+	require.Equal(t, []string{"b:1", "c:1"}, m.Corrupt(7))
+	m.Forget(7)
+	require.Empty(t, m.Corrupt(7))
+	require.Zero(t, m.CorruptCount())
+}

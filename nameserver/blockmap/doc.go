@@ -6,6 +6,19 @@
 // chunkserver has had the dead timeout to come back, it is not declared
 // dead (Map.Dead answers false for an unknown address that young).
 //
+// Corrupt replicas: MarkCorrupt (from ReportBadReplicas) marks a replica
+// that failed a checksum. A marked replica stops counting: Replicas leaves
+// it out, so readers are not sent to it, unless every replica of the block
+// is marked (then all are returned: a mistaken report must not hide a
+// block, and a reader may still find good chunks). The mark is kept apart
+// from the reported replicas, so a later block report or BlockReceived
+// does not clear it; only DropReplica (the replica is being deleted) and
+// Forget (the block is gone) do. Corrupt lists the marked replicas so
+// that the delete of a removed file reaches them too. Nothing replaces a
+// corrupt replica yet (there is no re-replication): it is kept, not
+// deleted, until a repair exists. The marks, like the rest, are lost
+// with a nameserver restart; the scrubbers report the replicas again.
+//
 // A Map does no I/O and starts no goroutines; time is passed in. It is
 // safe for concurrent use (one mutex, never held across anything but map
 // updates).

@@ -4191,6 +4191,182 @@ func (x *BlockReceivedResponse) GetMessage() string {
 	return ""
 }
 
+type BadReplica struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	BlockId int64                  `protobuf:"varint,1,opt,name=block_id,json=blockId,proto3" json:"block_id,omitempty"`
+	// address is the chunkserver holding the bad replica.
+	Address string `protobuf:"bytes,2,opt,name=address,proto3" json:"address,omitempty"`
+	// reason is what failed, for the log.
+	Reason        string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BadReplica) Reset() {
+	*x = BadReplica{}
+	mi := &file_nameserver_proto_msgTypes[62]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BadReplica) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BadReplica) ProtoMessage() {}
+
+func (x *BadReplica) ProtoReflect() protoreflect.Message {
+	mi := &file_nameserver_proto_msgTypes[62]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BadReplica.ProtoReflect.Descriptor instead.
+func (*BadReplica) Descriptor() ([]byte, []int) {
+	return file_nameserver_proto_rawDescGZIP(), []int{62}
+}
+
+func (x *BadReplica) GetBlockId() int64 {
+	if x != nil {
+		return x.BlockId
+	}
+	return 0
+}
+
+func (x *BadReplica) GetAddress() string {
+	if x != nil {
+		return x.Address
+	}
+	return ""
+}
+
+func (x *BadReplica) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+type ReportBadReplicasRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The reporter: a chunkserver's id and address, or 0 and "" for a
+	// client.
+	ChunkserverId int64         `protobuf:"varint,1,opt,name=chunkserver_id,json=chunkserverId,proto3" json:"chunkserver_id,omitempty"`
+	Address       string        `protobuf:"bytes,2,opt,name=address,proto3" json:"address,omitempty"`
+	Replicas      []*BadReplica `protobuf:"bytes,3,rep,name=replicas,proto3" json:"replicas,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReportBadReplicasRequest) Reset() {
+	*x = ReportBadReplicasRequest{}
+	mi := &file_nameserver_proto_msgTypes[63]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReportBadReplicasRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReportBadReplicasRequest) ProtoMessage() {}
+
+func (x *ReportBadReplicasRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_nameserver_proto_msgTypes[63]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReportBadReplicasRequest.ProtoReflect.Descriptor instead.
+func (*ReportBadReplicasRequest) Descriptor() ([]byte, []int) {
+	return file_nameserver_proto_rawDescGZIP(), []int{63}
+}
+
+func (x *ReportBadReplicasRequest) GetChunkserverId() int64 {
+	if x != nil {
+		return x.ChunkserverId
+	}
+	return 0
+}
+
+func (x *ReportBadReplicasRequest) GetAddress() string {
+	if x != nil {
+		return x.Address
+	}
+	return ""
+}
+
+func (x *ReportBadReplicasRequest) GetReplicas() []*BadReplica {
+	if x != nil {
+		return x.Replicas
+	}
+	return nil
+}
+
+type ReportBadReplicasResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Status        StatusCode             `protobuf:"varint,1,opt,name=status,proto3,enum=bfs.StatusCode" json:"status,omitempty"`
+	Message       string                 `protobuf:"bytes,15,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReportBadReplicasResponse) Reset() {
+	*x = ReportBadReplicasResponse{}
+	mi := &file_nameserver_proto_msgTypes[64]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReportBadReplicasResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReportBadReplicasResponse) ProtoMessage() {}
+
+func (x *ReportBadReplicasResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_nameserver_proto_msgTypes[64]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReportBadReplicasResponse.ProtoReflect.Descriptor instead.
+func (*ReportBadReplicasResponse) Descriptor() ([]byte, []int) {
+	return file_nameserver_proto_rawDescGZIP(), []int{64}
+}
+
+func (x *ReportBadReplicasResponse) GetStatus() StatusCode {
+	if x != nil {
+		return x.Status
+	}
+	return StatusCode_OK
+}
+
+func (x *ReportBadReplicasResponse) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
 type GetSafeModeRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -4199,7 +4375,7 @@ type GetSafeModeRequest struct {
 
 func (x *GetSafeModeRequest) Reset() {
 	*x = GetSafeModeRequest{}
-	mi := &file_nameserver_proto_msgTypes[62]
+	mi := &file_nameserver_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4211,7 +4387,7 @@ func (x *GetSafeModeRequest) String() string {
 func (*GetSafeModeRequest) ProtoMessage() {}
 
 func (x *GetSafeModeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nameserver_proto_msgTypes[62]
+	mi := &file_nameserver_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4224,7 +4400,7 @@ func (x *GetSafeModeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSafeModeRequest.ProtoReflect.Descriptor instead.
 func (*GetSafeModeRequest) Descriptor() ([]byte, []int) {
-	return file_nameserver_proto_rawDescGZIP(), []int{62}
+	return file_nameserver_proto_rawDescGZIP(), []int{65}
 }
 
 type GetSafeModeResponse struct {
@@ -4247,7 +4423,7 @@ type GetSafeModeResponse struct {
 
 func (x *GetSafeModeResponse) Reset() {
 	*x = GetSafeModeResponse{}
-	mi := &file_nameserver_proto_msgTypes[63]
+	mi := &file_nameserver_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4259,7 +4435,7 @@ func (x *GetSafeModeResponse) String() string {
 func (*GetSafeModeResponse) ProtoMessage() {}
 
 func (x *GetSafeModeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nameserver_proto_msgTypes[63]
+	mi := &file_nameserver_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4272,7 +4448,7 @@ func (x *GetSafeModeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSafeModeResponse.ProtoReflect.Descriptor instead.
 func (*GetSafeModeResponse) Descriptor() ([]byte, []int) {
-	return file_nameserver_proto_rawDescGZIP(), []int{63}
+	return file_nameserver_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *GetSafeModeResponse) GetStatus() StatusCode {
@@ -4332,7 +4508,7 @@ type LeaveSafeModeRequest struct {
 
 func (x *LeaveSafeModeRequest) Reset() {
 	*x = LeaveSafeModeRequest{}
-	mi := &file_nameserver_proto_msgTypes[64]
+	mi := &file_nameserver_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4344,7 +4520,7 @@ func (x *LeaveSafeModeRequest) String() string {
 func (*LeaveSafeModeRequest) ProtoMessage() {}
 
 func (x *LeaveSafeModeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nameserver_proto_msgTypes[64]
+	mi := &file_nameserver_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4357,7 +4533,7 @@ func (x *LeaveSafeModeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaveSafeModeRequest.ProtoReflect.Descriptor instead.
 func (*LeaveSafeModeRequest) Descriptor() ([]byte, []int) {
-	return file_nameserver_proto_rawDescGZIP(), []int{64}
+	return file_nameserver_proto_rawDescGZIP(), []int{67}
 }
 
 type LeaveSafeModeResponse struct {
@@ -4370,7 +4546,7 @@ type LeaveSafeModeResponse struct {
 
 func (x *LeaveSafeModeResponse) Reset() {
 	*x = LeaveSafeModeResponse{}
-	mi := &file_nameserver_proto_msgTypes[65]
+	mi := &file_nameserver_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4382,7 +4558,7 @@ func (x *LeaveSafeModeResponse) String() string {
 func (*LeaveSafeModeResponse) ProtoMessage() {}
 
 func (x *LeaveSafeModeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nameserver_proto_msgTypes[65]
+	mi := &file_nameserver_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4395,7 +4571,7 @@ func (x *LeaveSafeModeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaveSafeModeResponse.ProtoReflect.Descriptor instead.
 func (*LeaveSafeModeResponse) Descriptor() ([]byte, []int) {
-	return file_nameserver_proto_rawDescGZIP(), []int{65}
+	return file_nameserver_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *LeaveSafeModeResponse) GetStatus() StatusCode {
@@ -4750,6 +4926,18 @@ const file_nameserver_proto_rawDesc = "" +
 	"\x06blocks\x18\x03 \x03(\v2\x12.bfs.ReportedBlockR\x06blocks\"Z\n" +
 	"\x15BlockReceivedResponse\x12'\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
+	"\amessage\x18\x0f \x01(\tR\amessage\"Y\n" +
+	"\n" +
+	"BadReplica\x12\x19\n" +
+	"\bblock_id\x18\x01 \x01(\x03R\ablockId\x12\x18\n" +
+	"\aaddress\x18\x02 \x01(\tR\aaddress\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\"\x88\x01\n" +
+	"\x18ReportBadReplicasRequest\x12%\n" +
+	"\x0echunkserver_id\x18\x01 \x01(\x03R\rchunkserverId\x12\x18\n" +
+	"\aaddress\x18\x02 \x01(\tR\aaddress\x12+\n" +
+	"\breplicas\x18\x03 \x03(\v2\x0f.bfs.BadReplicaR\breplicas\"^\n" +
+	"\x19ReportBadReplicasResponse\x12'\n" +
+	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
 	"\amessage\x18\x0f \x01(\tR\amessage\"\x14\n" +
 	"\x12GetSafeModeRequest\"\xfc\x01\n" +
 	"\x13GetSafeModeResponse\x12'\n" +
@@ -4763,7 +4951,7 @@ const file_nameserver_proto_rawDesc = "" +
 	"\x14LeaveSafeModeRequest\"Z\n" +
 	"\x15LeaveSafeModeResponse\x12'\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
-	"\amessage\x18\x0f \x01(\tR\amessage2\xf8\r\n" +
+	"\amessage\x18\x0f \x01(\tR\amessage2\xcc\x0e\n" +
 	"\n" +
 	"NameServer\x12.\n" +
 	"\x05Mkdir\x12\x11.bfs.MkdirRequest\x1a\x12.bfs.MkdirResponse\x121\n" +
@@ -4795,7 +4983,8 @@ const file_nameserver_proto_rawDesc = "" +
 	"\bRegister\x12\x14.bfs.RegisterRequest\x1a\x15.bfs.RegisterResponse\x12:\n" +
 	"\tHeartBeat\x12\x15.bfs.HeartBeatRequest\x1a\x16.bfs.HeartBeatResponse\x12@\n" +
 	"\vBlockReport\x12\x17.bfs.BlockReportRequest\x1a\x18.bfs.BlockReportResponse\x12F\n" +
-	"\rBlockReceived\x12\x19.bfs.BlockReceivedRequest\x1a\x1a.bfs.BlockReceivedResponse\x12@\n" +
+	"\rBlockReceived\x12\x19.bfs.BlockReceivedRequest\x1a\x1a.bfs.BlockReceivedResponse\x12R\n" +
+	"\x11ReportBadReplicas\x12\x1d.bfs.ReportBadReplicasRequest\x1a\x1e.bfs.ReportBadReplicasResponse\x12@\n" +
 	"\vGetSafeMode\x12\x17.bfs.GetSafeModeRequest\x1a\x18.bfs.GetSafeModeResponse\x12F\n" +
 	"\rLeaveSafeMode\x12\x19.bfs.LeaveSafeModeRequest\x1a\x1a.bfs.LeaveSafeModeResponseB#Z!github.com/bfs-go/bfs/proto/bfspbb\x06proto3"
 
@@ -4811,212 +5000,219 @@ func file_nameserver_proto_rawDescGZIP() []byte {
 	return file_nameserver_proto_rawDescData
 }
 
-var file_nameserver_proto_msgTypes = make([]protoimpl.MessageInfo, 66)
+var file_nameserver_proto_msgTypes = make([]protoimpl.MessageInfo, 69)
 var file_nameserver_proto_goTypes = []any{
-	(*MkdirRequest)(nil),            // 0: bfs.MkdirRequest
-	(*MkdirResponse)(nil),           // 1: bfs.MkdirResponse
-	(*CreateRequest)(nil),           // 2: bfs.CreateRequest
-	(*CreateResponse)(nil),          // 3: bfs.CreateResponse
-	(*StatRequest)(nil),             // 4: bfs.StatRequest
-	(*StatResponse)(nil),            // 5: bfs.StatResponse
-	(*ListRequest)(nil),             // 6: bfs.ListRequest
-	(*ListResponse)(nil),            // 7: bfs.ListResponse
-	(*DeleteFileRequest)(nil),       // 8: bfs.DeleteFileRequest
-	(*DeleteFileResponse)(nil),      // 9: bfs.DeleteFileResponse
-	(*DeleteDirRequest)(nil),        // 10: bfs.DeleteDirRequest
-	(*DeleteDirResponse)(nil),       // 11: bfs.DeleteDirResponse
-	(*RenameRequest)(nil),           // 12: bfs.RenameRequest
-	(*RenameResponse)(nil),          // 13: bfs.RenameResponse
-	(*ChmodRequest)(nil),            // 14: bfs.ChmodRequest
-	(*ChmodResponse)(nil),           // 15: bfs.ChmodResponse
-	(*DiskUsageRequest)(nil),        // 16: bfs.DiskUsageRequest
-	(*DiskUsageResponse)(nil),       // 17: bfs.DiskUsageResponse
-	(*LockConflict)(nil),            // 18: bfs.LockConflict
-	(*OpenSessionRequest)(nil),      // 19: bfs.OpenSessionRequest
-	(*OpenSessionResponse)(nil),     // 20: bfs.OpenSessionResponse
-	(*KeepAliveRequest)(nil),        // 21: bfs.KeepAliveRequest
-	(*KeepAliveResponse)(nil),       // 22: bfs.KeepAliveResponse
-	(*CloseSessionRequest)(nil),     // 23: bfs.CloseSessionRequest
-	(*CloseSessionResponse)(nil),    // 24: bfs.CloseSessionResponse
-	(*ListSessionsRequest)(nil),     // 25: bfs.ListSessionsRequest
-	(*SessionInfo)(nil),             // 26: bfs.SessionInfo
-	(*ListSessionsResponse)(nil),    // 27: bfs.ListSessionsResponse
-	(*Replica)(nil),                 // 28: bfs.Replica
-	(*LocatedBlock)(nil),            // 29: bfs.LocatedBlock
-	(*AddBlockRequest)(nil),         // 30: bfs.AddBlockRequest
-	(*AddBlockResponse)(nil),        // 31: bfs.AddBlockResponse
-	(*SyncBlockRequest)(nil),        // 32: bfs.SyncBlockRequest
-	(*SyncBlockResponse)(nil),       // 33: bfs.SyncBlockResponse
-	(*FinishFileRequest)(nil),       // 34: bfs.FinishFileRequest
-	(*FinishFileResponse)(nil),      // 35: bfs.FinishFileResponse
-	(*GetFileLocationRequest)(nil),  // 36: bfs.GetFileLocationRequest
-	(*GetFileLocationResponse)(nil), // 37: bfs.GetFileLocationResponse
-	(*LockDirRequest)(nil),          // 38: bfs.LockDirRequest
-	(*LockDirResponse)(nil),         // 39: bfs.LockDirResponse
-	(*UnlockDirRequest)(nil),        // 40: bfs.UnlockDirRequest
-	(*UnlockDirResponse)(nil),       // 41: bfs.UnlockDirResponse
-	(*PendingFile)(nil),             // 42: bfs.PendingFile
-	(*DirLock)(nil),                 // 43: bfs.DirLock
-	(*GetDirLockRequest)(nil),       // 44: bfs.GetDirLockRequest
-	(*GetDirLockResponse)(nil),      // 45: bfs.GetDirLockResponse
-	(*ListDirLocksRequest)(nil),     // 46: bfs.ListDirLocksRequest
-	(*ListDirLocksResponse)(nil),    // 47: bfs.ListDirLocksResponse
-	(*WatchDirLocksRequest)(nil),    // 48: bfs.WatchDirLocksRequest
-	(*DirLockEvent)(nil),            // 49: bfs.DirLockEvent
-	(*GetLockHistoryRequest)(nil),   // 50: bfs.GetLockHistoryRequest
-	(*LockHistoryEntry)(nil),        // 51: bfs.LockHistoryEntry
-	(*GetLockHistoryResponse)(nil),  // 52: bfs.GetLockHistoryResponse
-	(*RegisterRequest)(nil),         // 53: bfs.RegisterRequest
-	(*RegisterResponse)(nil),        // 54: bfs.RegisterResponse
-	(*HeartBeatRequest)(nil),        // 55: bfs.HeartBeatRequest
-	(*HeartBeatResponse)(nil),       // 56: bfs.HeartBeatResponse
-	(*ReportedBlock)(nil),           // 57: bfs.ReportedBlock
-	(*BlockReportRequest)(nil),      // 58: bfs.BlockReportRequest
-	(*BlockReportResponse)(nil),     // 59: bfs.BlockReportResponse
-	(*BlockReceivedRequest)(nil),    // 60: bfs.BlockReceivedRequest
-	(*BlockReceivedResponse)(nil),   // 61: bfs.BlockReceivedResponse
-	(*GetSafeModeRequest)(nil),      // 62: bfs.GetSafeModeRequest
-	(*GetSafeModeResponse)(nil),     // 63: bfs.GetSafeModeResponse
-	(*LeaveSafeModeRequest)(nil),    // 64: bfs.LeaveSafeModeRequest
-	(*LeaveSafeModeResponse)(nil),   // 65: bfs.LeaveSafeModeResponse
-	(*Fence)(nil),                   // 66: bfs.Fence
-	(StatusCode)(0),                 // 67: bfs.StatusCode
-	(*FileInfo)(nil),                // 68: bfs.FileInfo
-	(LockStatus)(0),                 // 69: bfs.LockStatus
+	(*MkdirRequest)(nil),              // 0: bfs.MkdirRequest
+	(*MkdirResponse)(nil),             // 1: bfs.MkdirResponse
+	(*CreateRequest)(nil),             // 2: bfs.CreateRequest
+	(*CreateResponse)(nil),            // 3: bfs.CreateResponse
+	(*StatRequest)(nil),               // 4: bfs.StatRequest
+	(*StatResponse)(nil),              // 5: bfs.StatResponse
+	(*ListRequest)(nil),               // 6: bfs.ListRequest
+	(*ListResponse)(nil),              // 7: bfs.ListResponse
+	(*DeleteFileRequest)(nil),         // 8: bfs.DeleteFileRequest
+	(*DeleteFileResponse)(nil),        // 9: bfs.DeleteFileResponse
+	(*DeleteDirRequest)(nil),          // 10: bfs.DeleteDirRequest
+	(*DeleteDirResponse)(nil),         // 11: bfs.DeleteDirResponse
+	(*RenameRequest)(nil),             // 12: bfs.RenameRequest
+	(*RenameResponse)(nil),            // 13: bfs.RenameResponse
+	(*ChmodRequest)(nil),              // 14: bfs.ChmodRequest
+	(*ChmodResponse)(nil),             // 15: bfs.ChmodResponse
+	(*DiskUsageRequest)(nil),          // 16: bfs.DiskUsageRequest
+	(*DiskUsageResponse)(nil),         // 17: bfs.DiskUsageResponse
+	(*LockConflict)(nil),              // 18: bfs.LockConflict
+	(*OpenSessionRequest)(nil),        // 19: bfs.OpenSessionRequest
+	(*OpenSessionResponse)(nil),       // 20: bfs.OpenSessionResponse
+	(*KeepAliveRequest)(nil),          // 21: bfs.KeepAliveRequest
+	(*KeepAliveResponse)(nil),         // 22: bfs.KeepAliveResponse
+	(*CloseSessionRequest)(nil),       // 23: bfs.CloseSessionRequest
+	(*CloseSessionResponse)(nil),      // 24: bfs.CloseSessionResponse
+	(*ListSessionsRequest)(nil),       // 25: bfs.ListSessionsRequest
+	(*SessionInfo)(nil),               // 26: bfs.SessionInfo
+	(*ListSessionsResponse)(nil),      // 27: bfs.ListSessionsResponse
+	(*Replica)(nil),                   // 28: bfs.Replica
+	(*LocatedBlock)(nil),              // 29: bfs.LocatedBlock
+	(*AddBlockRequest)(nil),           // 30: bfs.AddBlockRequest
+	(*AddBlockResponse)(nil),          // 31: bfs.AddBlockResponse
+	(*SyncBlockRequest)(nil),          // 32: bfs.SyncBlockRequest
+	(*SyncBlockResponse)(nil),         // 33: bfs.SyncBlockResponse
+	(*FinishFileRequest)(nil),         // 34: bfs.FinishFileRequest
+	(*FinishFileResponse)(nil),        // 35: bfs.FinishFileResponse
+	(*GetFileLocationRequest)(nil),    // 36: bfs.GetFileLocationRequest
+	(*GetFileLocationResponse)(nil),   // 37: bfs.GetFileLocationResponse
+	(*LockDirRequest)(nil),            // 38: bfs.LockDirRequest
+	(*LockDirResponse)(nil),           // 39: bfs.LockDirResponse
+	(*UnlockDirRequest)(nil),          // 40: bfs.UnlockDirRequest
+	(*UnlockDirResponse)(nil),         // 41: bfs.UnlockDirResponse
+	(*PendingFile)(nil),               // 42: bfs.PendingFile
+	(*DirLock)(nil),                   // 43: bfs.DirLock
+	(*GetDirLockRequest)(nil),         // 44: bfs.GetDirLockRequest
+	(*GetDirLockResponse)(nil),        // 45: bfs.GetDirLockResponse
+	(*ListDirLocksRequest)(nil),       // 46: bfs.ListDirLocksRequest
+	(*ListDirLocksResponse)(nil),      // 47: bfs.ListDirLocksResponse
+	(*WatchDirLocksRequest)(nil),      // 48: bfs.WatchDirLocksRequest
+	(*DirLockEvent)(nil),              // 49: bfs.DirLockEvent
+	(*GetLockHistoryRequest)(nil),     // 50: bfs.GetLockHistoryRequest
+	(*LockHistoryEntry)(nil),          // 51: bfs.LockHistoryEntry
+	(*GetLockHistoryResponse)(nil),    // 52: bfs.GetLockHistoryResponse
+	(*RegisterRequest)(nil),           // 53: bfs.RegisterRequest
+	(*RegisterResponse)(nil),          // 54: bfs.RegisterResponse
+	(*HeartBeatRequest)(nil),          // 55: bfs.HeartBeatRequest
+	(*HeartBeatResponse)(nil),         // 56: bfs.HeartBeatResponse
+	(*ReportedBlock)(nil),             // 57: bfs.ReportedBlock
+	(*BlockReportRequest)(nil),        // 58: bfs.BlockReportRequest
+	(*BlockReportResponse)(nil),       // 59: bfs.BlockReportResponse
+	(*BlockReceivedRequest)(nil),      // 60: bfs.BlockReceivedRequest
+	(*BlockReceivedResponse)(nil),     // 61: bfs.BlockReceivedResponse
+	(*BadReplica)(nil),                // 62: bfs.BadReplica
+	(*ReportBadReplicasRequest)(nil),  // 63: bfs.ReportBadReplicasRequest
+	(*ReportBadReplicasResponse)(nil), // 64: bfs.ReportBadReplicasResponse
+	(*GetSafeModeRequest)(nil),        // 65: bfs.GetSafeModeRequest
+	(*GetSafeModeResponse)(nil),       // 66: bfs.GetSafeModeResponse
+	(*LeaveSafeModeRequest)(nil),      // 67: bfs.LeaveSafeModeRequest
+	(*LeaveSafeModeResponse)(nil),     // 68: bfs.LeaveSafeModeResponse
+	(*Fence)(nil),                     // 69: bfs.Fence
+	(StatusCode)(0),                   // 70: bfs.StatusCode
+	(*FileInfo)(nil),                  // 71: bfs.FileInfo
+	(LockStatus)(0),                   // 72: bfs.LockStatus
 }
 var file_nameserver_proto_depIdxs = []int32{
-	66, // 0: bfs.MkdirRequest.fences:type_name -> bfs.Fence
-	67, // 1: bfs.MkdirResponse.status:type_name -> bfs.StatusCode
-	68, // 2: bfs.MkdirResponse.info:type_name -> bfs.FileInfo
-	18, // 3: bfs.MkdirResponse.conflict:type_name -> bfs.LockConflict
-	66, // 4: bfs.CreateRequest.fences:type_name -> bfs.Fence
-	67, // 5: bfs.CreateResponse.status:type_name -> bfs.StatusCode
-	68, // 6: bfs.CreateResponse.info:type_name -> bfs.FileInfo
-	18, // 7: bfs.CreateResponse.conflict:type_name -> bfs.LockConflict
-	67, // 8: bfs.StatResponse.status:type_name -> bfs.StatusCode
-	68, // 9: bfs.StatResponse.info:type_name -> bfs.FileInfo
-	67, // 10: bfs.ListResponse.status:type_name -> bfs.StatusCode
-	68, // 11: bfs.ListResponse.entries:type_name -> bfs.FileInfo
-	66, // 12: bfs.DeleteFileRequest.fences:type_name -> bfs.Fence
-	67, // 13: bfs.DeleteFileResponse.status:type_name -> bfs.StatusCode
-	18, // 14: bfs.DeleteFileResponse.conflict:type_name -> bfs.LockConflict
-	66, // 15: bfs.DeleteDirRequest.fences:type_name -> bfs.Fence
-	67, // 16: bfs.DeleteDirResponse.status:type_name -> bfs.StatusCode
-	18, // 17: bfs.DeleteDirResponse.conflict:type_name -> bfs.LockConflict
-	66, // 18: bfs.RenameRequest.fences:type_name -> bfs.Fence
-	67, // 19: bfs.RenameResponse.status:type_name -> bfs.StatusCode
-	18, // 20: bfs.RenameResponse.conflict:type_name -> bfs.LockConflict
-	66, // 21: bfs.ChmodRequest.fences:type_name -> bfs.Fence
-	67, // 22: bfs.ChmodResponse.status:type_name -> bfs.StatusCode
-	18, // 23: bfs.ChmodResponse.conflict:type_name -> bfs.LockConflict
-	67, // 24: bfs.DiskUsageResponse.status:type_name -> bfs.StatusCode
-	69, // 25: bfs.LockConflict.lock_status:type_name -> bfs.LockStatus
-	67, // 26: bfs.OpenSessionResponse.status:type_name -> bfs.StatusCode
-	67, // 27: bfs.KeepAliveResponse.status:type_name -> bfs.StatusCode
-	67, // 28: bfs.CloseSessionResponse.status:type_name -> bfs.StatusCode
-	67, // 29: bfs.ListSessionsResponse.status:type_name -> bfs.StatusCode
-	26, // 30: bfs.ListSessionsResponse.sessions:type_name -> bfs.SessionInfo
-	28, // 31: bfs.LocatedBlock.replicas:type_name -> bfs.Replica
-	66, // 32: bfs.AddBlockRequest.fences:type_name -> bfs.Fence
-	67, // 33: bfs.AddBlockResponse.status:type_name -> bfs.StatusCode
-	29, // 34: bfs.AddBlockResponse.block:type_name -> bfs.LocatedBlock
-	18, // 35: bfs.AddBlockResponse.conflict:type_name -> bfs.LockConflict
-	66, // 36: bfs.SyncBlockRequest.fences:type_name -> bfs.Fence
-	67, // 37: bfs.SyncBlockResponse.status:type_name -> bfs.StatusCode
-	18, // 38: bfs.SyncBlockResponse.conflict:type_name -> bfs.LockConflict
-	66, // 39: bfs.FinishFileRequest.fences:type_name -> bfs.Fence
-	67, // 40: bfs.FinishFileResponse.status:type_name -> bfs.StatusCode
-	68, // 41: bfs.FinishFileResponse.info:type_name -> bfs.FileInfo
-	18, // 42: bfs.FinishFileResponse.conflict:type_name -> bfs.LockConflict
-	67, // 43: bfs.GetFileLocationResponse.status:type_name -> bfs.StatusCode
-	68, // 44: bfs.GetFileLocationResponse.info:type_name -> bfs.FileInfo
-	29, // 45: bfs.GetFileLocationResponse.blocks:type_name -> bfs.LocatedBlock
-	67, // 46: bfs.LockDirResponse.status:type_name -> bfs.StatusCode
-	43, // 47: bfs.LockDirResponse.lock:type_name -> bfs.DirLock
-	67, // 48: bfs.UnlockDirResponse.status:type_name -> bfs.StatusCode
-	43, // 49: bfs.UnlockDirResponse.lock:type_name -> bfs.DirLock
-	69, // 50: bfs.DirLock.status:type_name -> bfs.LockStatus
-	42, // 51: bfs.DirLock.pending:type_name -> bfs.PendingFile
-	67, // 52: bfs.GetDirLockResponse.status:type_name -> bfs.StatusCode
-	43, // 53: bfs.GetDirLockResponse.lock:type_name -> bfs.DirLock
-	69, // 54: bfs.ListDirLocksRequest.status:type_name -> bfs.LockStatus
-	67, // 55: bfs.ListDirLocksResponse.status:type_name -> bfs.StatusCode
-	43, // 56: bfs.ListDirLocksResponse.locks:type_name -> bfs.DirLock
-	43, // 57: bfs.DirLockEvent.lock:type_name -> bfs.DirLock
-	69, // 58: bfs.DirLockEvent.previous:type_name -> bfs.LockStatus
-	67, // 59: bfs.GetLockHistoryResponse.status:type_name -> bfs.StatusCode
-	51, // 60: bfs.GetLockHistoryResponse.entries:type_name -> bfs.LockHistoryEntry
-	67, // 61: bfs.RegisterResponse.status:type_name -> bfs.StatusCode
-	67, // 62: bfs.HeartBeatResponse.status:type_name -> bfs.StatusCode
-	57, // 63: bfs.BlockReportRequest.blocks:type_name -> bfs.ReportedBlock
-	67, // 64: bfs.BlockReportResponse.status:type_name -> bfs.StatusCode
-	57, // 65: bfs.BlockReceivedRequest.blocks:type_name -> bfs.ReportedBlock
-	67, // 66: bfs.BlockReceivedResponse.status:type_name -> bfs.StatusCode
-	67, // 67: bfs.GetSafeModeResponse.status:type_name -> bfs.StatusCode
-	67, // 68: bfs.LeaveSafeModeResponse.status:type_name -> bfs.StatusCode
-	0,  // 69: bfs.NameServer.Mkdir:input_type -> bfs.MkdirRequest
-	2,  // 70: bfs.NameServer.Create:input_type -> bfs.CreateRequest
-	4,  // 71: bfs.NameServer.Stat:input_type -> bfs.StatRequest
-	6,  // 72: bfs.NameServer.List:input_type -> bfs.ListRequest
-	8,  // 73: bfs.NameServer.DeleteFile:input_type -> bfs.DeleteFileRequest
-	10, // 74: bfs.NameServer.DeleteDir:input_type -> bfs.DeleteDirRequest
-	12, // 75: bfs.NameServer.Rename:input_type -> bfs.RenameRequest
-	14, // 76: bfs.NameServer.Chmod:input_type -> bfs.ChmodRequest
-	16, // 77: bfs.NameServer.DiskUsage:input_type -> bfs.DiskUsageRequest
-	19, // 78: bfs.NameServer.OpenSession:input_type -> bfs.OpenSessionRequest
-	21, // 79: bfs.NameServer.KeepAlive:input_type -> bfs.KeepAliveRequest
-	23, // 80: bfs.NameServer.CloseSession:input_type -> bfs.CloseSessionRequest
-	25, // 81: bfs.NameServer.ListSessions:input_type -> bfs.ListSessionsRequest
-	30, // 82: bfs.NameServer.AddBlock:input_type -> bfs.AddBlockRequest
-	32, // 83: bfs.NameServer.SyncBlock:input_type -> bfs.SyncBlockRequest
-	34, // 84: bfs.NameServer.FinishFile:input_type -> bfs.FinishFileRequest
-	36, // 85: bfs.NameServer.GetFileLocation:input_type -> bfs.GetFileLocationRequest
-	38, // 86: bfs.NameServer.LockDir:input_type -> bfs.LockDirRequest
-	40, // 87: bfs.NameServer.UnlockDir:input_type -> bfs.UnlockDirRequest
-	44, // 88: bfs.NameServer.GetDirLock:input_type -> bfs.GetDirLockRequest
-	46, // 89: bfs.NameServer.ListDirLocks:input_type -> bfs.ListDirLocksRequest
-	48, // 90: bfs.NameServer.WatchDirLocks:input_type -> bfs.WatchDirLocksRequest
-	50, // 91: bfs.NameServer.GetLockHistory:input_type -> bfs.GetLockHistoryRequest
-	53, // 92: bfs.NameServer.Register:input_type -> bfs.RegisterRequest
-	55, // 93: bfs.NameServer.HeartBeat:input_type -> bfs.HeartBeatRequest
-	58, // 94: bfs.NameServer.BlockReport:input_type -> bfs.BlockReportRequest
-	60, // 95: bfs.NameServer.BlockReceived:input_type -> bfs.BlockReceivedRequest
-	62, // 96: bfs.NameServer.GetSafeMode:input_type -> bfs.GetSafeModeRequest
-	64, // 97: bfs.NameServer.LeaveSafeMode:input_type -> bfs.LeaveSafeModeRequest
-	1,  // 98: bfs.NameServer.Mkdir:output_type -> bfs.MkdirResponse
-	3,  // 99: bfs.NameServer.Create:output_type -> bfs.CreateResponse
-	5,  // 100: bfs.NameServer.Stat:output_type -> bfs.StatResponse
-	7,  // 101: bfs.NameServer.List:output_type -> bfs.ListResponse
-	9,  // 102: bfs.NameServer.DeleteFile:output_type -> bfs.DeleteFileResponse
-	11, // 103: bfs.NameServer.DeleteDir:output_type -> bfs.DeleteDirResponse
-	13, // 104: bfs.NameServer.Rename:output_type -> bfs.RenameResponse
-	15, // 105: bfs.NameServer.Chmod:output_type -> bfs.ChmodResponse
-	17, // 106: bfs.NameServer.DiskUsage:output_type -> bfs.DiskUsageResponse
-	20, // 107: bfs.NameServer.OpenSession:output_type -> bfs.OpenSessionResponse
-	22, // 108: bfs.NameServer.KeepAlive:output_type -> bfs.KeepAliveResponse
-	24, // 109: bfs.NameServer.CloseSession:output_type -> bfs.CloseSessionResponse
-	27, // 110: bfs.NameServer.ListSessions:output_type -> bfs.ListSessionsResponse
-	31, // 111: bfs.NameServer.AddBlock:output_type -> bfs.AddBlockResponse
-	33, // 112: bfs.NameServer.SyncBlock:output_type -> bfs.SyncBlockResponse
-	35, // 113: bfs.NameServer.FinishFile:output_type -> bfs.FinishFileResponse
-	37, // 114: bfs.NameServer.GetFileLocation:output_type -> bfs.GetFileLocationResponse
-	39, // 115: bfs.NameServer.LockDir:output_type -> bfs.LockDirResponse
-	41, // 116: bfs.NameServer.UnlockDir:output_type -> bfs.UnlockDirResponse
-	45, // 117: bfs.NameServer.GetDirLock:output_type -> bfs.GetDirLockResponse
-	47, // 118: bfs.NameServer.ListDirLocks:output_type -> bfs.ListDirLocksResponse
-	49, // 119: bfs.NameServer.WatchDirLocks:output_type -> bfs.DirLockEvent
-	52, // 120: bfs.NameServer.GetLockHistory:output_type -> bfs.GetLockHistoryResponse
-	54, // 121: bfs.NameServer.Register:output_type -> bfs.RegisterResponse
-	56, // 122: bfs.NameServer.HeartBeat:output_type -> bfs.HeartBeatResponse
-	59, // 123: bfs.NameServer.BlockReport:output_type -> bfs.BlockReportResponse
-	61, // 124: bfs.NameServer.BlockReceived:output_type -> bfs.BlockReceivedResponse
-	63, // 125: bfs.NameServer.GetSafeMode:output_type -> bfs.GetSafeModeResponse
-	65, // 126: bfs.NameServer.LeaveSafeMode:output_type -> bfs.LeaveSafeModeResponse
-	98, // [98:127] is the sub-list for method output_type
-	69, // [69:98] is the sub-list for method input_type
-	69, // [69:69] is the sub-list for extension type_name
-	69, // [69:69] is the sub-list for extension extendee
-	0,  // [0:69] is the sub-list for field type_name
+	69,  // 0: bfs.MkdirRequest.fences:type_name -> bfs.Fence
+	70,  // 1: bfs.MkdirResponse.status:type_name -> bfs.StatusCode
+	71,  // 2: bfs.MkdirResponse.info:type_name -> bfs.FileInfo
+	18,  // 3: bfs.MkdirResponse.conflict:type_name -> bfs.LockConflict
+	69,  // 4: bfs.CreateRequest.fences:type_name -> bfs.Fence
+	70,  // 5: bfs.CreateResponse.status:type_name -> bfs.StatusCode
+	71,  // 6: bfs.CreateResponse.info:type_name -> bfs.FileInfo
+	18,  // 7: bfs.CreateResponse.conflict:type_name -> bfs.LockConflict
+	70,  // 8: bfs.StatResponse.status:type_name -> bfs.StatusCode
+	71,  // 9: bfs.StatResponse.info:type_name -> bfs.FileInfo
+	70,  // 10: bfs.ListResponse.status:type_name -> bfs.StatusCode
+	71,  // 11: bfs.ListResponse.entries:type_name -> bfs.FileInfo
+	69,  // 12: bfs.DeleteFileRequest.fences:type_name -> bfs.Fence
+	70,  // 13: bfs.DeleteFileResponse.status:type_name -> bfs.StatusCode
+	18,  // 14: bfs.DeleteFileResponse.conflict:type_name -> bfs.LockConflict
+	69,  // 15: bfs.DeleteDirRequest.fences:type_name -> bfs.Fence
+	70,  // 16: bfs.DeleteDirResponse.status:type_name -> bfs.StatusCode
+	18,  // 17: bfs.DeleteDirResponse.conflict:type_name -> bfs.LockConflict
+	69,  // 18: bfs.RenameRequest.fences:type_name -> bfs.Fence
+	70,  // 19: bfs.RenameResponse.status:type_name -> bfs.StatusCode
+	18,  // 20: bfs.RenameResponse.conflict:type_name -> bfs.LockConflict
+	69,  // 21: bfs.ChmodRequest.fences:type_name -> bfs.Fence
+	70,  // 22: bfs.ChmodResponse.status:type_name -> bfs.StatusCode
+	18,  // 23: bfs.ChmodResponse.conflict:type_name -> bfs.LockConflict
+	70,  // 24: bfs.DiskUsageResponse.status:type_name -> bfs.StatusCode
+	72,  // 25: bfs.LockConflict.lock_status:type_name -> bfs.LockStatus
+	70,  // 26: bfs.OpenSessionResponse.status:type_name -> bfs.StatusCode
+	70,  // 27: bfs.KeepAliveResponse.status:type_name -> bfs.StatusCode
+	70,  // 28: bfs.CloseSessionResponse.status:type_name -> bfs.StatusCode
+	70,  // 29: bfs.ListSessionsResponse.status:type_name -> bfs.StatusCode
+	26,  // 30: bfs.ListSessionsResponse.sessions:type_name -> bfs.SessionInfo
+	28,  // 31: bfs.LocatedBlock.replicas:type_name -> bfs.Replica
+	69,  // 32: bfs.AddBlockRequest.fences:type_name -> bfs.Fence
+	70,  // 33: bfs.AddBlockResponse.status:type_name -> bfs.StatusCode
+	29,  // 34: bfs.AddBlockResponse.block:type_name -> bfs.LocatedBlock
+	18,  // 35: bfs.AddBlockResponse.conflict:type_name -> bfs.LockConflict
+	69,  // 36: bfs.SyncBlockRequest.fences:type_name -> bfs.Fence
+	70,  // 37: bfs.SyncBlockResponse.status:type_name -> bfs.StatusCode
+	18,  // 38: bfs.SyncBlockResponse.conflict:type_name -> bfs.LockConflict
+	69,  // 39: bfs.FinishFileRequest.fences:type_name -> bfs.Fence
+	70,  // 40: bfs.FinishFileResponse.status:type_name -> bfs.StatusCode
+	71,  // 41: bfs.FinishFileResponse.info:type_name -> bfs.FileInfo
+	18,  // 42: bfs.FinishFileResponse.conflict:type_name -> bfs.LockConflict
+	70,  // 43: bfs.GetFileLocationResponse.status:type_name -> bfs.StatusCode
+	71,  // 44: bfs.GetFileLocationResponse.info:type_name -> bfs.FileInfo
+	29,  // 45: bfs.GetFileLocationResponse.blocks:type_name -> bfs.LocatedBlock
+	70,  // 46: bfs.LockDirResponse.status:type_name -> bfs.StatusCode
+	43,  // 47: bfs.LockDirResponse.lock:type_name -> bfs.DirLock
+	70,  // 48: bfs.UnlockDirResponse.status:type_name -> bfs.StatusCode
+	43,  // 49: bfs.UnlockDirResponse.lock:type_name -> bfs.DirLock
+	72,  // 50: bfs.DirLock.status:type_name -> bfs.LockStatus
+	42,  // 51: bfs.DirLock.pending:type_name -> bfs.PendingFile
+	70,  // 52: bfs.GetDirLockResponse.status:type_name -> bfs.StatusCode
+	43,  // 53: bfs.GetDirLockResponse.lock:type_name -> bfs.DirLock
+	72,  // 54: bfs.ListDirLocksRequest.status:type_name -> bfs.LockStatus
+	70,  // 55: bfs.ListDirLocksResponse.status:type_name -> bfs.StatusCode
+	43,  // 56: bfs.ListDirLocksResponse.locks:type_name -> bfs.DirLock
+	43,  // 57: bfs.DirLockEvent.lock:type_name -> bfs.DirLock
+	72,  // 58: bfs.DirLockEvent.previous:type_name -> bfs.LockStatus
+	70,  // 59: bfs.GetLockHistoryResponse.status:type_name -> bfs.StatusCode
+	51,  // 60: bfs.GetLockHistoryResponse.entries:type_name -> bfs.LockHistoryEntry
+	70,  // 61: bfs.RegisterResponse.status:type_name -> bfs.StatusCode
+	70,  // 62: bfs.HeartBeatResponse.status:type_name -> bfs.StatusCode
+	57,  // 63: bfs.BlockReportRequest.blocks:type_name -> bfs.ReportedBlock
+	70,  // 64: bfs.BlockReportResponse.status:type_name -> bfs.StatusCode
+	57,  // 65: bfs.BlockReceivedRequest.blocks:type_name -> bfs.ReportedBlock
+	70,  // 66: bfs.BlockReceivedResponse.status:type_name -> bfs.StatusCode
+	62,  // 67: bfs.ReportBadReplicasRequest.replicas:type_name -> bfs.BadReplica
+	70,  // 68: bfs.ReportBadReplicasResponse.status:type_name -> bfs.StatusCode
+	70,  // 69: bfs.GetSafeModeResponse.status:type_name -> bfs.StatusCode
+	70,  // 70: bfs.LeaveSafeModeResponse.status:type_name -> bfs.StatusCode
+	0,   // 71: bfs.NameServer.Mkdir:input_type -> bfs.MkdirRequest
+	2,   // 72: bfs.NameServer.Create:input_type -> bfs.CreateRequest
+	4,   // 73: bfs.NameServer.Stat:input_type -> bfs.StatRequest
+	6,   // 74: bfs.NameServer.List:input_type -> bfs.ListRequest
+	8,   // 75: bfs.NameServer.DeleteFile:input_type -> bfs.DeleteFileRequest
+	10,  // 76: bfs.NameServer.DeleteDir:input_type -> bfs.DeleteDirRequest
+	12,  // 77: bfs.NameServer.Rename:input_type -> bfs.RenameRequest
+	14,  // 78: bfs.NameServer.Chmod:input_type -> bfs.ChmodRequest
+	16,  // 79: bfs.NameServer.DiskUsage:input_type -> bfs.DiskUsageRequest
+	19,  // 80: bfs.NameServer.OpenSession:input_type -> bfs.OpenSessionRequest
+	21,  // 81: bfs.NameServer.KeepAlive:input_type -> bfs.KeepAliveRequest
+	23,  // 82: bfs.NameServer.CloseSession:input_type -> bfs.CloseSessionRequest
+	25,  // 83: bfs.NameServer.ListSessions:input_type -> bfs.ListSessionsRequest
+	30,  // 84: bfs.NameServer.AddBlock:input_type -> bfs.AddBlockRequest
+	32,  // 85: bfs.NameServer.SyncBlock:input_type -> bfs.SyncBlockRequest
+	34,  // 86: bfs.NameServer.FinishFile:input_type -> bfs.FinishFileRequest
+	36,  // 87: bfs.NameServer.GetFileLocation:input_type -> bfs.GetFileLocationRequest
+	38,  // 88: bfs.NameServer.LockDir:input_type -> bfs.LockDirRequest
+	40,  // 89: bfs.NameServer.UnlockDir:input_type -> bfs.UnlockDirRequest
+	44,  // 90: bfs.NameServer.GetDirLock:input_type -> bfs.GetDirLockRequest
+	46,  // 91: bfs.NameServer.ListDirLocks:input_type -> bfs.ListDirLocksRequest
+	48,  // 92: bfs.NameServer.WatchDirLocks:input_type -> bfs.WatchDirLocksRequest
+	50,  // 93: bfs.NameServer.GetLockHistory:input_type -> bfs.GetLockHistoryRequest
+	53,  // 94: bfs.NameServer.Register:input_type -> bfs.RegisterRequest
+	55,  // 95: bfs.NameServer.HeartBeat:input_type -> bfs.HeartBeatRequest
+	58,  // 96: bfs.NameServer.BlockReport:input_type -> bfs.BlockReportRequest
+	60,  // 97: bfs.NameServer.BlockReceived:input_type -> bfs.BlockReceivedRequest
+	63,  // 98: bfs.NameServer.ReportBadReplicas:input_type -> bfs.ReportBadReplicasRequest
+	65,  // 99: bfs.NameServer.GetSafeMode:input_type -> bfs.GetSafeModeRequest
+	67,  // 100: bfs.NameServer.LeaveSafeMode:input_type -> bfs.LeaveSafeModeRequest
+	1,   // 101: bfs.NameServer.Mkdir:output_type -> bfs.MkdirResponse
+	3,   // 102: bfs.NameServer.Create:output_type -> bfs.CreateResponse
+	5,   // 103: bfs.NameServer.Stat:output_type -> bfs.StatResponse
+	7,   // 104: bfs.NameServer.List:output_type -> bfs.ListResponse
+	9,   // 105: bfs.NameServer.DeleteFile:output_type -> bfs.DeleteFileResponse
+	11,  // 106: bfs.NameServer.DeleteDir:output_type -> bfs.DeleteDirResponse
+	13,  // 107: bfs.NameServer.Rename:output_type -> bfs.RenameResponse
+	15,  // 108: bfs.NameServer.Chmod:output_type -> bfs.ChmodResponse
+	17,  // 109: bfs.NameServer.DiskUsage:output_type -> bfs.DiskUsageResponse
+	20,  // 110: bfs.NameServer.OpenSession:output_type -> bfs.OpenSessionResponse
+	22,  // 111: bfs.NameServer.KeepAlive:output_type -> bfs.KeepAliveResponse
+	24,  // 112: bfs.NameServer.CloseSession:output_type -> bfs.CloseSessionResponse
+	27,  // 113: bfs.NameServer.ListSessions:output_type -> bfs.ListSessionsResponse
+	31,  // 114: bfs.NameServer.AddBlock:output_type -> bfs.AddBlockResponse
+	33,  // 115: bfs.NameServer.SyncBlock:output_type -> bfs.SyncBlockResponse
+	35,  // 116: bfs.NameServer.FinishFile:output_type -> bfs.FinishFileResponse
+	37,  // 117: bfs.NameServer.GetFileLocation:output_type -> bfs.GetFileLocationResponse
+	39,  // 118: bfs.NameServer.LockDir:output_type -> bfs.LockDirResponse
+	41,  // 119: bfs.NameServer.UnlockDir:output_type -> bfs.UnlockDirResponse
+	45,  // 120: bfs.NameServer.GetDirLock:output_type -> bfs.GetDirLockResponse
+	47,  // 121: bfs.NameServer.ListDirLocks:output_type -> bfs.ListDirLocksResponse
+	49,  // 122: bfs.NameServer.WatchDirLocks:output_type -> bfs.DirLockEvent
+	52,  // 123: bfs.NameServer.GetLockHistory:output_type -> bfs.GetLockHistoryResponse
+	54,  // 124: bfs.NameServer.Register:output_type -> bfs.RegisterResponse
+	56,  // 125: bfs.NameServer.HeartBeat:output_type -> bfs.HeartBeatResponse
+	59,  // 126: bfs.NameServer.BlockReport:output_type -> bfs.BlockReportResponse
+	61,  // 127: bfs.NameServer.BlockReceived:output_type -> bfs.BlockReceivedResponse
+	64,  // 128: bfs.NameServer.ReportBadReplicas:output_type -> bfs.ReportBadReplicasResponse
+	66,  // 129: bfs.NameServer.GetSafeMode:output_type -> bfs.GetSafeModeResponse
+	68,  // 130: bfs.NameServer.LeaveSafeMode:output_type -> bfs.LeaveSafeModeResponse
+	101, // [101:131] is the sub-list for method output_type
+	71,  // [71:101] is the sub-list for method input_type
+	71,  // [71:71] is the sub-list for extension type_name
+	71,  // [71:71] is the sub-list for extension extendee
+	0,   // [0:71] is the sub-list for field type_name
 }
 
 func init() { file_nameserver_proto_init() }
@@ -5032,7 +5228,7 @@ func file_nameserver_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_nameserver_proto_rawDesc), len(file_nameserver_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   66,
+			NumMessages:   69,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -19,35 +19,36 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	NameServer_Mkdir_FullMethodName           = "/bfs.NameServer/Mkdir"
-	NameServer_Create_FullMethodName          = "/bfs.NameServer/Create"
-	NameServer_Stat_FullMethodName            = "/bfs.NameServer/Stat"
-	NameServer_List_FullMethodName            = "/bfs.NameServer/List"
-	NameServer_DeleteFile_FullMethodName      = "/bfs.NameServer/DeleteFile"
-	NameServer_DeleteDir_FullMethodName       = "/bfs.NameServer/DeleteDir"
-	NameServer_Rename_FullMethodName          = "/bfs.NameServer/Rename"
-	NameServer_Chmod_FullMethodName           = "/bfs.NameServer/Chmod"
-	NameServer_DiskUsage_FullMethodName       = "/bfs.NameServer/DiskUsage"
-	NameServer_OpenSession_FullMethodName     = "/bfs.NameServer/OpenSession"
-	NameServer_KeepAlive_FullMethodName       = "/bfs.NameServer/KeepAlive"
-	NameServer_CloseSession_FullMethodName    = "/bfs.NameServer/CloseSession"
-	NameServer_ListSessions_FullMethodName    = "/bfs.NameServer/ListSessions"
-	NameServer_AddBlock_FullMethodName        = "/bfs.NameServer/AddBlock"
-	NameServer_SyncBlock_FullMethodName       = "/bfs.NameServer/SyncBlock"
-	NameServer_FinishFile_FullMethodName      = "/bfs.NameServer/FinishFile"
-	NameServer_GetFileLocation_FullMethodName = "/bfs.NameServer/GetFileLocation"
-	NameServer_LockDir_FullMethodName         = "/bfs.NameServer/LockDir"
-	NameServer_UnlockDir_FullMethodName       = "/bfs.NameServer/UnlockDir"
-	NameServer_GetDirLock_FullMethodName      = "/bfs.NameServer/GetDirLock"
-	NameServer_ListDirLocks_FullMethodName    = "/bfs.NameServer/ListDirLocks"
-	NameServer_WatchDirLocks_FullMethodName   = "/bfs.NameServer/WatchDirLocks"
-	NameServer_GetLockHistory_FullMethodName  = "/bfs.NameServer/GetLockHistory"
-	NameServer_Register_FullMethodName        = "/bfs.NameServer/Register"
-	NameServer_HeartBeat_FullMethodName       = "/bfs.NameServer/HeartBeat"
-	NameServer_BlockReport_FullMethodName     = "/bfs.NameServer/BlockReport"
-	NameServer_BlockReceived_FullMethodName   = "/bfs.NameServer/BlockReceived"
-	NameServer_GetSafeMode_FullMethodName     = "/bfs.NameServer/GetSafeMode"
-	NameServer_LeaveSafeMode_FullMethodName   = "/bfs.NameServer/LeaveSafeMode"
+	NameServer_Mkdir_FullMethodName             = "/bfs.NameServer/Mkdir"
+	NameServer_Create_FullMethodName            = "/bfs.NameServer/Create"
+	NameServer_Stat_FullMethodName              = "/bfs.NameServer/Stat"
+	NameServer_List_FullMethodName              = "/bfs.NameServer/List"
+	NameServer_DeleteFile_FullMethodName        = "/bfs.NameServer/DeleteFile"
+	NameServer_DeleteDir_FullMethodName         = "/bfs.NameServer/DeleteDir"
+	NameServer_Rename_FullMethodName            = "/bfs.NameServer/Rename"
+	NameServer_Chmod_FullMethodName             = "/bfs.NameServer/Chmod"
+	NameServer_DiskUsage_FullMethodName         = "/bfs.NameServer/DiskUsage"
+	NameServer_OpenSession_FullMethodName       = "/bfs.NameServer/OpenSession"
+	NameServer_KeepAlive_FullMethodName         = "/bfs.NameServer/KeepAlive"
+	NameServer_CloseSession_FullMethodName      = "/bfs.NameServer/CloseSession"
+	NameServer_ListSessions_FullMethodName      = "/bfs.NameServer/ListSessions"
+	NameServer_AddBlock_FullMethodName          = "/bfs.NameServer/AddBlock"
+	NameServer_SyncBlock_FullMethodName         = "/bfs.NameServer/SyncBlock"
+	NameServer_FinishFile_FullMethodName        = "/bfs.NameServer/FinishFile"
+	NameServer_GetFileLocation_FullMethodName   = "/bfs.NameServer/GetFileLocation"
+	NameServer_LockDir_FullMethodName           = "/bfs.NameServer/LockDir"
+	NameServer_UnlockDir_FullMethodName         = "/bfs.NameServer/UnlockDir"
+	NameServer_GetDirLock_FullMethodName        = "/bfs.NameServer/GetDirLock"
+	NameServer_ListDirLocks_FullMethodName      = "/bfs.NameServer/ListDirLocks"
+	NameServer_WatchDirLocks_FullMethodName     = "/bfs.NameServer/WatchDirLocks"
+	NameServer_GetLockHistory_FullMethodName    = "/bfs.NameServer/GetLockHistory"
+	NameServer_Register_FullMethodName          = "/bfs.NameServer/Register"
+	NameServer_HeartBeat_FullMethodName         = "/bfs.NameServer/HeartBeat"
+	NameServer_BlockReport_FullMethodName       = "/bfs.NameServer/BlockReport"
+	NameServer_BlockReceived_FullMethodName     = "/bfs.NameServer/BlockReceived"
+	NameServer_ReportBadReplicas_FullMethodName = "/bfs.NameServer/ReportBadReplicas"
+	NameServer_GetSafeMode_FullMethodName       = "/bfs.NameServer/GetSafeMode"
+	NameServer_LeaveSafeMode_FullMethodName     = "/bfs.NameServer/LeaveSafeMode"
 )
 
 // NameServerClient is the client API for NameServer service.
@@ -90,6 +91,11 @@ type NameServerClient interface {
 	HeartBeat(ctx context.Context, in *HeartBeatRequest, opts ...grpc.CallOption) (*HeartBeatResponse, error)
 	BlockReport(ctx context.Context, in *BlockReportRequest, opts ...grpc.CallOption) (*BlockReportResponse, error)
 	BlockReceived(ctx context.Context, in *BlockReceivedRequest, opts ...grpc.CallOption) (*BlockReceivedResponse, error)
+	// ReportBadReplicas tells the nameserver of replicas that failed a
+	// checksum (found by a chunkserver's scrubber or reads, or by a client
+	// that read around them). They stop counting and are no longer given to
+	// readers.
+	ReportBadReplicas(ctx context.Context, in *ReportBadReplicasRequest, opts ...grpc.CallOption) (*ReportBadReplicasResponse, error)
 	// Admin.
 	GetSafeMode(ctx context.Context, in *GetSafeModeRequest, opts ...grpc.CallOption) (*GetSafeModeResponse, error)
 	LeaveSafeMode(ctx context.Context, in *LeaveSafeModeRequest, opts ...grpc.CallOption) (*LeaveSafeModeResponse, error)
@@ -382,6 +388,16 @@ func (c *nameServerClient) BlockReceived(ctx context.Context, in *BlockReceivedR
 	return out, nil
 }
 
+func (c *nameServerClient) ReportBadReplicas(ctx context.Context, in *ReportBadReplicasRequest, opts ...grpc.CallOption) (*ReportBadReplicasResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ReportBadReplicasResponse)
+	err := c.cc.Invoke(ctx, NameServer_ReportBadReplicas_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *nameServerClient) GetSafeMode(ctx context.Context, in *GetSafeModeRequest, opts ...grpc.CallOption) (*GetSafeModeResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(GetSafeModeResponse)
@@ -442,6 +458,11 @@ type NameServerServer interface {
 	HeartBeat(context.Context, *HeartBeatRequest) (*HeartBeatResponse, error)
 	BlockReport(context.Context, *BlockReportRequest) (*BlockReportResponse, error)
 	BlockReceived(context.Context, *BlockReceivedRequest) (*BlockReceivedResponse, error)
+	// ReportBadReplicas tells the nameserver of replicas that failed a
+	// checksum (found by a chunkserver's scrubber or reads, or by a client
+	// that read around them). They stop counting and are no longer given to
+	// readers.
+	ReportBadReplicas(context.Context, *ReportBadReplicasRequest) (*ReportBadReplicasResponse, error)
 	// Admin.
 	GetSafeMode(context.Context, *GetSafeModeRequest) (*GetSafeModeResponse, error)
 	LeaveSafeMode(context.Context, *LeaveSafeModeRequest) (*LeaveSafeModeResponse, error)
@@ -535,6 +556,9 @@ func (UnimplementedNameServerServer) BlockReport(context.Context, *BlockReportRe
 }
 func (UnimplementedNameServerServer) BlockReceived(context.Context, *BlockReceivedRequest) (*BlockReceivedResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method BlockReceived not implemented")
+}
+func (UnimplementedNameServerServer) ReportBadReplicas(context.Context, *ReportBadReplicasRequest) (*ReportBadReplicasResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ReportBadReplicas not implemented")
 }
 func (UnimplementedNameServerServer) GetSafeMode(context.Context, *GetSafeModeRequest) (*GetSafeModeResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetSafeMode not implemented")
@@ -1042,6 +1066,24 @@ func _NameServer_BlockReceived_Handler(srv interface{}, ctx context.Context, dec
 	return interceptor(ctx, in, info, handler)
 }
 
+func _NameServer_ReportBadReplicas_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReportBadReplicasRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(NameServerServer).ReportBadReplicas(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: NameServer_ReportBadReplicas_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(NameServerServer).ReportBadReplicas(ctx, req.(*ReportBadReplicasRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _NameServer_GetSafeMode_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(GetSafeModeRequest)
 	if err := dec(in); err != nil {
@@ -1188,6 +1230,10 @@ var NameServer_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "BlockReceived",
 			Handler:    _NameServer_BlockReceived_Handler,
+		},
+		{
+			MethodName: "ReportBadReplicas",
+			Handler:    _NameServer_ReportBadReplicas_Handler,
 		},
 		{
 			MethodName: "GetSafeMode",
