@@ -155,10 +155,26 @@ func (s *Server) Read(req *bfspb.ReadRequest, stream grpc.ServerStreamingServer[
 			return nil // truncated while we read
 		}
 		if err != nil {
+			if errors.Is(err, blockstore.ErrCorrupt) && info.Sealed {
+				s.foundCorrupt(id, err)
+			}
 			return sendReadError(stream, off, err)
 		}
 	}
 	return nil
+}
+
+// foundCorrupt marks a sealed replica that failed a read's checksum
+// corrupt and reports it to the nameserver (once: a replica marked
+// already fails every read, and the scrubber reports it again).
+func (s *Server) foundCorrupt(id blockstore.BlockID, err error) {
+	if s.store.Corrupt(id) || s.store.MarkCorrupt(id) != nil {
+		return
+	}
+	glog.Errorf("read: %v", err)
+	if s.bad != nil {
+		s.bad.add(id, err.Error())
+	}
 }
 
 func sendReadError(stream grpc.ServerStreamingServer[bfspb.ReadChunk], off int64, err error) error {

@@ -67,8 +67,13 @@
 // restart resumes after it; a pass that reaches the last replica starts
 // again at the first. A replica that fails is marked corrupt in the store
 // (blockstore.MarkCorrupt: every later read of it answers CORRUPT, whatever
-// its bytes) and counted once; it is reported to the nameserver at every
-// pass, so a restarted nameserver learns of it again. The mark lives in
+// its bytes) and counted once; it is reported to the nameserver
+// (ReportBadReplicas, bad.go: queued without blocking, sent from the first
+// registration on, retried with backoff) at every pass, so a restarted
+// nameserver learns of it again. A Read that finds a checksum mismatch in
+// a sealed replica marks and reports it the same way. The nameserver stops
+// counting the replica; nothing deletes it until a repair (re-replication
+// from a good copy) exists. The mark lives in
 // memory: after a restart the next pass finds the replica again. Progress is exported as the
 // bfs_chunkserver_scrub_* metrics.
 //
@@ -104,10 +109,10 @@
 //
 // A Server is a library: New opens the store, Serve answers on a listener
 // until its context ends or Close is called, Close stops everything the
-// server started and closes the store. Serve owns up to three goroutines
+// server started and closes the store. Serve owns up to four goroutines
 // besides gRPC's and the metrics server: the membership loop (register,
-// heartbeat, report), the BlockReceived reporter and the scrubber; all
-// stop before Serve returns.
+// heartbeat, report), the BlockReceived reporter, the bad-replica reporter
+// and the scrubber; all stop before Serve returns.
 // Time is read through Config.Clock, so tests drive heartbeats, reports
 // and retries with a fake clock. There is no package-level state.
 package chunkserver

@@ -27,6 +27,7 @@ type recorder struct {
 	heartbeats []*bfspb.HeartBeatRequest
 	reports    []*bfspb.BlockReportRequest
 	received   []*bfspb.BlockReceivedRequest
+	bad        []*bfspb.ReportBadReplicasRequest
 	lastByID   map[int64]*bfspb.ReportedBlock // latest BlockReceived report per block
 	// Knobs, set by tests under mu.
 	reregister   bool    // answer the next heartbeat with reregister
@@ -121,6 +122,11 @@ func (r *recorder) BlockReceived(_ context.Context, req *bfspb.BlockReceivedRequ
 		}
 	})
 	return resp, nil
+}
+
+func (r *recorder) ReportBadReplicas(_ context.Context, req *bfspb.ReportBadReplicasRequest) (*bfspb.ReportBadReplicasResponse, error) {
+	r.record(func() { r.bad = append(r.bad, req) })
+	return &bfspb.ReportBadReplicasResponse{}, nil
 }
 
 // receivedLocked returns the last BlockReceived report of id.

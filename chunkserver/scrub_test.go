@@ -13,6 +13,7 @@ import (
 
 	"github.com/bfs-go/bfs/chunkserver/blockstore"
 	"github.com/bfs-go/bfs/internal/clock"
+	"github.com/bfs-go/bfs/proto/bfspb"
 )
 
 // scrubSize is the size of the test replicas: two whole pieces and half
@@ -168,4 +169,63 @@ func flip(t *testing.T, path string, off int64) {
 	b[0] ^= 0x5a
 	_, err = f.WriteAt(b, off)
 	require.NoError(t, err)
+}
+
+// TestCorruptReplicaReported: a replica that fails a read's checksum, or
+// the scrubber's, is marked corrupt and reported to the nameserver.
+func TestCorruptReplicaReported(t *testing.T) {
+	dir := t.TempDir()
+	st := sealedStore(t, dir, 1, 2, 3)
+	require.NoError(t, st.Close())
+	flip(t, dataFile(dir, 2), 5)
+	flip(t, dataFile(dir, 3), scrubPiece+5)
+
+	ns, nsAddr := startRecorder(t)
+	clk := clock.NewFake(time.Unix(1e9, 0))
+	cs := startChunkServer(t, Config{DataDir: dir, NameServerAddr: nsAddr, Clock: clk, ScrubRate: scrubPiece})
+	ns.wait(t, "registration", func() bool { return len(ns.registers) == 1 })
+
+	// A read finds block 2 bad: the scrubber cannot have, it sleeps on the
+	// fake clock within block 1.
+	_, code := readAll(t, cs.client, 2, 0, 0)
+	require.Equal(t, bfspb.StatusCode_CORRUPT, code)
+	ns.wait(t, "report of block 2", func() bool { return len(ns.bad) == 1 })
+	ns.mu.Lock()
+	requireProto(t, &bfspb.ReportBadReplicasRequest{ChunkserverId: 1, Address: cs.addr,
+		Replicas: []*bfspb.BadReplica{{BlockId: 2, Address: cs.addr, Reason: ns.bad[0].Replicas[0].Reason}}}, ns.bad[0])
+	require.Contains(t, ns.bad[0].Replicas[0].Reason, "checksum mismatch")
+	ns.mu.Unlock()
+
+	// The scrubber finds block 3 (whose first piece reads fine).
+	_, code = readAll(t, cs.client, 3, 0, scrubPiece)
+	require.Equal(t, bfspb.StatusCode_OK, code)
+	// Let the scrubber's sleeps pass.
+	stop := make(chan struct{})
+	var ticking sync.WaitGroup
+	ticking.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Millisecond):
+			}
+			clk.Advance(100 * time.Millisecond)
+		}
+	})
+	ns.wait(t, "report of block 3", func() bool {
+		for _, req := range ns.bad {
+			for _, r := range req.Replicas {
+				if r.BlockId == 3 {
+					return true
+				}
+			}
+		}
+		return false
+	})
+	close(stop)
+	ticking.Wait()
+	_, code = readAll(t, cs.client, 3, 0, scrubPiece)
+	require.Equal(t, bfspb.StatusCode_CORRUPT, code, "a replica found bad reads as CORRUPT")
+	_, code = readAll(t, cs.client, 1, 0, 0)
+	require.Equal(t, bfspb.StatusCode_OK, code)
 }

@@ -40,6 +40,7 @@ type Server struct {
 	nsConn   *grpc.ClientConn
 	member   *membership
 	reporter *reporter
+	bad      *badReporter
 	// Nil when ScrubRate is 0.
 	scrub *scrubber
 
@@ -93,6 +94,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.ScrubRate > 0 {
 		s.scrub = &scrubber{store: store, clock: cfg.Clock, metrics: s.metrics, dataDir: cfg.DataDir, rate: cfg.ScrubRate}
+		if s.bad != nil {
+			s.scrub.corrupt = s.bad.add
+		}
 	}
 	s.grpc = grpc.NewServer(
 		grpc.ChainUnaryInterceptor(s.metrics.rpcs.Unary),
@@ -136,6 +140,7 @@ func (s *Server) dialNameServer() error {
 		registered: make(chan struct{}),
 	}
 	s.reporter = newReporter(ns, s.member, s.cfg.Clock, s.metrics)
+	s.bad = newBadReporter(ns, s.member, s.cfg.Clock)
 	return nil
 }
 
@@ -186,6 +191,7 @@ func (s *Server) startNameServerLoops(ctx context.Context, bg *sync.WaitGroup, l
 	}
 	bg.Go(func() { s.member.run(ctx) })
 	bg.Go(func() { s.reporter.run(ctx) })
+	bg.Go(func() { s.bad.run(ctx) })
 }
 
 // Close stops serving and every goroutine the server started, then closes
