@@ -12,6 +12,7 @@ import (
 
 	"github.com/bfs-go/bfs/internal/clock"
 	"github.com/bfs-go/bfs/internal/connpool"
+	"github.com/bfs-go/bfs/internal/taskgroup"
 	"github.com/bfs-go/bfs/proto/bfspb"
 )
 
@@ -36,6 +37,9 @@ type Client struct {
 	// goroutines watching held locks; Close waits for both.
 	keepalives  sync.WaitGroup
 	lockWatches sync.WaitGroup
+	// background runs the best-effort calls made off a caller's path
+	// (reports of corrupt replicas); Close stops them.
+	background *taskgroup.Group
 
 	mu struct {
 		sync.Mutex
@@ -84,12 +88,13 @@ func Dial(ctx context.Context, addr string, opts ...Option) (*Client, error) {
 		return nil, fmt.Errorf("dial %s: %w", addr, err)
 	}
 	c := &Client{
-		conn:    conn,
-		ns:      bfspb.NewNameServerClient(conn),
-		holder:  o.holder,
-		ttl:     o.ttl,
-		clock:   o.clock,
-		opening: make(chan struct{}, 1),
+		conn:       conn,
+		ns:         bfspb.NewNameServerClient(conn),
+		holder:     o.holder,
+		ttl:        o.ttl,
+		clock:      o.clock,
+		opening:    make(chan struct{}, 1),
+		background: taskgroup.New(),
 	}
 	c.peers = connpool.New(append(append([]grpc.DialOption(nil), o.dialOptions...), dataDialOptions...)...)
 	return c, nil
@@ -122,6 +127,7 @@ func (c *Client) Close() error {
 	}
 	c.keepalives.Wait()
 	c.lockWatches.Wait()
+	c.background.Stop()
 	if s != nil && s.Err() == nil {
 		c.closeSession(s)
 		s.end(ErrClosed)

@@ -74,4 +74,13 @@
 // number of goroutines; a Writer or a Reader is for one goroutine at a
 // time (ReadAt may be called concurrently). Calls do not hold locks across RPCs; concurrent callers
 // needing a session share the one opened first.
+//
+// # Corrupt replicas
+//
+// A Reader that gets CORRUPT from one replica reads from the next. Once a
+// read has succeeded from another replica, it reports the bad ones to the
+// nameserver (ReportBadReplicas, once per replica and Reader), in a
+// goroutine of the Client (Close stops it) and best effort: an error is
+// dropped, since the chunkserver holding the replica reports it too. The
+// nameserver then stops sending readers to it.
 package sdk

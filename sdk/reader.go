@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
+	"time"
 
 	"github.com/bfs-go/bfs/proto/bfspb"
 )
@@ -16,7 +18,9 @@ import (
 // replica holding the block; a replica that fails or returns a damaged
 // chunk is skipped for the next; with no replica to read from (the
 // nameserver knows none) reads fail with ErrUnavailable. Read is for one
-// goroutine at a time; ReadAt may be called concurrently.
+// goroutine at a time; ReadAt may be called concurrently. A replica that
+// answered CORRUPT while a read succeeded from another is reported to the
+// nameserver (ReportBadReplicas), in the background and best effort.
 type Reader struct {
 	c         *Client
 	path      string
@@ -27,11 +31,19 @@ type Reader struct {
 	preferred int // replica index Read streams from
 
 	// The streaming Read in progress, if any, and its unread bytes.
-	stream    bfspb.ChunkServer_ReadClient
-	cancel    context.CancelFunc
-	streamOff int64
-	pending   []byte
-	closed    bool
+	stream bfspb.ChunkServer_ReadClient
+	cancel context.CancelFunc
+	// streamAddr is the replica the stream reads from.
+	streamAddr string
+	streamOff  int64
+	pending    []byte
+	closed     bool
+
+	// badMu guards bad, the replicas that answered CORRUPT and are not
+	// yet reported (address to reason), and reported, those that were.
+	badMu    sync.Mutex
+	bad      map[string]string
+	reported map[string]bool
 }
 
 // Open opens path for reading.
@@ -145,7 +157,11 @@ func (r *Reader) fill() error {
 		if err == nil && chunk.Status == bfspb.StatusCode_OK && chunk.Offset == r.streamOff && len(chunk.Data) > 0 {
 			r.pending = chunk.Data
 			r.streamOff += int64(len(chunk.Data))
+			r.reportBad()
 			return nil
+		}
+		if err == nil && chunk.Status == bfspb.StatusCode_CORRUPT {
+			r.noteBad(r.streamAddr, chunk.Message)
 		}
 		switch {
 		case err == io.EOF:
@@ -176,7 +192,7 @@ func (r *Reader) openStream() error {
 		cancel()
 		return err
 	}
-	r.stream, r.cancel, r.streamOff, r.pending = st, cancel, r.off, nil
+	r.stream, r.cancel, r.streamOff, r.pending, r.streamAddr = st, cancel, r.off, nil, rep.Address
 	return nil
 }
 
@@ -204,8 +220,13 @@ func (r *Reader) ReadAt(p []byte, off int64) (int, error) {
 	want := min(int64(len(p)), r.size-off)
 	var lastErr error
 	for i := range r.block.Replicas {
-		n, err := r.readAtFrom(r.block.Replicas[(r.preferred+i)%len(r.block.Replicas)].Address, p[:want], off)
+		addr := r.block.Replicas[(r.preferred+i)%len(r.block.Replicas)].Address
+		n, err := r.readAtFrom(addr, p[:want], off)
+		if errors.Is(err, ErrCorrupt) {
+			r.noteBad(addr, err.Error())
+		}
 		if err == nil {
+			r.reportBad()
 			if int64(n) < int64(len(p)) {
 				return n, io.EOF
 			}
@@ -246,6 +267,49 @@ func (r *Reader) readAtFrom(addr string, p []byte, off int64) (int, error) {
 	}
 	return n, nil
 }
+
+// noteBad records that the replica at addr answered CORRUPT. It is
+// reported once a read succeeds from another replica: a reader that reads
+// around it knows the others hold the bytes.
+func (r *Reader) noteBad(addr, reason string) {
+	r.badMu.Lock()
+	defer r.badMu.Unlock()
+	if r.reported[addr] {
+		return
+	}
+	if r.bad == nil {
+		r.bad = make(map[string]string)
+	}
+	r.bad[addr] = reason
+}
+
+// reportBad tells the nameserver of the replicas noted bad, off the
+// read's path and best effort: the chunkserver holding a bad replica
+// reports it too, and so does its scrubber.
+func (r *Reader) reportBad() {
+	r.badMu.Lock()
+	defer r.badMu.Unlock()
+	if len(r.bad) == 0 {
+		return
+	}
+	req := &bfspb.ReportBadReplicasRequest{}
+	if r.reported == nil {
+		r.reported = make(map[string]bool)
+	}
+	for addr, reason := range r.bad {
+		req.Replicas = append(req.Replicas, &bfspb.BadReplica{BlockId: r.block.BlockId, Address: addr, Reason: reason})
+		r.reported[addr] = true
+	}
+	r.bad = nil
+	r.c.background.Go(func(ctx context.Context) {
+		ctx, cancel := context.WithTimeout(ctx, reportTimeout)
+		defer cancel()
+		_, _ = r.c.ns.ReportBadReplicas(ctx, req)
+	})
+}
+
+// reportTimeout bounds a report of bad replicas.
+const reportTimeout = 10 * time.Second
 
 // Seek sets the offset of the next Read.
 func (r *Reader) Seek(offset int64, whence int) (int64, error) {
