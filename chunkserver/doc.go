@@ -65,7 +65,8 @@
 // atomically (fsync, rename) to SCRUB_POSITION in the data directory every
 // 64 replicas or 30 seconds, at the end of a pass and when it stops, so a
 // restart resumes after it; a pass that reaches the last replica starts
-// again at the first. A replica that fails is marked corrupt in the store
+// again at the first, no sooner than an hour after the previous pass
+// started (a store holding little is not read over and over). A replica that fails is marked corrupt in the store
 // (blockstore.MarkCorrupt: every later read of it answers CORRUPT, whatever
 // its bytes) and counted once; it is reported to the nameserver
 // (ReportBadReplicas, bad.go: queued without blocking, sent from the first

@@ -27,9 +27,9 @@ const (
 	scrubSaveInterval = 30 * time.Second
 )
 
-// scrubIdle is the wait before the next pass when a pass found nothing to
-// verify.
-const scrubIdle = time.Minute
+// scrubMinPass is the least time from the start of a pass to the start of
+// the next, so that a store holding little is not verified over and over.
+const scrubMinPass = time.Hour
 
 // scrubPiece is how much the scrubber reads at a time (a whole number of
 // checksum chunks); it sleeps after each piece to hold its rate.
@@ -37,7 +37,8 @@ const scrubPiece = 1 << 20
 
 // scrubber verifies the checksums of every sealed replica, in block-id
 // order, at no more than rate bytes per second; a pass that reaches the
-// last replica starts again from the first. A replica that fails is marked
+// last replica starts again from the first (no sooner than scrubMinPass
+// after the previous pass started). A replica that fails is marked
 // corrupt in the store (its reads answer CORRUPT) and handed to corrupt.
 type scrubber struct {
 	store   *blockstore.Store
@@ -61,30 +62,28 @@ func (s *scrubber) run(ctx context.Context) {
 	s.pos = loadScrubPosition(s.dataDir)
 	s.lastSave = s.clock.Now()
 	for {
-		found, ok := s.pass(ctx)
-		if !ok {
+		start := s.clock.Now()
+		if !s.pass(ctx) {
 			s.save()
 			return
 		}
-		if !found && !clock.Sleep(ctx, s.clock, scrubIdle) {
+		if rest := scrubMinPass - s.clock.Now().Sub(start); rest > 0 && !clock.Sleep(ctx, s.clock, rest) {
 			return
 		}
 	}
 }
 
-// pass verifies the sealed replicas after s.pos, then starts the next pass
-// at the first replica. It returns whether it verified any, and false in
-// ok if ctx ended first.
-func (s *scrubber) pass(ctx context.Context) (found, ok bool) {
+// pass verifies the sealed replicas after s.pos, then sets the next pass
+// to start at the first replica. It returns false if ctx ended first.
+func (s *scrubber) pass(ctx context.Context) bool {
 	s.metrics.scrubPassStart.Set(float64(s.clock.Now().Unix()))
 	for _, info := range s.store.List() {
 		if info.ID <= s.pos || !info.Sealed {
 			continue
 		}
 		if !s.verify(ctx, info) {
-			return found, false
+			return false
 		}
-		found = true
 		s.pos = info.ID
 		s.metrics.scrubPosition.Set(float64(s.pos))
 		s.unsaved++
@@ -95,7 +94,7 @@ func (s *scrubber) pass(ctx context.Context) (found, ok bool) {
 	s.pos = 0
 	s.metrics.scrubPasses.Inc()
 	s.save()
-	return found, true
+	return true
 }
 
 // verify reads the replica a piece at a time (every read checks the
@@ -109,7 +108,7 @@ func (s *scrubber) verify(ctx context.Context, info blockstore.BlockInfo) bool {
 		if err != nil && !errors.Is(err, io.EOF) {
 			if errors.Is(err, blockstore.ErrCorrupt) {
 				s.found(info.ID, err)
-			} else if !errors.Is(err, blockstore.ErrNotFound) && !errors.Is(err, blockstore.ErrClosed) {
+			} else if !errors.Is(err, blockstore.ErrNotFound) && !errors.Is(err, blockstore.ErrClosed) && !errors.Is(err, blockstore.ErrInvalid) {
 				glog.Warningf("scrubber: block %d: %v", info.ID, err)
 			}
 			return ctx.Err() == nil // deleted, truncated or corrupt: next replica

@@ -78,6 +78,10 @@ func startScrub(t *testing.T, st *blockstore.Store, dir string) *scrubRun {
 // until advances the fake clock in steps of 100ms, each once the scrubber
 // sleeps, until cond holds; it returns the fake time elapsed.
 func (r *scrubRun) until(t *testing.T, cond func() bool) time.Duration {
+	return r.untilStep(t, 100*time.Millisecond, cond)
+}
+
+func (r *scrubRun) untilStep(t *testing.T, step time.Duration, cond func() bool) time.Duration {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -86,7 +90,7 @@ func (r *scrubRun) until(t *testing.T, cond func() bool) time.Duration {
 		if cond() {
 			return r.clk.Now().Sub(r.start)
 		}
-		r.clk.Advance(100 * time.Millisecond)
+		r.clk.Advance(step)
 	}
 }
 
@@ -110,10 +114,9 @@ func TestScrubberFindsPlantedCorruption(t *testing.T) {
 	r := startScrub(t, st, dir)
 	elapsed := r.until(t, func() bool { return r.verified(t) == 2 })
 	// Held to the rate: block 1 whole (2.5 pieces), block 2's first piece,
-	// block 3 whole, at a piece a second; the second pass has read its
-	// first piece and sleeps.
+	// block 3 whole, at a piece a second.
 	require.Equal(t, 6*time.Second, elapsed)
-	require.EqualValues(t, 7*scrubPiece, value(t, r.s.metrics.scrubBytes))
+	require.EqualValues(t, 6*scrubPiece, value(t, r.s.metrics.scrubBytes))
 	require.EqualValues(t, 1, value(t, r.s.metrics.scrubCorrupt))
 	require.EqualValues(t, 1, value(t, r.s.metrics.scrubPasses))
 	r.mu.Lock()
@@ -127,9 +130,11 @@ func TestScrubberFindsPlantedCorruption(t *testing.T) {
 	_, err = st.Read(3, 0, 100)
 	require.NoError(t, err)
 
-	// The next pass reports it again (a restarted nameserver forgot it)
-	// but counts it once.
-	r.until(t, func() bool { return value(t, r.s.metrics.scrubPasses) == 2 })
+	// The next pass starts an hour after the first did; it reports the
+	// replica again (a restarted nameserver forgot it) but counts it once.
+	elapsed = r.untilStep(t, time.Hour-elapsed, func() bool { return value(t, r.s.metrics.scrubBytes) > 6*scrubPiece })
+	require.Equal(t, time.Hour, elapsed, "the next pass waits for scrubMinPass")
+	r.untilStep(t, time.Second, func() bool { return value(t, r.s.metrics.scrubPasses) == 2 })
 	r.mu.Lock()
 	require.Equal(t, []blockstore.BlockID{2, 2}, r.corrupt)
 	r.mu.Unlock()
