@@ -204,16 +204,12 @@ func TestCorruptReplicaReported(t *testing.T) {
 	// The scrubber finds block 3 (whose first piece reads fine).
 	_, code = readAll(t, cs.client, 3, 0, scrubPiece)
 	require.Equal(t, bfspb.StatusCode_OK, code)
-	// Let the scrubber's sleeps pass.
-	stop := make(chan struct{})
-	var ticking sync.WaitGroup
-	ticking.Go(func() {
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(time.Millisecond):
-			}
+	// Let the scrubber's sleeps pass: advance the clock whenever it and
+	// the membership loop (heartbeat and report timers) wait on it.
+	ticking, stop := context.WithCancel(context.Background())
+	var ticker sync.WaitGroup
+	ticker.Go(func() {
+		for clk.BlockUntil(ticking, 3) == nil {
 			clk.Advance(100 * time.Millisecond)
 		}
 	})
@@ -227,8 +223,8 @@ func TestCorruptReplicaReported(t *testing.T) {
 		}
 		return false
 	})
-	close(stop)
-	ticking.Wait()
+	stop()
+	ticker.Wait()
 	_, code = readAll(t, cs.client, 3, 0, scrubPiece)
 	require.Equal(t, bfspb.StatusCode_CORRUPT, code, "a replica found bad reads as CORRUPT")
 	_, code = readAll(t, cs.client, 1, 0, 0)
