@@ -87,3 +87,29 @@ func TestCorruptionDetected(t *testing.T) {
 		})
 	}
 }
+
+// TestMarkCorrupt: a replica marked corrupt reads as ErrCorrupt, even its
+// intact bytes, until it is deleted; the mark does not survive a reopen.
+func TestMarkCorrupt(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir)
+	data := randBytes(2*ChunkSize, 5)
+	writeAll(t, s, 1, data, ChunkSize, sealLast)
+	writeAll(t, s, 2, data, ChunkSize, sealLast)
+	require.ErrorIs(t, s.MarkCorrupt(3), ErrNotFound)
+	require.NoError(t, s.MarkCorrupt(1))
+	require.True(t, s.Corrupt(1))
+	require.False(t, s.Corrupt(2))
+	_, err := s.Read(1, 0, 10)
+	require.ErrorIs(t, err, ErrCorrupt)
+	got, err := s.Read(2, 0, 10)
+	require.NoError(t, err)
+	require.Equal(t, data[:10], got)
+
+	require.NoError(t, s.Close())
+	s = openStore(t, dir)
+	require.False(t, s.Corrupt(1), "the mark is kept in memory only")
+	require.NoError(t, s.MarkCorrupt(1))
+	require.NoError(t, s.Delete(1))
+	require.False(t, s.Corrupt(1))
+}
