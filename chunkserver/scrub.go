@@ -99,8 +99,7 @@ func (s *scrubber) pass(ctx context.Context) bool {
 
 // verify reads the replica a piece at a time (every read checks the
 // checksums of the chunks it covers), sleeping after each piece to hold
-// the rate. It returns false
-// if ctx ended first.
+// the rate. It returns false if ctx ended first.
 func (s *scrubber) verify(ctx context.Context, info blockstore.BlockInfo) bool {
 	buf := make([]byte, scrubPiece)
 	for off := int64(0); off < info.Size; off += scrubPiece {
