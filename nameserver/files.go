@@ -45,7 +45,7 @@ func (s *Server) addBlock(ctx context.Context, req *bfspb.AddBlockRequest) (*bfs
 	if len(info.Blocks) > 0 { // a retry: the file keeps its block
 		return s.addBlockAgain(ctx, info.Blocks[0])
 	}
-	addrs, err := s.blocks.Pick(int(info.Replication))
+	addrs, err := s.blocks.Pick(int(info.Replication), s.placement(int(info.Replication)))
 	if err != nil {
 		return nil, err
 	}
@@ -203,4 +203,10 @@ func (s *Server) GetFileLocation(_ context.Context, req *bfspb.GetFileLocationRe
 		resp.Blocks = append(resp.Blocks, locate(b, open, s.blocks.Replicas(blockmap.BlockID(b.Id))))
 	}
 	return resp, nil
+}
+
+// placement is the policy for a new block of a file with replication
+// want.
+func (s *Server) placement(want int) blockmap.Policy {
+	return blockmap.Policy{MinFree: s.cfg.MinFreeBytes, MinReplicas: want}
 }
