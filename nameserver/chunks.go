@@ -162,6 +162,7 @@ func (s *Server) dropBlocks(blocks []*bfspb.BlockMeta) {
 			}
 		}
 		s.blocks.Forget(blockmap.BlockID(b.Id))
+		s.repairs.forget(b.Id)
 	}
 	if s.safe.On() {
 		// The first block report after safe mode calls them obsolete.
