@@ -38,6 +38,7 @@ func TestCodeOf(t *testing.T) {
 		{sdk.ErrNotLeader, "BFS_ERR_NOT_LEADER"},
 		{sdk.ErrUnavailable, "BFS_ERR_UNAVAILABLE"},
 		{sdk.ErrCorrupt, "BFS_ERR_CORRUPT"},
+		{sdk.ErrResourceExhausted, "BFS_ERR_RESOURCE_EXHAUSTED"},
 		{sdk.ErrUnimplemented, "BFS_ERR_UNIMPLEMENTED"},
 		{sdk.ErrInternal, "BFS_ERR_INTERNAL"},
 		{sdk.ErrClosed, "BFS_ERR_CLOSED"},

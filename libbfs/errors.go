@@ -54,6 +54,7 @@ var codes = []struct {
 	{sdk.ErrNotLeader, C.BFS_ERR_NOT_LEADER},
 	{sdk.ErrUnavailable, C.BFS_ERR_UNAVAILABLE},
 	{sdk.ErrCorrupt, C.BFS_ERR_CORRUPT},
+	{sdk.ErrResourceExhausted, C.BFS_ERR_RESOURCE_EXHAUSTED},
 	{sdk.ErrUnimplemented, C.BFS_ERR_UNIMPLEMENTED},
 	{sdk.ErrInternal, C.BFS_ERR_INTERNAL},
 }
