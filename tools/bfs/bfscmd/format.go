@@ -55,6 +55,8 @@ func writeStat(w io.Writer, fi *sdk.FileInfo) {
 	kind, repl := "file", strconv.Itoa(fi.Replication)
 	if fi.IsDir {
 		kind, repl = "directory", "-"
+	} else if fi.LiveReplicas >= 0 {
+		repl += fmt.Sprintf(" (%d live)", fi.LiveReplicas)
 	}
 	fmt.Fprintf(tw, "Path:\t%s\n", printable.String(fi.Path))
 	fmt.Fprintf(tw, "Type:\t%s\n", kind)
