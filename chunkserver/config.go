@@ -30,6 +30,11 @@ type Config struct {
 	// ScrubRate is the rate, in bytes per second, at which the scrubber
 	// verifies the sealed replicas' checksums; 0 runs no scrubber.
 	ScrubRate int64
+	// HostID names the machine for the nameserver's placement, which puts
+	// the replicas of a block on distinct hosts; "" means the host part of
+	// the advertised address. Set it to run several chunkservers on one
+	// machine as if on several.
+	HostID string
 	// Clock is the source of time; the real clock if nil.
 	Clock clock.Clock
 	// TestingKnobs are seams for tests; the zero value is production.
@@ -47,6 +52,9 @@ type TestingKnobs struct {
 	// CreateBlock, if set, is called before every CreateBlock; it may
 	// block, and an error fails the call as a failing disk would.
 	CreateBlock func(block int64) error
+	// DiskSpace, if set, replaces the capacity and free bytes the
+	// chunkserver reports for its data directory.
+	DiskSpace func() (capacity, free int64)
 }
 
 // DefaultScrubRate verifies a terabyte of replicas in about a day.

@@ -2,5 +2,5 @@
 
 package chunkserver
 
-// capacity is unknown (0) where the file system cannot be asked.
-func capacity(dir string) int64 { return 0 }
+// diskSpace is unknown (0, 0) where the file system cannot be asked.
+func diskSpace(dir string) (capacity, free int64) { return 0, 0 }

@@ -46,6 +46,9 @@ type membership struct {
 	clock   clock.Clock
 	metrics *metrics
 	dataDir string
+	hostID  string
+	// diskSpace, if set, replaces the file system's answer (a test knob).
+	diskSpace func() (capacity, free int64)
 	// writers counts the write streams open, for heartbeats.
 	writers func() int64
 
@@ -95,8 +98,10 @@ func (m *membership) tryRegister(ctx context.Context) (*bfspb.RegisterResponse, 
 	ctx, cancel := context.WithTimeout(ctx, rpcTimeout)
 	defer cancel()
 	_, used := m.store.Usage()
+	capacity, free := m.disk()
 	resp, err := m.ns.Register(ctx, &bfspb.RegisterRequest{
-		Address: m.addr, CapacityBytes: capacity(m.dataDir), UsedBytes: used, ClusterId: m.cluster.ID(),
+		Address: m.addr, CapacityBytes: capacity, UsedBytes: used, FreeBytes: free,
+		ClusterId: m.cluster.ID(), HostId: m.hostID,
 	})
 	m.metrics.nsCall("Register", resp.GetStatus(), err)
 	switch {
@@ -107,6 +112,14 @@ func (m *membership) tryRegister(ctx context.Context) (*bfspb.RegisterResponse, 
 		err = errors.New(resp.Status.String() + ": " + resp.Message)
 	}
 	return resp, err
+}
+
+// disk is the capacity and free bytes of the data directory's file system.
+func (m *membership) disk() (capacity, free int64) {
+	if m.diskSpace != nil {
+		return m.diskSpace()
+	}
+	return diskSpace(m.dataDir)
 }
 
 func (m *membership) adopt(resp *bfspb.RegisterResponse) {
@@ -166,9 +179,11 @@ func (m *membership) heartbeat(ctx context.Context) bool {
 	ctx, cancel := context.WithTimeout(ctx, rpcTimeout)
 	defer cancel()
 	blocks, used := m.store.Usage()
+	capacity, free := m.disk()
 	resp, err := m.ns.HeartBeat(ctx, &bfspb.HeartBeatRequest{
 		ChunkserverId: m.id.Load(), Address: m.addr,
 		UsedBytes: used, BlockCount: blocks, PendingWrites: m.writers(),
+		CapacityBytes: capacity, FreeBytes: free,
 	})
 	m.metrics.nsCall("HeartBeat", resp.GetStatus(), err)
 	switch {

@@ -52,6 +52,8 @@ func TestRegisterHeartbeatReport(t *testing.T) {
 	ns.mu.Lock()
 	require.Equal(t, cs.addr, ns.registers[0].Address)
 	require.Positive(t, ns.registers[0].CapacityBytes)
+	require.Positive(t, ns.registers[0].FreeBytes)
+	require.LessOrEqual(t, ns.registers[0].FreeBytes, ns.registers[0].CapacityBytes)
 	require.EqualValues(t, 15, ns.registers[0].UsedBytes)
 	rep := ns.reports[0]
 	require.EqualValues(t, 1, rep.ChunkserverId)
@@ -70,6 +72,8 @@ func TestRegisterHeartbeatReport(t *testing.T) {
 	}
 	ns.mu.Lock()
 	hb := ns.heartbeats[2]
+	require.Positive(t, hb.CapacityBytes)
+	hb.CapacityBytes, hb.FreeBytes = 0, 0 // the real disk's; see TestReportsDiskAndHost
 	requireProto(t, &bfspb.HeartBeatRequest{ChunkserverId: 1, Address: cs.addr, UsedBytes: 15, BlockCount: 3}, hb)
 	// The next report calls block 2 obsolete.
 	ns.obsolete = []int64{2}

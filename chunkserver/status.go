@@ -3,6 +3,7 @@ package chunkserver
 import (
 	"context"
 	"errors"
+	"syscall"
 
 	"github.com/bfs-go/bfs/chunkserver/blockstore"
 	"github.com/bfs-go/bfs/internal/statuscode"
@@ -25,6 +26,8 @@ var statusTable = statuscode.Table{
 	{Err: blockstore.ErrCorrupt, Code: bfspb.StatusCode_CORRUPT},
 	{Err: blockstore.ErrNotFound, Code: bfspb.StatusCode_NOT_FOUND},
 	{Err: errWrongCluster, Code: bfspb.StatusCode_WRONG_CLUSTER},
+	// A full disk, wrapped in whatever *PathError the store returns.
+	{Err: syscall.ENOSPC, Code: bfspb.StatusCode_RESOURCE_EXHAUSTED},
 	{Err: blockstore.ErrClosed, Code: bfspb.StatusCode_UNAVAILABLE},
 	// The caller gave up (a CreateBlock past its deadline).
 	{Err: context.DeadlineExceeded, Code: bfspb.StatusCode_UNAVAILABLE},

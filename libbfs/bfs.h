@@ -117,7 +117,9 @@ enum {
   BFS_ERR_INTERNAL = 23,
   /* An error no other code describes (a transport failure); see the
    * message. */
-  BFS_ERR_UNKNOWN = 24
+  BFS_ERR_UNKNOWN = 24,
+  /* A chunkserver's disk is full; a later write set may have room. */
+  BFS_ERR_RESOURCE_EXHAUSTED = 25
 };
 
 /* The name of a code ("BFS_ERR_LOCKED") and what it means, as a static

@@ -38,6 +38,9 @@ func TestCodeOf(t *testing.T) {
 		{sdk.ErrNotLeader, "BFS_ERR_NOT_LEADER"},
 		{sdk.ErrUnavailable, "BFS_ERR_UNAVAILABLE"},
 		{sdk.ErrCorrupt, "BFS_ERR_CORRUPT"},
+		{sdk.ErrResourceExhausted, "BFS_ERR_RESOURCE_EXHAUSTED"},
+		// A write whose every replica was out of space.
+		{fmt.Errorf("%w: every replica failed, last: %w", sdk.ErrUnavailable, sdk.ErrResourceExhausted), "BFS_ERR_RESOURCE_EXHAUSTED"},
 		{sdk.ErrUnimplemented, "BFS_ERR_UNIMPLEMENTED"},
 		{sdk.ErrInternal, "BFS_ERR_INTERNAL"},
 		{sdk.ErrClosed, "BFS_ERR_CLOSED"},

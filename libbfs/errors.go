@@ -52,6 +52,9 @@ var codes = []struct {
 	{sdk.ErrPermissionDenied, C.BFS_ERR_PERMISSION_DENIED},
 	{sdk.ErrNotOpen, C.BFS_ERR_NOT_OPEN},
 	{sdk.ErrNotLeader, C.BFS_ERR_NOT_LEADER},
+	// Before ErrUnavailable: a write whose every replica ran out of space
+	// is both.
+	{sdk.ErrResourceExhausted, C.BFS_ERR_RESOURCE_EXHAUSTED},
 	{sdk.ErrUnavailable, C.BFS_ERR_UNAVAILABLE},
 	{sdk.ErrCorrupt, C.BFS_ERR_CORRUPT},
 	{sdk.ErrUnimplemented, C.BFS_ERR_UNIMPLEMENTED},

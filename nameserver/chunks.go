@@ -25,7 +25,8 @@ func (s *Server) Register(_ context.Context, req *bfspb.RegisterRequest) (*bfspb
 		glog.Errorf("register refused: %s", msg)
 		return &bfspb.RegisterResponse{Status: bfspb.StatusCode_WRONG_CLUSTER, Message: msg, ClusterId: cid}, nil
 	}
-	id := s.blocks.Register(req.Address, req.UsedBytes, s.cfg.Clock.Now())
+	u := blockmap.Usage{Host: req.HostId, Capacity: req.CapacityBytes, Used: req.UsedBytes, Free: req.FreeBytes}
+	id := s.blocks.Register(req.Address, u, s.cfg.Clock.Now())
 	glog.Infof("chunkserver %s registered as %d", req.Address, id)
 	s.peers.Reset(req.Address) // it is listening: seals and truncates need not wait to reconnect
 	s.closer.Registered()
@@ -39,7 +40,8 @@ func (s *Server) Register(_ context.Context, req *bfspb.RegisterRequest) (*bfspb
 
 // HeartBeat keeps a chunkserver alive.
 func (s *Server) HeartBeat(_ context.Context, req *bfspb.HeartBeatRequest) (*bfspb.HeartBeatResponse, error) {
-	if !s.blocks.Heartbeat(blockmap.ServerID(req.ChunkserverId), req.Address, req.UsedBytes, s.cfg.Clock.Now()) {
+	u := blockmap.Usage{Capacity: req.CapacityBytes, Used: req.UsedBytes, Free: req.FreeBytes}
+	if !s.blocks.Heartbeat(blockmap.ServerID(req.ChunkserverId), req.Address, u, s.cfg.Clock.Now()) {
 		return &bfspb.HeartBeatResponse{Status: bfspb.StatusCode_UNAVAILABLE, Reregister: true,
 			Message: "unknown chunkserver: register again"}, nil
 	}
@@ -193,6 +195,7 @@ func (s *Server) dropBlocks(blocks []*bfspb.BlockMeta) {
 			}
 		}
 		s.blocks.Forget(blockmap.BlockID(b.Id))
+		s.repairs.forget(b.Id)
 	}
 	if s.safe.On() {
 		// The first block report after safe mode calls them obsolete.

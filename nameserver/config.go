@@ -34,6 +34,15 @@ type Config struct {
 	// leaves safe mode by itself (see the package documentation); 0 means
 	// DefaultSafeModeThreshold.
 	SafeModeThreshold float64
+	// MinFreeBytes is the free-space floor: a chunkserver that last
+	// reported less free space is never picked for a new block. 0 means
+	// no floor.
+	MinFreeBytes int64
+	// MinReplication is the fewest replicas a new block may start with
+	// when fewer live chunkservers (above the floor) exist than the file's
+	// replication: the write proceeds degraded and the block is queued for
+	// repair. 0 means 1.
+	MinReplication int
 	// Clock is the source of time; the real clock if nil.
 	Clock clock.Clock
 	// TestingKnobs are seams for tests; the zero value is production.
@@ -69,6 +78,8 @@ func DefaultConfig() Config {
 		ReportInterval:    time.Minute,
 		SealConcurrency:   256,
 		SafeModeThreshold: DefaultSafeModeThreshold,
+		MinFreeBytes:      1 << 30,
+		MinReplication:    1,
 	}
 }
 
@@ -111,6 +122,12 @@ func (c *Config) validate() error {
 	}
 	if !(c.SafeModeThreshold > 0 && c.SafeModeThreshold <= 1) {
 		return fmt.Errorf("nameserver: safe mode threshold %v is not in (0, 1]", c.SafeModeThreshold)
+	}
+	if c.MinFreeBytes < 0 || c.MinReplication < 0 {
+		return fmt.Errorf("nameserver: negative free-space floor (%d) or minimum replication (%d)", c.MinFreeBytes, c.MinReplication)
+	}
+	if c.MinReplication == 0 {
+		c.MinReplication = 1
 	}
 	if c.Clock == nil {
 		c.Clock = clock.Real{}

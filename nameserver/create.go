@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -18,6 +19,11 @@ const createTimeout = 5 * time.Second
 
 // errNoReplica: no chunkserver of a block's write set created its replica.
 var errNoReplica = errors.New("no replica could be created")
+
+// errNoSpace: a chunkserver refused a replica for want of disk space
+// (RESOURCE_EXHAUSTED); when every chunkserver of a write set did, so
+// does AddBlock.
+var errNoSpace = errors.New("no space left on the chunkservers")
 
 // createReplicas has every chunkserver in addrs create an empty replica of
 // block id, in parallel, and returns once all have answered or ctx (cut
@@ -48,7 +54,11 @@ func (s *Server) createReplicas(ctx context.Context, id int64, addrs []string) e
 		}
 	}
 	if failed == len(addrs) {
-		return fmt.Errorf("%w: block %d on %v: %w", errNoReplica, id, addrs, errors.Join(errs...))
+		cause := errNoReplica
+		if !slices.ContainsFunc(errs, func(err error) bool { return !errors.Is(err, errNoSpace) }) {
+			cause = errNoSpace
+		}
+		return fmt.Errorf("%w: block %d on %v: %w", cause, id, addrs, errors.Join(errs...))
 	}
 	return nil
 }
@@ -62,7 +72,11 @@ func (s *Server) createReplica(ctx context.Context, addr string, id int64) error
 	if err != nil {
 		return err
 	}
-	if resp.Status != bfspb.StatusCode_OK {
+	switch resp.Status {
+	case bfspb.StatusCode_OK:
+	case bfspb.StatusCode_RESOURCE_EXHAUSTED:
+		return fmt.Errorf("%w: %s: %s", errNoSpace, addr, resp.Message)
+	default:
 		return fmt.Errorf("%v: %s", resp.Status, resp.Message)
 	}
 	return nil

@@ -30,6 +30,17 @@
 // those creates are in flight (see chunkserver/doc.go, I4); the Closer's
 // deletes go through the same deleteReplicas.
 //
+// Placement and degraded writes (files.go, repair.go). AddBlock picks the
+// write set with blockmap.Map.Pick under the --min-free-bytes floor. With
+// fewer eligible chunkservers than the file's replication but at least
+// --min-replication, the block starts with fewer replicas: the file keeps
+// its replication, the block goes into the repair queue (gauge
+// bfs_nameserver_under_replicated_blocks), and Stat, List and
+// GetFileLocation answer the live replica count beside the target, so
+// nothing claims more replicas than exist. The repair scheduler that is to
+// drain the queue once the file is closed is not built yet; the queue is
+// in memory, and removing the file drops its block from it.
+//
 // Cluster identity and replica deletion (chunks.go, safemode.go). The
 // namespace creates a random cluster id when it formats its data
 // directory (namespace.Store.ClusterID). Register answers it, and refuses

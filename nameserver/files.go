@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/golang/glog"
+
 	"github.com/bfs-go/bfs/nameserver/blockmap"
 	"github.com/bfs-go/bfs/nameserver/namespace"
 	"github.com/bfs-go/bfs/proto/bfspb"
@@ -45,7 +47,7 @@ func (s *Server) addBlock(ctx context.Context, req *bfspb.AddBlockRequest) (*bfs
 	if len(info.Blocks) > 0 { // a retry: the file keeps its block
 		return s.addBlockAgain(ctx, info.Blocks[0])
 	}
-	addrs, err := s.blocks.Pick(int(info.Replication))
+	addrs, err := s.blocks.Pick(int(info.Replication), s.placement())
 	if err != nil {
 		return nil, err
 	}
@@ -59,6 +61,11 @@ func (s *Server) addBlock(ctx context.Context, req *bfspb.AddBlockRequest) (*bfs
 		return nil, err
 	}
 	s.closer.NoteOpen(res.Info.EntryId, res.Info)
+	if len(addrs) < int(info.Replication) {
+		glog.Warningf("%s: block %d written degraded to %d of %d replicas (%v); queued for repair",
+			p, meta.Id, len(addrs), info.Replication, addrs)
+		s.repairs.add(meta.Id)
+	}
 	if err := s.createReplicas(ctx, meta.Id, addrs); err != nil {
 		return nil, err
 	}
@@ -198,9 +205,33 @@ func (s *Server) GetFileLocation(_ context.Context, req *bfspb.GetFileLocationRe
 	if err != nil {
 		return resp, nil
 	}
+	s.noteLive(info)
 	open := info.WriterSession != ""
 	for _, b := range info.Blocks {
 		resp.Blocks = append(resp.Blocks, locate(b, open, s.blocks.Replicas(blockmap.BlockID(b.Id))))
 	}
 	return resp, nil
+}
+
+// placement is the policy for a new block: the free-space floor, and the
+// fewest replicas a degraded write may start with.
+func (s *Server) placement() blockmap.Policy {
+	return blockmap.Policy{MinFree: s.cfg.MinFreeBytes, MinReplicas: s.cfg.MinReplication}
+}
+
+// noteLive sets info's live replica count (see FileInfo.live_replicas)
+// for a closed file with a block. info is a fresh copy, never the
+// namespace's own.
+func (s *Server) noteLive(info *bfspb.FileInfo) {
+	if info == nil || info.Type == bfspb.FileType_FILE_TYPE_DIR || info.WriterSession != "" || len(info.Blocks) == 0 {
+		return
+	}
+	live := -1
+	for _, b := range info.Blocks {
+		if n := len(s.blocks.Replicas(blockmap.BlockID(b.Id))); live < 0 || n < live {
+			live = n
+		}
+	}
+	n := uint32(live)
+	info.LiveReplicas = &n
 }

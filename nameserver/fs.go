@@ -129,6 +129,7 @@ func (s *Server) create(req *bfspb.CreateRequest) (*namespace.Result, error) {
 // Stat returns one entry.
 func (s *Server) Stat(_ context.Context, req *bfspb.StatRequest) (*bfspb.StatResponse, error) {
 	info, err := s.ns.Stat(req.Path)
+	s.noteLive(info)
 	code, msg := statusOf(err)
 	return &bfspb.StatResponse{Status: code, Message: msg, Info: info}, nil
 }
@@ -136,6 +137,9 @@ func (s *Server) Stat(_ context.Context, req *bfspb.StatRequest) (*bfspb.StatRes
 // List returns one page of a directory.
 func (s *Server) List(_ context.Context, req *bfspb.ListRequest) (*bfspb.ListResponse, error) {
 	entries, more, err := s.ns.List(req.Path, req.StartAfter, int(req.Limit))
+	for _, e := range entries {
+		s.noteLive(e)
+	}
 	code, msg := statusOf(err)
 	return &bfspb.ListResponse{Status: code, Message: msg, Entries: entries, More: more}, nil
 }

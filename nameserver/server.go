@@ -61,9 +61,11 @@ type Server struct {
 	peers    *connpool.Pool
 	creates  createTracker
 	safe     *safeMode
-	watch    *watchers
-	grpc     *grpc.Server
-	health   *health.Server
+	// repairs holds the blocks written degraded (see repairQueue).
+	repairs *repairQueue
+	watch   *watchers
+	grpc    *grpc.Server
+	health  *health.Server
 	// tasks are the server's own background work (releasing the locks of
 	// ended sessions, deletes of replicas); Close stops them.
 	tasks *taskgroup.Group
@@ -106,6 +108,7 @@ func newServer(cfg Config, dataLock *os.File) (*Server, error) {
 		peers:        connpool.New(grpc.WithTransportCredentials(insecure.NewCredentials())),
 		watch:        newWatchers(),
 		tasks:        taskgroup.New(),
+		repairs:      newRepairQueue(),
 	}
 	s.metrics = newMetrics(func() float64 { return float64(len(s.sessions.List())) })
 	ns, err := namespace.Open(namespace.Options{
@@ -121,6 +124,7 @@ func newServer(cfg Config, dataLock *os.File) (*Server, error) {
 	s.ns = ns
 	s.metrics.lockGauges(ns.Locks().Counts, s.cleaningCounts)
 	s.metrics.corruptGauge(s.blocks.CorruptCount)
+	s.metrics.registry.MustRegister(s.repairs.collectors()...)
 	// If a step below fails, what was started stops in Close's order.
 	stops := []func(){func() { ns.Close() }, func() { s.peers.Close() }}
 	fail := func(err error) (*Server, error) {

@@ -36,6 +36,8 @@ var (
 	ErrInternal         error = &sentinel{"nameserver internal error", nil}
 	ErrUnimplemented    error = &sentinel{"not implemented", nil}
 	ErrWrongCluster     error = &sentinel{"wrong cluster", nil}
+	// ErrResourceExhausted is a chunkserver out of disk space (ENOSPC).
+	ErrResourceExhausted error = &sentinel{"no space left on a chunkserver", nil}
 
 	// ErrClosed is returned by calls on a Client after Close. It is the
 	// SDK's own: no StatusCode maps to it.
@@ -45,26 +47,27 @@ var (
 // statusErrors is the one table from protocol status to sentinel. OK is not
 // in it: it is the absence of an error.
 var statusErrors = map[bfspb.StatusCode]error{
-	bfspb.StatusCode_NOT_FOUND:         ErrNotFound,
-	bfspb.StatusCode_EXISTS:            ErrExists,
-	bfspb.StatusCode_INVALID_ARGUMENT:  ErrInvalidArgument,
-	bfspb.StatusCode_NOT_DIRECTORY:     ErrNotDirectory,
-	bfspb.StatusCode_IS_DIRECTORY:      ErrIsDirectory,
-	bfspb.StatusCode_DIR_NOT_EMPTY:     ErrNotEmpty,
-	bfspb.StatusCode_PERMISSION_DENIED: ErrPermissionDenied,
-	bfspb.StatusCode_LOCKED:            ErrLocked,
-	bfspb.StatusCode_UNLOCKED:          ErrUnlocked,
-	bfspb.StatusCode_CLEANING:          ErrCleaning,
-	bfspb.StatusCode_STALE_EPOCH:       ErrStaleEpoch,
-	bfspb.StatusCode_SESSION_EXPIRED:   ErrSessionExpired,
-	bfspb.StatusCode_SEALED:            ErrSealed,
-	bfspb.StatusCode_NOT_LEADER:        ErrNotLeader,
-	bfspb.StatusCode_UNAVAILABLE:       ErrUnavailable,
-	bfspb.StatusCode_NOT_OPEN:          ErrNotOpen,
-	bfspb.StatusCode_CORRUPT:           ErrCorrupt,
-	bfspb.StatusCode_INTERNAL:          ErrInternal,
-	bfspb.StatusCode_UNIMPLEMENTED:     ErrUnimplemented,
-	bfspb.StatusCode_WRONG_CLUSTER:     ErrWrongCluster,
+	bfspb.StatusCode_NOT_FOUND:          ErrNotFound,
+	bfspb.StatusCode_EXISTS:             ErrExists,
+	bfspb.StatusCode_INVALID_ARGUMENT:   ErrInvalidArgument,
+	bfspb.StatusCode_NOT_DIRECTORY:      ErrNotDirectory,
+	bfspb.StatusCode_IS_DIRECTORY:       ErrIsDirectory,
+	bfspb.StatusCode_DIR_NOT_EMPTY:      ErrNotEmpty,
+	bfspb.StatusCode_PERMISSION_DENIED:  ErrPermissionDenied,
+	bfspb.StatusCode_LOCKED:             ErrLocked,
+	bfspb.StatusCode_UNLOCKED:           ErrUnlocked,
+	bfspb.StatusCode_CLEANING:           ErrCleaning,
+	bfspb.StatusCode_STALE_EPOCH:        ErrStaleEpoch,
+	bfspb.StatusCode_SESSION_EXPIRED:    ErrSessionExpired,
+	bfspb.StatusCode_SEALED:             ErrSealed,
+	bfspb.StatusCode_NOT_LEADER:         ErrNotLeader,
+	bfspb.StatusCode_UNAVAILABLE:        ErrUnavailable,
+	bfspb.StatusCode_NOT_OPEN:           ErrNotOpen,
+	bfspb.StatusCode_CORRUPT:            ErrCorrupt,
+	bfspb.StatusCode_INTERNAL:           ErrInternal,
+	bfspb.StatusCode_UNIMPLEMENTED:      ErrUnimplemented,
+	bfspb.StatusCode_WRONG_CLUSTER:      ErrWrongCluster,
+	bfspb.StatusCode_RESOURCE_EXHAUSTED: ErrResourceExhausted,
 }
 
 // sentinel is the type of the Err* values. like, when set, is the io/fs

@@ -159,7 +159,9 @@ func (f *fanout) drop(r *replicaStream, err error) {
 		r.err = fmt.Errorf("replica %s: %w", r.addr, err)
 	}
 	if f.liveLocked() == 0 && f.mu.fatal == nil {
-		f.mu.fatal = fmt.Errorf("%w: every replica failed, last: %v", ErrUnavailable, r.err)
+		// The last failure is wrapped too, so a disk that is full on
+		// every replica is still ErrResourceExhausted.
+		f.mu.fatal = fmt.Errorf("%w: every replica failed, last: %w", ErrUnavailable, r.err)
 	}
 	f.mu.Unlock()
 	f.cond.Broadcast()

@@ -22,6 +22,11 @@ type FileInfo struct {
 	ModTime time.Time
 	// Replication is the number of replicas of a file's blocks.
 	Replication int
+	// LiveReplicas is how many replicas of a closed file's block are on
+	// live chunkservers (the fewest over its blocks), which a degraded
+	// write or a dead chunkserver leaves below Replication; -1 when not
+	// known (a directory, an open file, a file with no block).
+	LiveReplicas int
 	// EntryID is the nameserver's id for the entry; it survives renames.
 	EntryID uint64
 
@@ -77,6 +82,10 @@ func newFileInfo(path string, pb *bfspb.FileInfo) *FileInfo {
 		Holder:        pb.GetHolder(),
 		Epoch:         pb.GetEpoch(),
 		WriterSession: pb.GetWriterSession(),
+		LiveReplicas:  -1,
+	}
+	if pb != nil && pb.LiveReplicas != nil {
+		fi.LiveReplicas = int(pb.GetLiveReplicas())
 	}
 	if fi.IsDir {
 		fi.Mode |= os.ModeDir

@@ -66,7 +66,12 @@ func WithChunkservers(n int) Option {
 func Start(t testing.TB, opts ...Option) *Cluster {
 	t.Helper()
 	cfg := sandbox.Config{Dir: t.TempDir()}
-	WithNameServerConfig(func(c *nameserver.Config) { c.MinSessionTTL = 100 * time.Millisecond })(&cfg)
+	WithNameServerConfig(func(c *nameserver.Config) {
+		c.MinSessionTTL = 100 * time.Millisecond
+		// Tests do not depend on the free space of the disk they run on;
+		// those of the floor set it.
+		c.MinFreeBytes = 0
+	})(&cfg)
 	for _, o := range opts {
 		o(&cfg)
 	}

@@ -1,8 +1,6 @@
 package blockmap
 
 import (
-	"errors"
-	"fmt"
 	"slices"
 	"sort"
 	"strings"
@@ -32,17 +30,14 @@ type Server struct {
 	Addr     string
 	LastBeat time.Time
 	Blocks   int
-	Used     int64
+	// Usage is the disk as last reported, and the host it is on.
+	Usage
 	// Assigned counts blocks placed on it since its last report, so a burst
 	// of AddBlocks spreads out before reports catch up.
 	Assigned int
 	// Reported is set by the registration's first full block report.
 	Reported bool
 }
-
-// ErrNotEnoughServers is returned by Pick when fewer live chunkservers
-// exist than asked for.
-var ErrNotEnoughServers = errors.New("not enough live chunkservers")
 
 // Map is the block map. See the package documentation.
 type Map struct {
@@ -78,7 +73,7 @@ func New(start time.Time) *Map {
 // Register records a chunkserver at addr and returns its new id. An
 // earlier registration at the same address is replaced, and the replicas
 // it reported are forgotten until the new registration reports.
-func (m *Map) Register(addr string, used int64, now time.Time) ServerID {
+func (m *Map) Register(addr string, u Usage, now time.Time) ServerID {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if old, ok := m.mu.byAddr[addr]; ok {
@@ -86,7 +81,7 @@ func (m *Map) Register(addr string, used int64, now time.Time) ServerID {
 	}
 	m.mu.next++
 	id := m.mu.next
-	m.mu.servers[id] = &Server{ID: id, Addr: addr, LastBeat: now, Used: used}
+	m.mu.servers[id] = &Server{ID: id, Addr: addr, LastBeat: now, Usage: u}
 	m.mu.byAddr[addr] = id
 	return id
 }
@@ -106,14 +101,16 @@ func (m *Map) serverLocked(id ServerID, addr string) (*Server, bool) {
 // Heartbeat records that the chunkserver at addr, registered as id, is
 // alive. It returns false if that registration is unknown or was declared
 // dead: the chunkserver must register again.
-func (m *Map) Heartbeat(id ServerID, addr string, used int64, now time.Time) bool {
+func (m *Map) Heartbeat(id ServerID, addr string, u Usage, now time.Time) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s, ok := m.serverLocked(id, addr)
 	if !ok {
 		return false
 	}
-	s.LastBeat, s.Used = now, used
+	host := s.Host // a heartbeat does not carry it
+	s.LastBeat, s.Usage = now, u
+	s.Host = host
 	return true
 }
 
@@ -232,33 +229,6 @@ func (m *Map) Dead(addr string, now time.Time, timeout time.Duration) bool {
 		return false
 	}
 	return now.Sub(m.start) > timeout
-}
-
-// Pick chooses n distinct live chunkservers for a new block, the least
-// loaded first, and counts the block against them.
-func (m *Map) Pick(n int) ([]string, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	live := make([]*Server, 0, len(m.mu.servers))
-	for _, s := range m.mu.servers {
-		live = append(live, s)
-	}
-	if len(live) < n {
-		return nil, fmt.Errorf("%w: want %d, have %d", ErrNotEnoughServers, n, len(live))
-	}
-	sort.Slice(live, func(i, j int) bool {
-		li, lj := live[i].Blocks+live[i].Assigned, live[j].Blocks+live[j].Assigned
-		if li != lj {
-			return li < lj
-		}
-		return live[i].ID < live[j].ID
-	})
-	out := make([]string, n)
-	for i, s := range live[:n] {
-		s.Assigned++
-		out[i] = s.Addr
-	}
-	return out, nil
 }
 
 // Replicas returns the replicas of b on live chunkservers, by address,

@@ -11,13 +11,13 @@ var t0 = time.Unix(1000, 0)
 
 func TestRegisterHeartbeatExpire(t *testing.T) {
 	m := New(t0)
-	a := m.Register("a:1", 0, t0)
-	b := m.Register("b:1", 0, t0)
-	require.True(t, m.Heartbeat(a, "a:1", 0, t0.Add(5*time.Second)))
+	a := m.Register("a:1", Usage{}, t0)
+	b := m.Register("b:1", Usage{}, t0)
+	require.True(t, m.Heartbeat(a, "a:1", Usage{}, t0.Add(5*time.Second)))
 	dead := m.Expire(t0.Add(12*time.Second), 10*time.Second)
 	require.Len(t, dead, 1)
 	require.Equal(t, b, dead[0].ID)
-	require.False(t, m.Heartbeat(b, "b:1", 0, t0.Add(13*time.Second)), "a dead server must register again")
+	require.False(t, m.Heartbeat(b, "b:1", Usage{}, t0.Add(13*time.Second)), "a dead server must register again")
 	require.True(t, m.Dead("b:1", t0.Add(13*time.Second), 10*time.Second))
 	require.False(t, m.Dead("a:1", t0.Add(13*time.Second), 10*time.Second))
 	// An address never heard from is not dead while the nameserver is young.
@@ -25,9 +25,9 @@ func TestRegisterHeartbeatExpire(t *testing.T) {
 	require.True(t, m.Dead("c:1", t0.Add(11*time.Second), 10*time.Second))
 
 	// Registering again replaces the old registration.
-	a2 := m.Register("a:1", 0, t0.Add(14*time.Second))
+	a2 := m.Register("a:1", Usage{}, t0.Add(14*time.Second))
 	require.NotEqual(t, a, a2)
-	require.False(t, m.Heartbeat(a, "a:1", 0, t0.Add(14*time.Second)))
+	require.False(t, m.Heartbeat(a, "a:1", Usage{}, t0.Add(14*time.Second)))
 	require.Len(t, m.Servers(), 1)
 }
 
@@ -36,19 +36,19 @@ func TestRegisterHeartbeatExpire(t *testing.T) {
 // nameserver gave to another chunkserver. The id alone must not do.
 func TestIDOfAnotherRun(t *testing.T) {
 	m := New(t0)
-	id := m.Register("b:1", 0, t0) // the new run's first registration
-	require.False(t, m.Heartbeat(id, "a:1", 0, t0), "a:1 holds b:1's id from an earlier run")
+	id := m.Register("b:1", Usage{}, t0) // the new run's first registration
+	require.False(t, m.Heartbeat(id, "a:1", Usage{}, t0), "a:1 holds b:1's id from an earlier run")
 	_, ok := m.Report(id, "a:1", map[BlockID]Replica{1: {Size: 1}}, t0)
 	require.False(t, ok)
 	require.False(t, m.Received(id, "a:1", map[BlockID]Replica{1: {Size: 1, Sealed: true}}))
 	require.Empty(t, m.Replicas(1))
-	require.True(t, m.Heartbeat(id, "b:1", 0, t0))
+	require.True(t, m.Heartbeat(id, "b:1", Usage{}, t0))
 }
 
 func TestReportsAndReplicas(t *testing.T) {
 	m := New(t0)
-	a := m.Register("a:1", 0, t0)
-	b := m.Register("b:1", 0, t0)
+	a := m.Register("a:1", Usage{}, t0)
+	b := m.Register("b:1", Usage{}, t0)
 	first, ok := m.Report(a, "a:1", map[BlockID]Replica{1: {Size: 10, Sealed: true}, 2: {Size: 5}}, t0)
 	require.True(t, ok)
 	require.True(t, first)
@@ -61,7 +61,7 @@ func TestReportsAndReplicas(t *testing.T) {
 	require.False(t, first)
 	require.Equal(t, []Replica{{Addr: "b:1", Size: 10, Sealed: true}}, m.Replicas(1))
 	// A dead server's replicas are forgotten.
-	m.Heartbeat(a, "a:1", 0, t0.Add(9*time.Second))
+	m.Heartbeat(a, "a:1", Usage{}, t0.Add(9*time.Second))
 	m.Expire(t0.Add(11*time.Second), 10*time.Second)
 	require.Empty(t, m.Replicas(1))
 	require.Equal(t, []Replica{{Addr: "a:1", Size: 6}}, m.Replicas(2))
@@ -74,13 +74,13 @@ func TestReportsAndReplicas(t *testing.T) {
 func TestPickSpreadsLoad(t *testing.T) {
 	m := New(t0)
 	for _, addr := range []string{"a", "b", "c", "d"} {
-		m.Register(addr, 0, t0)
+		m.Register(addr, Usage{}, t0)
 	}
-	_, err := m.Pick(5)
+	_, err := m.Pick(5, Policy{MinReplicas: 5})
 	require.ErrorIs(t, err, ErrNotEnoughServers)
 	count := map[string]int{}
 	for range 40 {
-		picked, err := m.Pick(3)
+		picked, err := m.Pick(3, Policy{})
 		require.NoError(t, err)
 		require.Len(t, picked, 3)
 		seen := map[string]bool{}
@@ -97,8 +97,8 @@ func TestPickSpreadsLoad(t *testing.T) {
 
 func TestDropReplica(t *testing.T) {
 	m := New(t0)
-	a := m.Register("a:1", 0, t0)
-	b := m.Register("b:1", 0, t0)
+	a := m.Register("a:1", Usage{}, t0)
+	b := m.Register("b:1", Usage{}, t0)
 	m.Report(a, "a:1", map[BlockID]Replica{1: {Size: 4, Sealed: true}, 2: {Size: 2}}, t0)
 	m.Report(b, "b:1", map[BlockID]Replica{1: {Size: 3, Sealed: true}}, t0)
 	m.DropReplica(1, "b:1")
@@ -124,7 +124,7 @@ func TestCorruptReplicaStopsCounting(t *testing.T) {
 	m := New(t0)
 	ids := map[string]ServerID{}
 	for _, a := range []string{"a:1", "b:1", "c:1"} {
-		ids[a] = m.Register(a, 0, t0)
+		ids[a] = m.Register(a, Usage{}, t0)
 		_, ok := m.Report(ids[a], a, map[BlockID]Replica{7: {Size: 10, Sealed: true}}, t0)
 		require.True(t, ok)
 	}

@@ -19,6 +19,13 @@
 // deleted, until a repair exists. The marks, like the rest, are lost
 // with a nameserver restart; the scrubbers report the replicas again.
 //
+// Placement (Map.Pick, under a Policy) never chooses a chunkserver whose
+// last reported free space is below the floor (one that cannot tell its
+// free space is eligible), puts the replicas of a block on distinct hosts
+// while unused hosts remain (Usage.Host, else the address's host part),
+// and orders the rest by free space per block in flight (Assigned, since
+// the last full report).
+//
 // A Map does no I/O and starts no goroutines; time is passed in. It is
 // safe for concurrent use (one mutex, never held across anything but map
 // updates).

@@ -167,7 +167,7 @@ func (tc *testCloser) createOpen(t *testing.T, path, session string, replicas ..
 	require.NoError(t, err)
 	tc.NoteOpen(res.Info.EntryId, res.Info)
 	for _, addr := range replicas {
-		tc.blocks.Register(addr, 0, tc.clock.Now())
+		tc.blocks.Register(addr, blockmap.Usage{}, tc.clock.Now())
 		tc.cs.put(addr, block, 0, false)
 	}
 	return res.Info.EntryId, block
@@ -276,7 +276,7 @@ func TestCloseFileEndsWithoutADeadChunkserver(t *testing.T) {
 		tc.clock.Advance(time.Second)
 		for _, s := range tc.blocks.Servers() {
 			if s.Addr != "cs2" {
-				tc.blocks.Heartbeat(s.ID, s.Addr, 0, tc.clock.Now())
+				tc.blocks.Heartbeat(s.ID, s.Addr, blockmap.Usage{}, tc.clock.Now())
 			}
 		}
 	}

@@ -272,7 +272,12 @@ type FileInfo struct {
 	HolderSession string `protobuf:"bytes,14,opt,name=holder_session,json=holderSession,proto3" json:"holder_session,omitempty"`
 	Epoch         uint64 `protobuf:"varint,15,opt,name=epoch,proto3" json:"epoch,omitempty"`
 	// When the lock entered its current state (Unix nanoseconds, display only).
-	LockSinceNs   int64 `protobuf:"varint,16,opt,name=lock_since_ns,json=lockSinceNs,proto3" json:"lock_since_ns,omitempty"`
+	LockSinceNs int64 `protobuf:"varint,16,opt,name=lock_since_ns,json=lockSinceNs,proto3" json:"lock_since_ns,omitempty"`
+	// Replicas of the file's block on live chunkservers, set in the answers
+	// of Stat, List and GetFileLocation for a closed file with a block (the
+	// fewest over its blocks); unset otherwise and never persisted. It may
+	// be below replication (a degraded write, a dead chunkserver).
+	LiveReplicas  *uint32 `protobuf:"varint,17,opt,name=live_replicas,json=liveReplicas,proto3,oneof" json:"live_replicas,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -419,6 +424,13 @@ func (x *FileInfo) GetLockSinceNs() int64 {
 	return 0
 }
 
+func (x *FileInfo) GetLiveReplicas() uint32 {
+	if x != nil && x.LiveReplicas != nil {
+		return *x.LiveReplicas
+	}
+	return 0
+}
+
 var File_fs_proto protoreflect.FileDescriptor
 
 const file_fs_proto_rawDesc = "" +
@@ -431,7 +443,7 @@ const file_fs_proto_rawDesc = "" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x03R\x04size\x12\x18\n" +
 	"\aversion\x18\x03 \x01(\x04R\aversion\x12\x1b\n" +
-	"\twrite_set\x18\x04 \x03(\tR\bwriteSet\"\xf3\x03\n" +
+	"\twrite_set\x18\x04 \x03(\tR\bwriteSet\"\xaf\x04\n" +
 	"\bFileInfo\x12\x19\n" +
 	"\bentry_id\x18\x01 \x01(\x04R\aentryId\x12\x1b\n" +
 	"\tparent_id\x18\x02 \x01(\x04R\bparentId\x12\x12\n" +
@@ -450,7 +462,9 @@ const file_fs_proto_rawDesc = "" +
 	"\x06holder\x18\r \x01(\tR\x06holder\x12%\n" +
 	"\x0eholder_session\x18\x0e \x01(\tR\rholderSession\x12\x14\n" +
 	"\x05epoch\x18\x0f \x01(\x04R\x05epoch\x12\"\n" +
-	"\rlock_since_ns\x18\x10 \x01(\x03R\vlockSinceNs*L\n" +
+	"\rlock_since_ns\x18\x10 \x01(\x03R\vlockSinceNs\x12(\n" +
+	"\rlive_replicas\x18\x11 \x01(\rH\x00R\fliveReplicas\x88\x01\x01B\x10\n" +
+	"\x0e_live_replicas*L\n" +
 	"\bFileType\x12\x19\n" +
 	"\x15FILE_TYPE_UNSPECIFIED\x10\x00\x12\x12\n" +
 	"\x0eFILE_TYPE_FILE\x10\x01\x12\x11\n" +
@@ -498,6 +512,7 @@ func file_fs_proto_init() {
 	if File_fs_proto != nil {
 		return
 	}
+	file_fs_proto_msgTypes[2].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

@@ -3589,7 +3589,13 @@ type RegisterRequest struct {
 	// The cluster id the chunkserver recorded at its first registration;
 	// empty for a chunkserver never registered. The nameserver refuses
 	// (WRONG_CLUSTER) an id other than its own.
-	ClusterId     string `protobuf:"bytes,4,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	ClusterId string `protobuf:"bytes,4,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	// Bytes free to the chunkserver on the file system of its data
+	// directory; capacity_bytes 0 means it cannot tell.
+	FreeBytes int64 `protobuf:"varint,5,opt,name=free_bytes,json=freeBytes,proto3" json:"free_bytes,omitempty"`
+	// The machine the chunkserver runs on, for placing replicas of a block
+	// on distinct hosts; empty means the host part of address.
+	HostId        string `protobuf:"bytes,6,opt,name=host_id,json=hostId,proto3" json:"host_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3648,6 +3654,20 @@ func (x *RegisterRequest) GetUsedBytes() int64 {
 func (x *RegisterRequest) GetClusterId() string {
 	if x != nil {
 		return x.ClusterId
+	}
+	return ""
+}
+
+func (x *RegisterRequest) GetFreeBytes() int64 {
+	if x != nil {
+		return x.FreeBytes
+	}
+	return 0
+}
+
+func (x *RegisterRequest) GetHostId() string {
+	if x != nil {
+		return x.HostId
 	}
 	return ""
 }
@@ -3747,6 +3767,9 @@ type HeartBeatRequest struct {
 	UsedBytes     int64                  `protobuf:"varint,3,opt,name=used_bytes,json=usedBytes,proto3" json:"used_bytes,omitempty"`
 	BlockCount    int64                  `protobuf:"varint,4,opt,name=block_count,json=blockCount,proto3" json:"block_count,omitempty"`
 	PendingWrites int64                  `protobuf:"varint,5,opt,name=pending_writes,json=pendingWrites,proto3" json:"pending_writes,omitempty"`
+	// As in RegisterRequest.
+	CapacityBytes int64 `protobuf:"varint,6,opt,name=capacity_bytes,json=capacityBytes,proto3" json:"capacity_bytes,omitempty"`
+	FreeBytes     int64 `protobuf:"varint,7,opt,name=free_bytes,json=freeBytes,proto3" json:"free_bytes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3812,6 +3835,20 @@ func (x *HeartBeatRequest) GetBlockCount() int64 {
 func (x *HeartBeatRequest) GetPendingWrites() int64 {
 	if x != nil {
 		return x.PendingWrites
+	}
+	return 0
+}
+
+func (x *HeartBeatRequest) GetCapacityBytes() int64 {
+	if x != nil {
+		return x.CapacityBytes
+	}
+	return 0
+}
+
+func (x *HeartBeatRequest) GetFreeBytes() int64 {
+	if x != nil {
+		return x.FreeBytes
 	}
 	return 0
 }
@@ -4875,14 +4912,17 @@ const file_nameserver_proto_rawDesc = "" +
 	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
 	"\amessage\x18\x0f \x01(\tR\amessage\x12/\n" +
 	"\aentries\x18\x02 \x03(\v2\x15.bfs.LockHistoryEntryR\aentries\x12&\n" +
-	"\x0fnext_page_token\x18\x03 \x01(\tR\rnextPageToken\"\x90\x01\n" +
+	"\x0fnext_page_token\x18\x03 \x01(\tR\rnextPageToken\"\xc8\x01\n" +
 	"\x0fRegisterRequest\x12\x18\n" +
 	"\aaddress\x18\x01 \x01(\tR\aaddress\x12%\n" +
 	"\x0ecapacity_bytes\x18\x02 \x01(\x03R\rcapacityBytes\x12\x1d\n" +
 	"\n" +
 	"used_bytes\x18\x03 \x01(\x03R\tusedBytes\x12\x1d\n" +
 	"\n" +
-	"cluster_id\x18\x04 \x01(\tR\tclusterId\"\xfd\x01\n" +
+	"cluster_id\x18\x04 \x01(\tR\tclusterId\x12\x1d\n" +
+	"\n" +
+	"free_bytes\x18\x05 \x01(\x03R\tfreeBytes\x12\x17\n" +
+	"\ahost_id\x18\x06 \x01(\tR\x06hostId\"\xfd\x01\n" +
 	"\x10RegisterResponse\x12'\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
 	"\amessage\x18\x0f \x01(\tR\amessage\x12%\n" +
@@ -4890,7 +4930,7 @@ const file_nameserver_proto_rawDesc = "" +
 	"\x15heartbeat_interval_ms\x18\x03 \x01(\x03R\x13heartbeatIntervalMs\x12,\n" +
 	"\x12report_interval_ms\x18\x04 \x01(\x03R\x10reportIntervalMs\x12\x1d\n" +
 	"\n" +
-	"cluster_id\x18\x05 \x01(\tR\tclusterId\"\xba\x01\n" +
+	"cluster_id\x18\x05 \x01(\tR\tclusterId\"\x80\x02\n" +
 	"\x10HeartBeatRequest\x12%\n" +
 	"\x0echunkserver_id\x18\x01 \x01(\x03R\rchunkserverId\x12\x18\n" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x12\x1d\n" +
@@ -4898,7 +4938,10 @@ const file_nameserver_proto_rawDesc = "" +
 	"used_bytes\x18\x03 \x01(\x03R\tusedBytes\x12\x1f\n" +
 	"\vblock_count\x18\x04 \x01(\x03R\n" +
 	"blockCount\x12%\n" +
-	"\x0epending_writes\x18\x05 \x01(\x03R\rpendingWrites\"v\n" +
+	"\x0epending_writes\x18\x05 \x01(\x03R\rpendingWrites\x12%\n" +
+	"\x0ecapacity_bytes\x18\x06 \x01(\x03R\rcapacityBytes\x12\x1d\n" +
+	"\n" +
+	"free_bytes\x18\a \x01(\x03R\tfreeBytes\"v\n" +
 	"\x11HeartBeatResponse\x12'\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
 	"\amessage\x18\x0f \x01(\tR\amessage\x12\x1e\n" +

@@ -55,6 +55,9 @@ const (
 	// WRONG_CLUSTER: a chunkserver and a nameserver of different clusters
 	// (different cluster ids); neither acts on the other's word.
 	StatusCode_WRONG_CLUSTER StatusCode = 20
+	// RESOURCE_EXHAUSTED: a chunkserver's disk is full (ENOSPC); another
+	// write set may have room.
+	StatusCode_RESOURCE_EXHAUSTED StatusCode = 21
 )
 
 // Enum value maps for StatusCode.
@@ -81,29 +84,31 @@ var (
 		18: "INTERNAL",
 		19: "UNIMPLEMENTED",
 		20: "WRONG_CLUSTER",
+		21: "RESOURCE_EXHAUSTED",
 	}
 	StatusCode_value = map[string]int32{
-		"OK":                0,
-		"NOT_FOUND":         1,
-		"EXISTS":            2,
-		"INVALID_ARGUMENT":  3,
-		"NOT_DIRECTORY":     4,
-		"IS_DIRECTORY":      5,
-		"DIR_NOT_EMPTY":     6,
-		"PERMISSION_DENIED": 7,
-		"LOCKED":            8,
-		"UNLOCKED":          9,
-		"CLEANING":          10,
-		"STALE_EPOCH":       11,
-		"SESSION_EXPIRED":   12,
-		"SEALED":            13,
-		"NOT_LEADER":        14,
-		"UNAVAILABLE":       15,
-		"NOT_OPEN":          16,
-		"CORRUPT":           17,
-		"INTERNAL":          18,
-		"UNIMPLEMENTED":     19,
-		"WRONG_CLUSTER":     20,
+		"OK":                 0,
+		"NOT_FOUND":          1,
+		"EXISTS":             2,
+		"INVALID_ARGUMENT":   3,
+		"NOT_DIRECTORY":      4,
+		"IS_DIRECTORY":       5,
+		"DIR_NOT_EMPTY":      6,
+		"PERMISSION_DENIED":  7,
+		"LOCKED":             8,
+		"UNLOCKED":           9,
+		"CLEANING":           10,
+		"STALE_EPOCH":        11,
+		"SESSION_EXPIRED":    12,
+		"SEALED":             13,
+		"NOT_LEADER":         14,
+		"UNAVAILABLE":        15,
+		"NOT_OPEN":           16,
+		"CORRUPT":            17,
+		"INTERNAL":           18,
+		"UNIMPLEMENTED":      19,
+		"WRONG_CLUSTER":      20,
+		"RESOURCE_EXHAUSTED": 21,
 	}
 )
 
@@ -138,7 +143,7 @@ var File_status_proto protoreflect.FileDescriptor
 
 const file_status_proto_rawDesc = "" +
 	"\n" +
-	"\fstatus.proto\x12\x03bfs*\xde\x02\n" +
+	"\fstatus.proto\x12\x03bfs*\xf6\x02\n" +
 	"\n" +
 	"StatusCode\x12\x06\n" +
 	"\x02OK\x10\x00\x12\r\n" +
@@ -166,7 +171,8 @@ const file_status_proto_rawDesc = "" +
 	"\aCORRUPT\x10\x11\x12\f\n" +
 	"\bINTERNAL\x10\x12\x12\x11\n" +
 	"\rUNIMPLEMENTED\x10\x13\x12\x11\n" +
-	"\rWRONG_CLUSTER\x10\x14B#Z!github.com/bfs-go/bfs/proto/bfspbb\x06proto3"
+	"\rWRONG_CLUSTER\x10\x14\x12\x16\n" +
+	"\x12RESOURCE_EXHAUSTED\x10\x15B#Z!github.com/bfs-go/bfs/proto/bfspbb\x06proto3"
 
 var (
 	file_status_proto_rawDescOnce sync.Once

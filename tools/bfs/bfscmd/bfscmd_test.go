@@ -128,7 +128,7 @@ func TestUnreachableNameserver(t *testing.T) {
 
 var (
 	dirLine  = regexp.MustCompile(`^d[rwx-]{9} +- +\d+ \d{4}-\d\d-\d\d \d\d:\d\d (/\S*)$`)
-	fileLine = regexp.MustCompile(`^-[rwx-]{9} +\d+ +\d+ \d{4}-\d\d-\d\d \d\d:\d\d (/\S*)$`)
+	fileLine = regexp.MustCompile(`^-[rwx-]{9} +(\d+/)?\d+ +\d+ \d{4}-\d\d-\d\d \d\d:\d\d (/\S*)$`)
 )
 
 func lines(s string) []string {

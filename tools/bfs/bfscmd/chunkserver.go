@@ -31,6 +31,7 @@ func (e *env) chunkserverCommand() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&cfg.DataDir, "data", cfg.DataDir, "data directory (block files)")
 	f.StringVar(&cfg.ListenAddr, "listen", cfg.ListenAddr, "gRPC listen address")
+	f.StringVar(&cfg.HostID, "host-id", cfg.HostID, "machine name for placing replicas on distinct hosts (default: the advertised address's host)")
 	f.StringVar(&cfg.AdvertiseAddr, "advertise", cfg.AdvertiseAddr, "address given to the nameserver and clients (default: the listen address)")
 	f.StringVar(&cfg.MetricsAddr, "metrics", cfg.MetricsAddr, `Prometheus metrics HTTP address ("" for none)`)
 	f.DurationVar(&cfg.HeartbeatInterval, "heartbeat", cfg.HeartbeatInterval, "heartbeat interval")

@@ -19,6 +19,10 @@ func longLine(fi *sdk.FileInfo) string {
 	repl := "-"
 	if !fi.IsDir {
 		repl = strconv.Itoa(fi.Replication)
+		if fi.LiveReplicas >= 0 {
+			// Live beside target, as hdfs fsck shows it.
+			repl = strconv.Itoa(fi.LiveReplicas) + "/" + repl
+		}
 	}
 	s := fmt.Sprintf("%s %3s %12d %s %s", fi.Mode, repl, fi.Size, formatTime(fi.ModTime, timeLayout), printable.String(fi.Path))
 	if fi.LockStatus != sdk.Unlocked {
@@ -51,6 +55,8 @@ func writeStat(w io.Writer, fi *sdk.FileInfo) {
 	kind, repl := "file", strconv.Itoa(fi.Replication)
 	if fi.IsDir {
 		kind, repl = "directory", "-"
+	} else if fi.LiveReplicas >= 0 {
+		repl += fmt.Sprintf(" (%d live)", fi.LiveReplicas)
 	}
 	fmt.Fprintf(tw, "Path:\t%s\n", printable.String(fi.Path))
 	fmt.Fprintf(tw, "Type:\t%s\n", kind)

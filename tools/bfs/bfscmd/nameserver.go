@@ -38,6 +38,9 @@ func (e *env) nameserverCommand() *cobra.Command {
 	f.DurationVar(&cfg.ReportInterval, "report-interval", cfg.ReportInterval, "full block report interval chunkservers are told to use")
 	f.Float64Var(&cfg.SafeModeThreshold, "safemode-threshold", cfg.SafeModeThreshold,
 		"share of known blocks, in (0, 1], that must be reported before safe mode ends by itself")
+	f.Int64Var(&cfg.MinFreeBytes, "min-free-bytes", cfg.MinFreeBytes, "a chunkserver with less free disk space is never picked for a new block (0 for no floor)")
+	f.IntVar(&cfg.MinReplication, "min-replication", cfg.MinReplication,
+		"fewest replicas a new block may start with when fewer live chunkservers exist than its file's replication")
 	f.DurationVar(&cfg.MinSessionTTL, "min-session-ttl", cfg.MinSessionTTL, "shortest session TTL a client may ask for")
 	f.DurationVar(&cfg.MaxSessionTTL, "max-session-ttl", cfg.MaxSessionTTL, "longest session TTL a client may ask for")
 	addGlogFlags(f)
