@@ -113,7 +113,8 @@
 // server started and closes the store. Serve owns up to four goroutines
 // besides gRPC's and the metrics server: the membership loop (register,
 // heartbeat, report), the BlockReceived reporter, the bad-replica reporter
-// and the scrubber; all stop before Serve returns.
+// (both an outbox: outbox.go) and the scrubber; all stop before Serve
+// returns.
 // Time is read through Config.Clock, so tests drive heartbeats, reports
 // and retries with a fake clock. There is no package-level state.
 package chunkserver
