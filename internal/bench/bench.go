@@ -59,15 +59,16 @@ func (r Result) HasLatency() bool { return r.P99 > 0 }
 type Op func(ctx context.Context, c, i int) error
 
 // Run runs op from clients goroutines for d, or for ops operations in all
-// when ops > 0 (whichever ends first). An operation that fails is counted
-// as an error and its latency is left out; the first error is returned
-// with the result so a broken workload is never reported as fast.
+// when ops > 0 (whichever ends first). Clients stop starting operations
+// once d has passed; an operation under way then runs to its end, so
+// every client completes at least one operation however slow the machine,
+// and the elapsed time runs to the last one's end. An operation that fails
+// is counted as an error and its latency is left out; the first error is
+// returned with the result so a broken workload is never reported as fast.
 func Run(ctx context.Context, name string, clients int, d time.Duration, ops int64, op Op) (Result, error) {
 	if clients <= 0 {
 		return Result{}, fmt.Errorf("bench: %d clients", clients)
 	}
-	ctx, cancel := context.WithTimeout(ctx, d)
-	defer cancel()
 	var (
 		wg       sync.WaitGroup
 		mu       sync.Mutex
@@ -91,6 +92,7 @@ func Run(ctx context.Context, name string, clients int, d time.Duration, ops int
 		return true
 	}
 	start := time.Now()
+	deadline := start.Add(d)
 	for c := range clients {
 		wg.Add(1)
 		go func() {
@@ -98,11 +100,11 @@ func Run(ctx context.Context, name string, clients int, d time.Duration, ops int
 			var lat []time.Duration
 			var fails int64
 			var err1 error
-			for i := 0; ctx.Err() == nil && take(); i++ {
+			for i := 0; ctx.Err() == nil && time.Now().Before(deadline) && take(); i++ {
 				t := time.Now()
 				if err := op(ctx, c, i); err != nil {
-					if ended(ctx) {
-						break // the run ended under the operation
+					if ctx.Err() != nil {
+						break // the caller ended the run under the operation
 					}
 					fails++
 					if err1 == nil {
@@ -125,14 +127,4 @@ func Run(ctx context.Context, name string, clients int, d time.Duration, ops int
 	r := Result{Name: name, Clients: clients, Ops: int64(len(all)), Errors: failures, Elapsed: time.Since(start), Samples: all}
 	r.P50, r.P90, r.P99 = Percentiles(all)
 	return r, firstErr
-}
-
-// ended reports whether ctx is done or past its deadline (an RPC can see
-// its deadline pass before ctx's own timer fires).
-func ended(ctx context.Context) bool {
-	if ctx.Err() != nil {
-		return true
-	}
-	dl, ok := ctx.Deadline()
-	return ok && !time.Now().Before(dl)
 }

@@ -158,10 +158,29 @@ func TestRunForADurationCountsCompletedOperations(t *testing.T) {
 	}
 }
 
-// An operation the end of the run interrupts is neither an op nor an
+// The end of the run stops clients starting operations; one under way
+// runs to its end and counts, so a machine slower than the duration still
+// measures something.
+func TestRunLetsTheLastOperationFinish(t *testing.T) {
+	r, err := Run(context.Background(), "slow", 2, 20*time.Millisecond, 0, func(ctx context.Context, _, _ int) error {
+		select {
+		case <-time.After(60 * time.Millisecond):
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
+	if err != nil || r.Ops != 2 || r.Errors != 0 || r.Elapsed < 60*time.Millisecond {
+		t.Fatalf("ops %d errors %d elapsed %v err %v, want 2 ops after 60ms", r.Ops, r.Errors, r.Elapsed, err)
+	}
+}
+
+// An operation the caller's context interrupts is neither an op nor an
 // error.
-func TestRunEndDoesNotCountInterruptedOperations(t *testing.T) {
-	r, err := Run(context.Background(), "blocked", 2, 20*time.Millisecond, 0, func(ctx context.Context, _, _ int) error {
+func TestRunCancelDoesNotCountInterruptedOperations(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	r, err := Run(ctx, "blocked", 2, time.Minute, 0, func(ctx context.Context, _, _ int) error {
 		<-ctx.Done()
 		return ctx.Err()
 	})
