@@ -37,6 +37,11 @@ type Server struct {
 	Assigned int
 	// Reported is set by the registration's first full block report.
 	Reported bool
+	// Draining is set while the chunkserver is being decommissioned: it
+	// is chosen by no new write, its replicas stop counting toward their
+	// block's replication, and it remains a source for copies and reads.
+	// It outlives re-registrations at the same address.
+	Draining bool
 }
 
 // Map is the block map. See the package documentation.
@@ -55,6 +60,8 @@ type Map struct {
 		// address. A mark outlives reports and re-registrations: only
 		// DropReplica and Forget clear it.
 		corrupt map[BlockID]map[string]struct{}
+		// draining holds the addresses being decommissioned.
+		draining map[string]struct{}
 	}
 }
 
@@ -67,6 +74,7 @@ func New(start time.Time) *Map {
 	m.mu.blocks = make(map[BlockID]map[string]Replica)
 	m.mu.held = make(map[string]map[BlockID]struct{})
 	m.mu.corrupt = make(map[BlockID]map[string]struct{})
+	m.mu.draining = make(map[string]struct{})
 	return m
 }
 
@@ -81,7 +89,8 @@ func (m *Map) Register(addr string, u Usage, now time.Time) ServerID {
 	}
 	m.mu.next++
 	id := m.mu.next
-	m.mu.servers[id] = &Server{ID: id, Addr: addr, LastBeat: now, Usage: u}
+	_, draining := m.mu.draining[addr]
+	m.mu.servers[id] = &Server{ID: id, Addr: addr, LastBeat: now, Usage: u, Draining: draining}
 	m.mu.byAddr[addr] = id
 	return id
 }
@@ -341,5 +350,69 @@ func (m *Map) Servers() []Server {
 		out = append(out, *s)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// ReplicaState is a replica of a block on a live chunkserver, with what
+// the map knows against it.
+type ReplicaState struct {
+	Replica
+	// Corrupt: the replica was reported corrupt (MarkCorrupt).
+	Corrupt bool
+	// Draining: its chunkserver is being decommissioned.
+	Draining bool
+}
+
+// Counts reports whether the replica counts toward its block's
+// replication: neither corrupt nor on a draining chunkserver.
+func (r ReplicaState) Counts() bool { return !r.Corrupt && !r.Draining }
+
+// States returns every replica of b on a live chunkserver, corrupt and
+// draining ones included, by address.
+func (m *Map) States(b BlockID) []ReplicaState {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]ReplicaState, 0, len(m.mu.blocks[b]))
+	bad := m.mu.corrupt[b]
+	for _, r := range m.mu.blocks[b] {
+		_, c := bad[r.Addr]
+		_, d := m.mu.draining[r.Addr]
+		out = append(out, ReplicaState{Replica: r, Corrupt: c, Draining: d})
+	}
+	slices.SortFunc(out, func(a, b ReplicaState) int { return strings.Compare(a.Addr, b.Addr) })
+	return out
+}
+
+// SetDraining starts (on) or ends the decommission of the chunkserver at
+// addr. It returns false if nothing changed. The mark is kept by address,
+// so it holds across the chunkserver's restarts.
+func (m *Map) SetDraining(addr string, on bool) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, was := m.mu.draining[addr]
+	if was == on {
+		return false
+	}
+	if on {
+		m.mu.draining[addr] = struct{}{}
+	} else {
+		delete(m.mu.draining, addr)
+	}
+	if id, ok := m.mu.byAddr[addr]; ok {
+		m.mu.servers[id].Draining = on
+	}
+	return true
+}
+
+// Held returns the blocks the chunkserver at addr holds, as reported,
+// sorted.
+func (m *Map) Held(addr string) []BlockID {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]BlockID, 0, len(m.mu.held[addr]))
+	for b := range m.mu.held[addr] {
+		out = append(out, b)
+	}
+	slices.Sort(out)
 	return out
 }

@@ -152,3 +152,32 @@ func TestCorruptReplicaStopsCounting(t *testing.T) {
 	require.Empty(t, m.Corrupt(7))
 	require.Zero(t, m.CorruptCount())
 }
+
+func TestDrainingStaysByAddressAndIsNeverPicked(t *testing.T) {
+	now := time.Unix(1000, 0)
+	m := New(now)
+	a := m.Register("a:1", Usage{}, now)
+	m.Register("b:1", Usage{}, now)
+	m.Report(a, "a:1", map[BlockID]Replica{7: {Size: 3, Sealed: true}}, now)
+	if !m.SetDraining("a:1", true) || m.SetDraining("a:1", true) {
+		t.Fatal("SetDraining: want a change once")
+	}
+	a = m.Register("a:1", Usage{}, now) // a restart keeps the mark
+	m.Report(a, "a:1", map[BlockID]Replica{7: {Size: 3, Sealed: true}}, now)
+	st := m.States(7)
+	if len(st) != 1 || !st[0].Draining || st[0].Counts() {
+		t.Fatalf("States = %+v, want one draining replica that does not count", st)
+	}
+	if got := m.Held("a:1"); len(got) != 1 || got[0] != 7 {
+		t.Fatalf("Held = %v", got)
+	}
+	for range 5 {
+		got, err := m.Pick(1, Policy{})
+		if err != nil || len(got) != 1 || got[0] != "b:1" {
+			t.Fatalf("Pick = %v, %v; want b:1 only", got, err)
+		}
+	}
+	if _, err := m.Pick(2, Policy{MinReplicas: 2}); err == nil {
+		t.Fatal("Pick(2) with one eligible server: want an error")
+	}
+}

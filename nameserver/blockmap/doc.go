@@ -19,6 +19,13 @@
 // deleted, until a repair exists. The marks, like the rest, are lost
 // with a nameserver restart; the scrubbers report the replicas again.
 //
+// Decommission: SetDraining marks a chunkserver's address draining. The
+// mark is kept by address (it holds across the chunkserver's restarts).
+// A draining chunkserver is never picked for a new block, and its
+// replicas do not count toward their block's replication (States reports
+// each replica with its Corrupt and Draining marks; Counts says whether
+// it counts), though they stay readable and can be copied from.
+//
 // Placement (Map.Pick, under a Policy) never chooses a chunkserver whose
 // last reported free space is below the floor (one that cannot tell its
 // free space is eligible), puts the replicas of a block on distinct hosts

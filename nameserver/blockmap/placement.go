@@ -41,10 +41,11 @@ func (s *Server) hostOf() string {
 	return s.Addr
 }
 
-// eligible says whether s has room for a new block under p. A chunkserver
-// that cannot tell its free space is given the benefit of the doubt.
+// eligible says whether s takes a new block under p: it is not draining
+// and has room. A chunkserver that cannot tell its free space is given
+// the benefit of the doubt.
 func (s *Server) eligible(p Policy) bool {
-	return s.Capacity == 0 || s.Free >= p.MinFree
+	return !s.Draining && (s.Capacity == 0 || s.Free >= p.MinFree)
 }
 
 // score orders chunkservers for a new block: the free space left per block
