@@ -263,11 +263,14 @@ func (x *ReadRequest) GetLength() int64 {
 }
 
 type ReadChunk struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Status        StatusCode             `protobuf:"varint,1,opt,name=status,proto3,enum=bfs.StatusCode" json:"status,omitempty"`
-	Offset        int64                  `protobuf:"varint,2,opt,name=offset,proto3" json:"offset,omitempty"`
-	Data          []byte                 `protobuf:"bytes,3,opt,name=data,proto3" json:"data,omitempty"`
-	Message       string                 `protobuf:"bytes,4,opt,name=message,proto3" json:"message,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Status  StatusCode             `protobuf:"varint,1,opt,name=status,proto3,enum=bfs.StatusCode" json:"status,omitempty"`
+	Offset  int64                  `protobuf:"varint,2,opt,name=offset,proto3" json:"offset,omitempty"`
+	Data    []byte                 `protobuf:"bytes,3,opt,name=data,proto3" json:"data,omitempty"`
+	Message string                 `protobuf:"bytes,4,opt,name=message,proto3" json:"message,omitempty"`
+	// CRC32C (Castagnoli) of data, computed by the chunkserver from bytes it
+	// verified against its stored checksums; a receiver checks it.
+	Crc32C        uint32 `protobuf:"varint,5,opt,name=crc32c,proto3" json:"crc32c,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -328,6 +331,13 @@ func (x *ReadChunk) GetMessage() string {
 		return x.Message
 	}
 	return ""
+}
+
+func (x *ReadChunk) GetCrc32C() uint32 {
+	if x != nil {
+		return x.Crc32C
+	}
+	return 0
 }
 
 type SealRequest struct {
@@ -878,6 +888,148 @@ func (x *GetBlockInfoResponse) GetMessage() string {
 	return ""
 }
 
+type ReplicateBlockRequest struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	BlockId int64                  `protobuf:"varint,1,opt,name=block_id,json=blockId,proto3" json:"block_id,omitempty"`
+	// The address of a chunkserver holding a sealed replica of the block.
+	Source string `protobuf:"bytes,2,opt,name=source,proto3" json:"source,omitempty"`
+	// The block's length and version: the source's replica must be sealed
+	// at exactly size bytes, and the copy is sealed at size, with version.
+	Size    int64  `protobuf:"varint,3,opt,name=size,proto3" json:"size,omitempty"`
+	Version uint64 `protobuf:"varint,4,opt,name=version,proto3" json:"version,omitempty"`
+	// The sender's cluster id; a chunkserver refuses one other than the id
+	// it recorded (empty is not checked).
+	ClusterId     string `protobuf:"bytes,5,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReplicateBlockRequest) Reset() {
+	*x = ReplicateBlockRequest{}
+	mi := &file_chunkserver_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReplicateBlockRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReplicateBlockRequest) ProtoMessage() {}
+
+func (x *ReplicateBlockRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_chunkserver_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReplicateBlockRequest.ProtoReflect.Descriptor instead.
+func (*ReplicateBlockRequest) Descriptor() ([]byte, []int) {
+	return file_chunkserver_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *ReplicateBlockRequest) GetBlockId() int64 {
+	if x != nil {
+		return x.BlockId
+	}
+	return 0
+}
+
+func (x *ReplicateBlockRequest) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
+func (x *ReplicateBlockRequest) GetSize() int64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
+func (x *ReplicateBlockRequest) GetVersion() uint64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *ReplicateBlockRequest) GetClusterId() string {
+	if x != nil {
+		return x.ClusterId
+	}
+	return ""
+}
+
+type ReplicateBlockResponse struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Status  StatusCode             `protobuf:"varint,1,opt,name=status,proto3,enum=bfs.StatusCode" json:"status,omitempty"`
+	Message string                 `protobuf:"bytes,15,opt,name=message,proto3" json:"message,omitempty"`
+	// Bytes copied (the block's size) on OK.
+	Size          int64 `protobuf:"varint,2,opt,name=size,proto3" json:"size,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReplicateBlockResponse) Reset() {
+	*x = ReplicateBlockResponse{}
+	mi := &file_chunkserver_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReplicateBlockResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReplicateBlockResponse) ProtoMessage() {}
+
+func (x *ReplicateBlockResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_chunkserver_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReplicateBlockResponse.ProtoReflect.Descriptor instead.
+func (*ReplicateBlockResponse) Descriptor() ([]byte, []int) {
+	return file_chunkserver_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *ReplicateBlockResponse) GetStatus() StatusCode {
+	if x != nil {
+		return x.Status
+	}
+	return StatusCode_OK
+}
+
+func (x *ReplicateBlockResponse) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *ReplicateBlockResponse) GetSize() int64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
 var File_chunkserver_proto protoreflect.FileDescriptor
 
 const file_chunkserver_proto_rawDesc = "" +
@@ -901,12 +1053,13 @@ const file_chunkserver_proto_rawDesc = "" +
 	"\vReadRequest\x12\x19\n" +
 	"\bblock_id\x18\x01 \x01(\x03R\ablockId\x12\x16\n" +
 	"\x06offset\x18\x02 \x01(\x03R\x06offset\x12\x16\n" +
-	"\x06length\x18\x03 \x01(\x03R\x06length\"z\n" +
+	"\x06length\x18\x03 \x01(\x03R\x06length\"\x92\x01\n" +
 	"\tReadChunk\x12'\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x16\n" +
 	"\x06offset\x18\x02 \x01(\x03R\x06offset\x12\x12\n" +
 	"\x04data\x18\x03 \x01(\fR\x04data\x12\x18\n" +
-	"\amessage\x18\x04 \x01(\tR\amessage\"(\n" +
+	"\amessage\x18\x04 \x01(\tR\amessage\x12\x16\n" +
+	"\x06crc32c\x18\x05 \x01(\rR\x06crc32c\"(\n" +
 	"\vSealRequest\x12\x19\n" +
 	"\bblock_id\x18\x01 \x01(\x03R\ablockId\"\x7f\n" +
 	"\fSealResponse\x12'\n" +
@@ -941,7 +1094,18 @@ const file_chunkserver_proto_rawDesc = "" +
 	"\x04size\x18\x02 \x01(\x03R\x04size\x12\x18\n" +
 	"\aversion\x18\x03 \x01(\x04R\aversion\x12\x16\n" +
 	"\x06sealed\x18\x04 \x01(\bR\x06sealed\x12\x18\n" +
-	"\amessage\x18\x0f \x01(\tR\amessage2\x99\x03\n" +
+	"\amessage\x18\x0f \x01(\tR\amessage\"\x97\x01\n" +
+	"\x15ReplicateBlockRequest\x12\x19\n" +
+	"\bblock_id\x18\x01 \x01(\x03R\ablockId\x12\x16\n" +
+	"\x06source\x18\x02 \x01(\tR\x06source\x12\x12\n" +
+	"\x04size\x18\x03 \x01(\x03R\x04size\x12\x18\n" +
+	"\aversion\x18\x04 \x01(\x04R\aversion\x12\x1d\n" +
+	"\n" +
+	"cluster_id\x18\x05 \x01(\tR\tclusterId\"o\n" +
+	"\x16ReplicateBlockResponse\x12'\n" +
+	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
+	"\amessage\x18\x0f \x01(\tR\amessage\x12\x12\n" +
+	"\x04size\x18\x02 \x01(\x03R\x04size2\xe4\x03\n" +
 	"\vChunkServer\x12,\n" +
 	"\x05Write\x12\x10.bfs.WritePacket\x1a\r.bfs.WriteAck(\x010\x01\x12*\n" +
 	"\x04Read\x12\x10.bfs.ReadRequest\x1a\x0e.bfs.ReadChunk0\x01\x12+\n" +
@@ -949,7 +1113,8 @@ const file_chunkserver_proto_rawDesc = "" +
 	"\bTruncate\x12\x14.bfs.TruncateRequest\x1a\x15.bfs.TruncateResponse\x12C\n" +
 	"\fDeleteBlocks\x12\x18.bfs.DeleteBlocksRequest\x1a\x19.bfs.DeleteBlocksResponse\x12C\n" +
 	"\fGetBlockInfo\x12\x18.bfs.GetBlockInfoRequest\x1a\x19.bfs.GetBlockInfoResponse\x12@\n" +
-	"\vCreateBlock\x12\x17.bfs.CreateBlockRequest\x1a\x18.bfs.CreateBlockResponseB#Z!github.com/bfs-go/bfs/proto/bfspbb\x06proto3"
+	"\vCreateBlock\x12\x17.bfs.CreateBlockRequest\x1a\x18.bfs.CreateBlockResponse\x12I\n" +
+	"\x0eReplicateBlock\x12\x1a.bfs.ReplicateBlockRequest\x1a\x1b.bfs.ReplicateBlockResponseB#Z!github.com/bfs-go/bfs/proto/bfspbb\x06proto3"
 
 var (
 	file_chunkserver_proto_rawDescOnce sync.Once
@@ -963,51 +1128,56 @@ func file_chunkserver_proto_rawDescGZIP() []byte {
 	return file_chunkserver_proto_rawDescData
 }
 
-var file_chunkserver_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_chunkserver_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_chunkserver_proto_goTypes = []any{
-	(*WritePacket)(nil),          // 0: bfs.WritePacket
-	(*WriteAck)(nil),             // 1: bfs.WriteAck
-	(*ReadRequest)(nil),          // 2: bfs.ReadRequest
-	(*ReadChunk)(nil),            // 3: bfs.ReadChunk
-	(*SealRequest)(nil),          // 4: bfs.SealRequest
-	(*SealResponse)(nil),         // 5: bfs.SealResponse
-	(*TruncateRequest)(nil),      // 6: bfs.TruncateRequest
-	(*TruncateResponse)(nil),     // 7: bfs.TruncateResponse
-	(*DeleteBlocksRequest)(nil),  // 8: bfs.DeleteBlocksRequest
-	(*DeleteBlocksResponse)(nil), // 9: bfs.DeleteBlocksResponse
-	(*CreateBlockRequest)(nil),   // 10: bfs.CreateBlockRequest
-	(*CreateBlockResponse)(nil),  // 11: bfs.CreateBlockResponse
-	(*GetBlockInfoRequest)(nil),  // 12: bfs.GetBlockInfoRequest
-	(*GetBlockInfoResponse)(nil), // 13: bfs.GetBlockInfoResponse
-	(StatusCode)(0),              // 14: bfs.StatusCode
+	(*WritePacket)(nil),            // 0: bfs.WritePacket
+	(*WriteAck)(nil),               // 1: bfs.WriteAck
+	(*ReadRequest)(nil),            // 2: bfs.ReadRequest
+	(*ReadChunk)(nil),              // 3: bfs.ReadChunk
+	(*SealRequest)(nil),            // 4: bfs.SealRequest
+	(*SealResponse)(nil),           // 5: bfs.SealResponse
+	(*TruncateRequest)(nil),        // 6: bfs.TruncateRequest
+	(*TruncateResponse)(nil),       // 7: bfs.TruncateResponse
+	(*DeleteBlocksRequest)(nil),    // 8: bfs.DeleteBlocksRequest
+	(*DeleteBlocksResponse)(nil),   // 9: bfs.DeleteBlocksResponse
+	(*CreateBlockRequest)(nil),     // 10: bfs.CreateBlockRequest
+	(*CreateBlockResponse)(nil),    // 11: bfs.CreateBlockResponse
+	(*GetBlockInfoRequest)(nil),    // 12: bfs.GetBlockInfoRequest
+	(*GetBlockInfoResponse)(nil),   // 13: bfs.GetBlockInfoResponse
+	(*ReplicateBlockRequest)(nil),  // 14: bfs.ReplicateBlockRequest
+	(*ReplicateBlockResponse)(nil), // 15: bfs.ReplicateBlockResponse
+	(StatusCode)(0),                // 16: bfs.StatusCode
 }
 var file_chunkserver_proto_depIdxs = []int32{
-	14, // 0: bfs.WriteAck.status:type_name -> bfs.StatusCode
-	14, // 1: bfs.ReadChunk.status:type_name -> bfs.StatusCode
-	14, // 2: bfs.SealResponse.status:type_name -> bfs.StatusCode
-	14, // 3: bfs.TruncateResponse.status:type_name -> bfs.StatusCode
-	14, // 4: bfs.DeleteBlocksResponse.status:type_name -> bfs.StatusCode
-	14, // 5: bfs.CreateBlockResponse.status:type_name -> bfs.StatusCode
-	14, // 6: bfs.GetBlockInfoResponse.status:type_name -> bfs.StatusCode
-	0,  // 7: bfs.ChunkServer.Write:input_type -> bfs.WritePacket
-	2,  // 8: bfs.ChunkServer.Read:input_type -> bfs.ReadRequest
-	4,  // 9: bfs.ChunkServer.Seal:input_type -> bfs.SealRequest
-	6,  // 10: bfs.ChunkServer.Truncate:input_type -> bfs.TruncateRequest
-	8,  // 11: bfs.ChunkServer.DeleteBlocks:input_type -> bfs.DeleteBlocksRequest
-	12, // 12: bfs.ChunkServer.GetBlockInfo:input_type -> bfs.GetBlockInfoRequest
-	10, // 13: bfs.ChunkServer.CreateBlock:input_type -> bfs.CreateBlockRequest
-	1,  // 14: bfs.ChunkServer.Write:output_type -> bfs.WriteAck
-	3,  // 15: bfs.ChunkServer.Read:output_type -> bfs.ReadChunk
-	5,  // 16: bfs.ChunkServer.Seal:output_type -> bfs.SealResponse
-	7,  // 17: bfs.ChunkServer.Truncate:output_type -> bfs.TruncateResponse
-	9,  // 18: bfs.ChunkServer.DeleteBlocks:output_type -> bfs.DeleteBlocksResponse
-	13, // 19: bfs.ChunkServer.GetBlockInfo:output_type -> bfs.GetBlockInfoResponse
-	11, // 20: bfs.ChunkServer.CreateBlock:output_type -> bfs.CreateBlockResponse
-	14, // [14:21] is the sub-list for method output_type
-	7,  // [7:14] is the sub-list for method input_type
-	7,  // [7:7] is the sub-list for extension type_name
-	7,  // [7:7] is the sub-list for extension extendee
-	0,  // [0:7] is the sub-list for field type_name
+	16, // 0: bfs.WriteAck.status:type_name -> bfs.StatusCode
+	16, // 1: bfs.ReadChunk.status:type_name -> bfs.StatusCode
+	16, // 2: bfs.SealResponse.status:type_name -> bfs.StatusCode
+	16, // 3: bfs.TruncateResponse.status:type_name -> bfs.StatusCode
+	16, // 4: bfs.DeleteBlocksResponse.status:type_name -> bfs.StatusCode
+	16, // 5: bfs.CreateBlockResponse.status:type_name -> bfs.StatusCode
+	16, // 6: bfs.GetBlockInfoResponse.status:type_name -> bfs.StatusCode
+	16, // 7: bfs.ReplicateBlockResponse.status:type_name -> bfs.StatusCode
+	0,  // 8: bfs.ChunkServer.Write:input_type -> bfs.WritePacket
+	2,  // 9: bfs.ChunkServer.Read:input_type -> bfs.ReadRequest
+	4,  // 10: bfs.ChunkServer.Seal:input_type -> bfs.SealRequest
+	6,  // 11: bfs.ChunkServer.Truncate:input_type -> bfs.TruncateRequest
+	8,  // 12: bfs.ChunkServer.DeleteBlocks:input_type -> bfs.DeleteBlocksRequest
+	12, // 13: bfs.ChunkServer.GetBlockInfo:input_type -> bfs.GetBlockInfoRequest
+	10, // 14: bfs.ChunkServer.CreateBlock:input_type -> bfs.CreateBlockRequest
+	14, // 15: bfs.ChunkServer.ReplicateBlock:input_type -> bfs.ReplicateBlockRequest
+	1,  // 16: bfs.ChunkServer.Write:output_type -> bfs.WriteAck
+	3,  // 17: bfs.ChunkServer.Read:output_type -> bfs.ReadChunk
+	5,  // 18: bfs.ChunkServer.Seal:output_type -> bfs.SealResponse
+	7,  // 19: bfs.ChunkServer.Truncate:output_type -> bfs.TruncateResponse
+	9,  // 20: bfs.ChunkServer.DeleteBlocks:output_type -> bfs.DeleteBlocksResponse
+	13, // 21: bfs.ChunkServer.GetBlockInfo:output_type -> bfs.GetBlockInfoResponse
+	11, // 22: bfs.ChunkServer.CreateBlock:output_type -> bfs.CreateBlockResponse
+	15, // 23: bfs.ChunkServer.ReplicateBlock:output_type -> bfs.ReplicateBlockResponse
+	16, // [16:24] is the sub-list for method output_type
+	8,  // [8:16] is the sub-list for method input_type
+	8,  // [8:8] is the sub-list for extension type_name
+	8,  // [8:8] is the sub-list for extension extendee
+	0,  // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_chunkserver_proto_init() }
@@ -1022,7 +1192,7 @@ func file_chunkserver_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_chunkserver_proto_rawDesc), len(file_chunkserver_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   14,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

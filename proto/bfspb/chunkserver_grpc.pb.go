@@ -19,13 +19,14 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	ChunkServer_Write_FullMethodName        = "/bfs.ChunkServer/Write"
-	ChunkServer_Read_FullMethodName         = "/bfs.ChunkServer/Read"
-	ChunkServer_Seal_FullMethodName         = "/bfs.ChunkServer/Seal"
-	ChunkServer_Truncate_FullMethodName     = "/bfs.ChunkServer/Truncate"
-	ChunkServer_DeleteBlocks_FullMethodName = "/bfs.ChunkServer/DeleteBlocks"
-	ChunkServer_GetBlockInfo_FullMethodName = "/bfs.ChunkServer/GetBlockInfo"
-	ChunkServer_CreateBlock_FullMethodName  = "/bfs.ChunkServer/CreateBlock"
+	ChunkServer_Write_FullMethodName          = "/bfs.ChunkServer/Write"
+	ChunkServer_Read_FullMethodName           = "/bfs.ChunkServer/Read"
+	ChunkServer_Seal_FullMethodName           = "/bfs.ChunkServer/Seal"
+	ChunkServer_Truncate_FullMethodName       = "/bfs.ChunkServer/Truncate"
+	ChunkServer_DeleteBlocks_FullMethodName   = "/bfs.ChunkServer/DeleteBlocks"
+	ChunkServer_GetBlockInfo_FullMethodName   = "/bfs.ChunkServer/GetBlockInfo"
+	ChunkServer_CreateBlock_FullMethodName    = "/bfs.ChunkServer/CreateBlock"
+	ChunkServer_ReplicateBlock_FullMethodName = "/bfs.ChunkServer/ReplicateBlock"
 )
 
 // ChunkServerClient is the client API for ChunkServer service.
@@ -51,6 +52,23 @@ type ChunkServerClient interface {
 	// (created, written, or sealed by a Seal that came first) nothing
 	// changes and the answer is OK. A Write packet never creates a replica.
 	CreateBlock(ctx context.Context, in *CreateBlockRequest, opts ...grpc.CallOption) (*CreateBlockResponse, error)
+	// ReplicateBlock makes this chunkserver (the target) a new sealed replica
+	// of a block by copying a sealed replica from another chunkserver (the
+	// source) with Read. Every chunk's CRC32C is checked from the source's
+	// disk to the target's: the source verifies what it reads against its
+	// stored checksums and sends the checksum of what it sends (crc32c in
+	// ReadChunk); the target checks it on arrival and stores the bytes under
+	// checksums computed from them. The copy is sealed and durable before
+	// the answer, and reported to the nameserver like a sealed write
+	// (BlockReceived). Answers: OK; EXISTS if the target already has a
+	// replica of the block (nothing changes); CORRUPT if the source's bytes
+	// failed a checksum (the source reports its own replica); NOT_FOUND if
+	// the source has no sealed replica of exactly size bytes (or cannot be
+	// reached: UNAVAILABLE); RESOURCE_EXHAUSTED if the target has
+	// as many copies in flight as it allows (--max-copies) or no disk space;
+	// WRONG_CLUSTER for another cluster's nameserver. A failed copy leaves
+	// no replica behind.
+	ReplicateBlock(ctx context.Context, in *ReplicateBlockRequest, opts ...grpc.CallOption) (*ReplicateBlockResponse, error)
 }
 
 type chunkServerClient struct {
@@ -143,6 +161,16 @@ func (c *chunkServerClient) CreateBlock(ctx context.Context, in *CreateBlockRequ
 	return out, nil
 }
 
+func (c *chunkServerClient) ReplicateBlock(ctx context.Context, in *ReplicateBlockRequest, opts ...grpc.CallOption) (*ReplicateBlockResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ReplicateBlockResponse)
+	err := c.cc.Invoke(ctx, ChunkServer_ReplicateBlock_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ChunkServerServer is the server API for ChunkServer service.
 // All implementations must embed UnimplementedChunkServerServer
 // for forward compatibility.
@@ -166,6 +194,23 @@ type ChunkServerServer interface {
 	// (created, written, or sealed by a Seal that came first) nothing
 	// changes and the answer is OK. A Write packet never creates a replica.
 	CreateBlock(context.Context, *CreateBlockRequest) (*CreateBlockResponse, error)
+	// ReplicateBlock makes this chunkserver (the target) a new sealed replica
+	// of a block by copying a sealed replica from another chunkserver (the
+	// source) with Read. Every chunk's CRC32C is checked from the source's
+	// disk to the target's: the source verifies what it reads against its
+	// stored checksums and sends the checksum of what it sends (crc32c in
+	// ReadChunk); the target checks it on arrival and stores the bytes under
+	// checksums computed from them. The copy is sealed and durable before
+	// the answer, and reported to the nameserver like a sealed write
+	// (BlockReceived). Answers: OK; EXISTS if the target already has a
+	// replica of the block (nothing changes); CORRUPT if the source's bytes
+	// failed a checksum (the source reports its own replica); NOT_FOUND if
+	// the source has no sealed replica of exactly size bytes (or cannot be
+	// reached: UNAVAILABLE); RESOURCE_EXHAUSTED if the target has
+	// as many copies in flight as it allows (--max-copies) or no disk space;
+	// WRONG_CLUSTER for another cluster's nameserver. A failed copy leaves
+	// no replica behind.
+	ReplicateBlock(context.Context, *ReplicateBlockRequest) (*ReplicateBlockResponse, error)
 	mustEmbedUnimplementedChunkServerServer()
 }
 
@@ -196,6 +241,9 @@ func (UnimplementedChunkServerServer) GetBlockInfo(context.Context, *GetBlockInf
 }
 func (UnimplementedChunkServerServer) CreateBlock(context.Context, *CreateBlockRequest) (*CreateBlockResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CreateBlock not implemented")
+}
+func (UnimplementedChunkServerServer) ReplicateBlock(context.Context, *ReplicateBlockRequest) (*ReplicateBlockResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ReplicateBlock not implemented")
 }
 func (UnimplementedChunkServerServer) mustEmbedUnimplementedChunkServerServer() {}
 func (UnimplementedChunkServerServer) testEmbeddedByValue()                     {}
@@ -326,6 +374,24 @@ func _ChunkServer_CreateBlock_Handler(srv interface{}, ctx context.Context, dec 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ChunkServer_ReplicateBlock_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReplicateBlockRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ChunkServerServer).ReplicateBlock(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ChunkServer_ReplicateBlock_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ChunkServerServer).ReplicateBlock(ctx, req.(*ReplicateBlockRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ChunkServer_ServiceDesc is the grpc.ServiceDesc for ChunkServer service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -352,6 +418,10 @@ var ChunkServer_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "CreateBlock",
 			Handler:    _ChunkServer_CreateBlock_Handler,
+		},
+		{
+			MethodName: "ReplicateBlock",
+			Handler:    _ChunkServer_ReplicateBlock_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
