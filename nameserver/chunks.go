@@ -27,6 +27,7 @@ func (s *Server) Register(_ context.Context, req *bfspb.RegisterRequest) (*bfspb
 	}
 	u := blockmap.Usage{Host: req.HostId, Capacity: req.CapacityBytes, Used: req.UsedBytes, Free: req.FreeBytes}
 	id := s.blocks.Register(req.Address, u, s.cfg.Clock.Now())
+	s.dead.remove(req.Address)
 	glog.Infof("chunkserver %s registered as %d", req.Address, id)
 	s.peers.Reset(req.Address) // it is listening: seals and truncates need not wait to reconnect
 	s.closer.Registered()
@@ -172,6 +173,7 @@ func (s *Server) watchChunkservers() {
 		}
 		for _, d := range s.blocks.Expire(s.cfg.Clock.Now(), s.cfg.DeadTimeout) {
 			glog.Warningf("chunkserver %s (%d) is dead: silent for over %v", d.Addr, d.ID, s.cfg.DeadTimeout)
+			s.dead.add(d)
 		}
 		s.closer.Recheck()
 	}

@@ -63,9 +63,11 @@ type Server struct {
 	safe     *safeMode
 	// repairs holds the blocks written degraded (see repairQueue).
 	repairs *repairQueue
-	watch   *watchers
-	grpc    *grpc.Server
-	health  *health.Server
+	// dead remembers the chunkservers declared dead, for the report.
+	dead   *deadList
+	watch  *watchers
+	grpc   *grpc.Server
+	health *health.Server
 	// tasks are the server's own background work (releasing the locks of
 	// ended sessions, deletes of replicas); Close stops them.
 	tasks *taskgroup.Group
@@ -109,6 +111,7 @@ func newServer(cfg Config, dataLock *os.File) (*Server, error) {
 		watch:        newWatchers(),
 		tasks:        taskgroup.New(),
 		repairs:      newRepairQueue(),
+		dead:         newDeadList(),
 	}
 	s.metrics = newMetrics(func() float64 { return float64(len(s.sessions.List())) })
 	ns, err := namespace.Open(namespace.Options{
@@ -125,6 +128,7 @@ func newServer(cfg Config, dataLock *os.File) (*Server, error) {
 	s.metrics.lockGauges(ns.Locks().Counts, s.cleaningCounts)
 	s.metrics.corruptGauge(s.blocks.CorruptCount)
 	s.metrics.registry.MustRegister(s.repairs.collectors()...)
+	s.metrics.registry.MustRegister(newChunkserverCollector(s))
 	// If a step below fails, what was started stops in Close's order.
 	stops := []func(){func() { ns.Close() }, func() { s.peers.Close() }}
 	fail := func(err error) (*Server, error) {

@@ -21,6 +21,69 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type ChunkserverState int32
+
+const (
+	ChunkserverState_CHUNKSERVER_STATE_UNSPECIFIED ChunkserverState = 0
+	// Registered and heartbeating.
+	ChunkserverState_CHUNKSERVER_STATE_LIVE ChunkserverState = 1
+	// Live, being decommissioned, and some block it holds has fewer
+	// counting replicas elsewhere than its file's replication.
+	ChunkserverState_CHUNKSERVER_STATE_DRAINING ChunkserverState = 2
+	// Live, being decommissioned, and every block it holds has its file's
+	// replication in counting replicas elsewhere (or belongs to no live
+	// file): it is safe to remove.
+	ChunkserverState_CHUNKSERVER_STATE_DECOMMISSIONED ChunkserverState = 3
+	// Registered once since the nameserver started, then silent for longer
+	// than the dead timeout.
+	ChunkserverState_CHUNKSERVER_STATE_DEAD ChunkserverState = 4
+)
+
+// Enum value maps for ChunkserverState.
+var (
+	ChunkserverState_name = map[int32]string{
+		0: "CHUNKSERVER_STATE_UNSPECIFIED",
+		1: "CHUNKSERVER_STATE_LIVE",
+		2: "CHUNKSERVER_STATE_DRAINING",
+		3: "CHUNKSERVER_STATE_DECOMMISSIONED",
+		4: "CHUNKSERVER_STATE_DEAD",
+	}
+	ChunkserverState_value = map[string]int32{
+		"CHUNKSERVER_STATE_UNSPECIFIED":    0,
+		"CHUNKSERVER_STATE_LIVE":           1,
+		"CHUNKSERVER_STATE_DRAINING":       2,
+		"CHUNKSERVER_STATE_DECOMMISSIONED": 3,
+		"CHUNKSERVER_STATE_DEAD":           4,
+	}
+)
+
+func (x ChunkserverState) Enum() *ChunkserverState {
+	p := new(ChunkserverState)
+	*p = x
+	return p
+}
+
+func (x ChunkserverState) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ChunkserverState) Descriptor() protoreflect.EnumDescriptor {
+	return file_nameserver_proto_enumTypes[0].Descriptor()
+}
+
+func (ChunkserverState) Type() protoreflect.EnumType {
+	return &file_nameserver_proto_enumTypes[0]
+}
+
+func (x ChunkserverState) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ChunkserverState.Descriptor instead.
+func (ChunkserverState) EnumDescriptor() ([]byte, []int) {
+	return file_nameserver_proto_rawDescGZIP(), []int{0}
+}
+
 type MkdirRequest struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	Path      string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
@@ -4625,6 +4688,792 @@ func (x *LeaveSafeModeResponse) GetMessage() string {
 	return ""
 }
 
+type DecommissionRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Addresses []string               `protobuf:"bytes,1,rep,name=addresses,proto3" json:"addresses,omitempty"`
+	// End the decommission instead: the chunkservers count again and take
+	// new blocks.
+	Cancel        bool `protobuf:"varint,2,opt,name=cancel,proto3" json:"cancel,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DecommissionRequest) Reset() {
+	*x = DecommissionRequest{}
+	mi := &file_nameserver_proto_msgTypes[69]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DecommissionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DecommissionRequest) ProtoMessage() {}
+
+func (x *DecommissionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_nameserver_proto_msgTypes[69]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DecommissionRequest.ProtoReflect.Descriptor instead.
+func (*DecommissionRequest) Descriptor() ([]byte, []int) {
+	return file_nameserver_proto_rawDescGZIP(), []int{69}
+}
+
+func (x *DecommissionRequest) GetAddresses() []string {
+	if x != nil {
+		return x.Addresses
+	}
+	return nil
+}
+
+func (x *DecommissionRequest) GetCancel() bool {
+	if x != nil {
+		return x.Cancel
+	}
+	return false
+}
+
+type DecommissionResponse struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Status  StatusCode             `protobuf:"varint,1,opt,name=status,proto3,enum=bfs.StatusCode" json:"status,omitempty"`
+	Message string                 `protobuf:"bytes,15,opt,name=message,proto3" json:"message,omitempty"`
+	// The chunkservers named, in the order asked, as they are now.
+	Chunkservers  []*ChunkserverInfo `protobuf:"bytes,2,rep,name=chunkservers,proto3" json:"chunkservers,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DecommissionResponse) Reset() {
+	*x = DecommissionResponse{}
+	mi := &file_nameserver_proto_msgTypes[70]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DecommissionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DecommissionResponse) ProtoMessage() {}
+
+func (x *DecommissionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_nameserver_proto_msgTypes[70]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DecommissionResponse.ProtoReflect.Descriptor instead.
+func (*DecommissionResponse) Descriptor() ([]byte, []int) {
+	return file_nameserver_proto_rawDescGZIP(), []int{70}
+}
+
+func (x *DecommissionResponse) GetStatus() StatusCode {
+	if x != nil {
+		return x.Status
+	}
+	return StatusCode_OK
+}
+
+func (x *DecommissionResponse) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *DecommissionResponse) GetChunkservers() []*ChunkserverInfo {
+	if x != nil {
+		return x.Chunkservers
+	}
+	return nil
+}
+
+type ChunkserverInfo struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Address string                 `protobuf:"bytes,1,opt,name=address,proto3" json:"address,omitempty"`
+	// The machine it runs on (as registered), for placement.
+	Host  string           `protobuf:"bytes,2,opt,name=host,proto3" json:"host,omitempty"`
+	State ChunkserverState `protobuf:"varint,3,opt,name=state,proto3,enum=bfs.ChunkserverState" json:"state,omitempty"`
+	// A decommission was asked for (also set for a dead chunkserver that was
+	// draining).
+	Draining bool `protobuf:"varint,4,opt,name=draining,proto3" json:"draining,omitempty"`
+	// Disk as last reported; capacity 0 means the chunkserver cannot tell.
+	CapacityBytes int64 `protobuf:"varint,5,opt,name=capacity_bytes,json=capacityBytes,proto3" json:"capacity_bytes,omitempty"`
+	UsedBytes     int64 `protobuf:"varint,6,opt,name=used_bytes,json=usedBytes,proto3" json:"used_bytes,omitempty"`
+	FreeBytes     int64 `protobuf:"varint,7,opt,name=free_bytes,json=freeBytes,proto3" json:"free_bytes,omitempty"`
+	// Replicas it holds, as reported.
+	Blocks int64 `protobuf:"varint,8,opt,name=blocks,proto3" json:"blocks,omitempty"`
+	// Time since its last heartbeat (for a dead one: since the last
+	// heartbeat before it was declared dead).
+	LastHeartbeatAgeMs int64 `protobuf:"varint,9,opt,name=last_heartbeat_age_ms,json=lastHeartbeatAgeMs,proto3" json:"last_heartbeat_age_ms,omitempty"`
+	// For a live draining chunkserver: the blocks it holds that still lack
+	// counting replicas elsewhere (0 once decommissioned).
+	BlocksToMove  int64 `protobuf:"varint,10,opt,name=blocks_to_move,json=blocksToMove,proto3" json:"blocks_to_move,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ChunkserverInfo) Reset() {
+	*x = ChunkserverInfo{}
+	mi := &file_nameserver_proto_msgTypes[71]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ChunkserverInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ChunkserverInfo) ProtoMessage() {}
+
+func (x *ChunkserverInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_nameserver_proto_msgTypes[71]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ChunkserverInfo.ProtoReflect.Descriptor instead.
+func (*ChunkserverInfo) Descriptor() ([]byte, []int) {
+	return file_nameserver_proto_rawDescGZIP(), []int{71}
+}
+
+func (x *ChunkserverInfo) GetAddress() string {
+	if x != nil {
+		return x.Address
+	}
+	return ""
+}
+
+func (x *ChunkserverInfo) GetHost() string {
+	if x != nil {
+		return x.Host
+	}
+	return ""
+}
+
+func (x *ChunkserverInfo) GetState() ChunkserverState {
+	if x != nil {
+		return x.State
+	}
+	return ChunkserverState_CHUNKSERVER_STATE_UNSPECIFIED
+}
+
+func (x *ChunkserverInfo) GetDraining() bool {
+	if x != nil {
+		return x.Draining
+	}
+	return false
+}
+
+func (x *ChunkserverInfo) GetCapacityBytes() int64 {
+	if x != nil {
+		return x.CapacityBytes
+	}
+	return 0
+}
+
+func (x *ChunkserverInfo) GetUsedBytes() int64 {
+	if x != nil {
+		return x.UsedBytes
+	}
+	return 0
+}
+
+func (x *ChunkserverInfo) GetFreeBytes() int64 {
+	if x != nil {
+		return x.FreeBytes
+	}
+	return 0
+}
+
+func (x *ChunkserverInfo) GetBlocks() int64 {
+	if x != nil {
+		return x.Blocks
+	}
+	return 0
+}
+
+func (x *ChunkserverInfo) GetLastHeartbeatAgeMs() int64 {
+	if x != nil {
+		return x.LastHeartbeatAgeMs
+	}
+	return 0
+}
+
+func (x *ChunkserverInfo) GetBlocksToMove() int64 {
+	if x != nil {
+		return x.BlocksToMove
+	}
+	return 0
+}
+
+// Paged like ListSessions, sorted by address.
+type ListChunkserversRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	PageSize      uint32                 `protobuf:"varint,1,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	PageToken     string                 `protobuf:"bytes,2,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListChunkserversRequest) Reset() {
+	*x = ListChunkserversRequest{}
+	mi := &file_nameserver_proto_msgTypes[72]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListChunkserversRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListChunkserversRequest) ProtoMessage() {}
+
+func (x *ListChunkserversRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_nameserver_proto_msgTypes[72]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListChunkserversRequest.ProtoReflect.Descriptor instead.
+func (*ListChunkserversRequest) Descriptor() ([]byte, []int) {
+	return file_nameserver_proto_rawDescGZIP(), []int{72}
+}
+
+func (x *ListChunkserversRequest) GetPageSize() uint32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListChunkserversRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+type ListChunkserversResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Status        StatusCode             `protobuf:"varint,1,opt,name=status,proto3,enum=bfs.StatusCode" json:"status,omitempty"`
+	Message       string                 `protobuf:"bytes,15,opt,name=message,proto3" json:"message,omitempty"`
+	Chunkservers  []*ChunkserverInfo     `protobuf:"bytes,2,rep,name=chunkservers,proto3" json:"chunkservers,omitempty"`
+	NextPageToken string                 `protobuf:"bytes,3,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListChunkserversResponse) Reset() {
+	*x = ListChunkserversResponse{}
+	mi := &file_nameserver_proto_msgTypes[73]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListChunkserversResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListChunkserversResponse) ProtoMessage() {}
+
+func (x *ListChunkserversResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_nameserver_proto_msgTypes[73]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListChunkserversResponse.ProtoReflect.Descriptor instead.
+func (*ListChunkserversResponse) Descriptor() ([]byte, []int) {
+	return file_nameserver_proto_rawDescGZIP(), []int{73}
+}
+
+func (x *ListChunkserversResponse) GetStatus() StatusCode {
+	if x != nil {
+		return x.Status
+	}
+	return StatusCode_OK
+}
+
+func (x *ListChunkserversResponse) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *ListChunkserversResponse) GetChunkservers() []*ChunkserverInfo {
+	if x != nil {
+		return x.Chunkservers
+	}
+	return nil
+}
+
+func (x *ListChunkserversResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
+// Fsck is paged: each response covers a stretch of the walk (files in
+// path order, parents before children) and next_page_token resumes after
+// it; the listing is complete when it is empty. A page may report no file
+// while next_page_token is set. Entries created, removed or renamed while
+// the walk runs may or may not be seen.
+type FsckRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The file or directory to check ("" is "/").
+	Path      string `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	PageToken string `protobuf:"bytes,2,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	// The most affected files one page reports (0: the server's default;
+	// the server caps it).
+	PageSize      uint32 `protobuf:"varint,3,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FsckRequest) Reset() {
+	*x = FsckRequest{}
+	mi := &file_nameserver_proto_msgTypes[74]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FsckRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FsckRequest) ProtoMessage() {}
+
+func (x *FsckRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_nameserver_proto_msgTypes[74]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FsckRequest.ProtoReflect.Descriptor instead.
+func (*FsckRequest) Descriptor() ([]byte, []int) {
+	return file_nameserver_proto_rawDescGZIP(), []int{74}
+}
+
+func (x *FsckRequest) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *FsckRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+func (x *FsckRequest) GetPageSize() uint32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+type FsckBlock struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	BlockId int64                  `protobuf:"varint,1,opt,name=block_id,json=blockId,proto3" json:"block_id,omitempty"`
+	Size    int64                  `protobuf:"varint,2,opt,name=size,proto3" json:"size,omitempty"`
+	// Replicas that count: on live chunkservers, neither corrupt nor
+	// draining.
+	Replicas []string `protobuf:"bytes,3,rep,name=replicas,proto3" json:"replicas,omitempty"`
+	// Replicas marked corrupt, and those on draining chunkservers.
+	Corrupt  []string `protobuf:"bytes,4,rep,name=corrupt,proto3" json:"corrupt,omitempty"`
+	Draining []string `protobuf:"bytes,5,rep,name=draining,proto3" json:"draining,omitempty"`
+	// Fewer counting replicas than the file's replication, with at least
+	// one replica on a live chunkserver.
+	UnderReplicated bool `protobuf:"varint,6,opt,name=under_replicated,json=underReplicated,proto3" json:"under_replicated,omitempty"`
+	// No replica on a live chunkserver at all.
+	Missing       bool `protobuf:"varint,7,opt,name=missing,proto3" json:"missing,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FsckBlock) Reset() {
+	*x = FsckBlock{}
+	mi := &file_nameserver_proto_msgTypes[75]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FsckBlock) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FsckBlock) ProtoMessage() {}
+
+func (x *FsckBlock) ProtoReflect() protoreflect.Message {
+	mi := &file_nameserver_proto_msgTypes[75]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FsckBlock.ProtoReflect.Descriptor instead.
+func (*FsckBlock) Descriptor() ([]byte, []int) {
+	return file_nameserver_proto_rawDescGZIP(), []int{75}
+}
+
+func (x *FsckBlock) GetBlockId() int64 {
+	if x != nil {
+		return x.BlockId
+	}
+	return 0
+}
+
+func (x *FsckBlock) GetSize() int64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
+func (x *FsckBlock) GetReplicas() []string {
+	if x != nil {
+		return x.Replicas
+	}
+	return nil
+}
+
+func (x *FsckBlock) GetCorrupt() []string {
+	if x != nil {
+		return x.Corrupt
+	}
+	return nil
+}
+
+func (x *FsckBlock) GetDraining() []string {
+	if x != nil {
+		return x.Draining
+	}
+	return nil
+}
+
+func (x *FsckBlock) GetUnderReplicated() bool {
+	if x != nil {
+		return x.UnderReplicated
+	}
+	return false
+}
+
+func (x *FsckBlock) GetMissing() bool {
+	if x != nil {
+		return x.Missing
+	}
+	return false
+}
+
+type FsckFile struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Path        string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	Replication uint32                 `protobuf:"varint,2,opt,name=replication,proto3" json:"replication,omitempty"`
+	Size        int64                  `protobuf:"varint,3,opt,name=size,proto3" json:"size,omitempty"`
+	// Open for write: its last block is still being written and is not
+	// judged.
+	Open bool `protobuf:"varint,4,opt,name=open,proto3" json:"open,omitempty"`
+	// The affected blocks only.
+	Blocks        []*FsckBlock `protobuf:"bytes,5,rep,name=blocks,proto3" json:"blocks,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FsckFile) Reset() {
+	*x = FsckFile{}
+	mi := &file_nameserver_proto_msgTypes[76]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FsckFile) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FsckFile) ProtoMessage() {}
+
+func (x *FsckFile) ProtoReflect() protoreflect.Message {
+	mi := &file_nameserver_proto_msgTypes[76]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FsckFile.ProtoReflect.Descriptor instead.
+func (*FsckFile) Descriptor() ([]byte, []int) {
+	return file_nameserver_proto_rawDescGZIP(), []int{76}
+}
+
+func (x *FsckFile) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *FsckFile) GetReplication() uint32 {
+	if x != nil {
+		return x.Replication
+	}
+	return 0
+}
+
+func (x *FsckFile) GetSize() int64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
+func (x *FsckFile) GetOpen() bool {
+	if x != nil {
+		return x.Open
+	}
+	return false
+}
+
+func (x *FsckFile) GetBlocks() []*FsckBlock {
+	if x != nil {
+		return x.Blocks
+	}
+	return nil
+}
+
+type FsckTotals struct {
+	state                 protoimpl.MessageState `protogen:"open.v1"`
+	Files                 int64                  `protobuf:"varint,1,opt,name=files,proto3" json:"files,omitempty"`
+	Dirs                  int64                  `protobuf:"varint,2,opt,name=dirs,proto3" json:"dirs,omitempty"`
+	Bytes                 int64                  `protobuf:"varint,3,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	Blocks                int64                  `protobuf:"varint,4,opt,name=blocks,proto3" json:"blocks,omitempty"`
+	UnderReplicatedBlocks int64                  `protobuf:"varint,5,opt,name=under_replicated_blocks,json=underReplicatedBlocks,proto3" json:"under_replicated_blocks,omitempty"`
+	MissingBlocks         int64                  `protobuf:"varint,6,opt,name=missing_blocks,json=missingBlocks,proto3" json:"missing_blocks,omitempty"`
+	// Blocks with at least one replica marked corrupt.
+	CorruptBlocks int64 `protobuf:"varint,7,opt,name=corrupt_blocks,json=corruptBlocks,proto3" json:"corrupt_blocks,omitempty"`
+	// Files open for write (their last block is not judged).
+	OpenFiles     int64 `protobuf:"varint,8,opt,name=open_files,json=openFiles,proto3" json:"open_files,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FsckTotals) Reset() {
+	*x = FsckTotals{}
+	mi := &file_nameserver_proto_msgTypes[77]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FsckTotals) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FsckTotals) ProtoMessage() {}
+
+func (x *FsckTotals) ProtoReflect() protoreflect.Message {
+	mi := &file_nameserver_proto_msgTypes[77]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FsckTotals.ProtoReflect.Descriptor instead.
+func (*FsckTotals) Descriptor() ([]byte, []int) {
+	return file_nameserver_proto_rawDescGZIP(), []int{77}
+}
+
+func (x *FsckTotals) GetFiles() int64 {
+	if x != nil {
+		return x.Files
+	}
+	return 0
+}
+
+func (x *FsckTotals) GetDirs() int64 {
+	if x != nil {
+		return x.Dirs
+	}
+	return 0
+}
+
+func (x *FsckTotals) GetBytes() int64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
+}
+
+func (x *FsckTotals) GetBlocks() int64 {
+	if x != nil {
+		return x.Blocks
+	}
+	return 0
+}
+
+func (x *FsckTotals) GetUnderReplicatedBlocks() int64 {
+	if x != nil {
+		return x.UnderReplicatedBlocks
+	}
+	return 0
+}
+
+func (x *FsckTotals) GetMissingBlocks() int64 {
+	if x != nil {
+		return x.MissingBlocks
+	}
+	return 0
+}
+
+func (x *FsckTotals) GetCorruptBlocks() int64 {
+	if x != nil {
+		return x.CorruptBlocks
+	}
+	return 0
+}
+
+func (x *FsckTotals) GetOpenFiles() int64 {
+	if x != nil {
+		return x.OpenFiles
+	}
+	return 0
+}
+
+type FsckResponse struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Status  StatusCode             `protobuf:"varint,1,opt,name=status,proto3,enum=bfs.StatusCode" json:"status,omitempty"`
+	Message string                 `protobuf:"bytes,15,opt,name=message,proto3" json:"message,omitempty"`
+	// Affected files on this stretch of the walk, in path order.
+	Files []*FsckFile `protobuf:"bytes,2,rep,name=files,proto3" json:"files,omitempty"`
+	// Totals over this stretch of the walk: add them up over the pages.
+	Totals        *FsckTotals `protobuf:"bytes,3,opt,name=totals,proto3" json:"totals,omitempty"`
+	NextPageToken string      `protobuf:"bytes,4,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FsckResponse) Reset() {
+	*x = FsckResponse{}
+	mi := &file_nameserver_proto_msgTypes[78]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FsckResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FsckResponse) ProtoMessage() {}
+
+func (x *FsckResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_nameserver_proto_msgTypes[78]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FsckResponse.ProtoReflect.Descriptor instead.
+func (*FsckResponse) Descriptor() ([]byte, []int) {
+	return file_nameserver_proto_rawDescGZIP(), []int{78}
+}
+
+func (x *FsckResponse) GetStatus() StatusCode {
+	if x != nil {
+		return x.Status
+	}
+	return StatusCode_OK
+}
+
+func (x *FsckResponse) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *FsckResponse) GetFiles() []*FsckFile {
+	if x != nil {
+		return x.Files
+	}
+	return nil
+}
+
+func (x *FsckResponse) GetTotals() *FsckTotals {
+	if x != nil {
+		return x.Totals
+	}
+	return nil
+}
+
+func (x *FsckResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
 var File_nameserver_proto protoreflect.FileDescriptor
 
 const file_nameserver_proto_rawDesc = "" +
@@ -4994,7 +5843,79 @@ const file_nameserver_proto_rawDesc = "" +
 	"\x14LeaveSafeModeRequest\"Z\n" +
 	"\x15LeaveSafeModeResponse\x12'\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
-	"\amessage\x18\x0f \x01(\tR\amessage2\xcc\x0e\n" +
+	"\amessage\x18\x0f \x01(\tR\amessage\"K\n" +
+	"\x13DecommissionRequest\x12\x1c\n" +
+	"\taddresses\x18\x01 \x03(\tR\taddresses\x12\x16\n" +
+	"\x06cancel\x18\x02 \x01(\bR\x06cancel\"\x93\x01\n" +
+	"\x14DecommissionResponse\x12'\n" +
+	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
+	"\amessage\x18\x0f \x01(\tR\amessage\x128\n" +
+	"\fchunkservers\x18\x02 \x03(\v2\x14.bfs.ChunkserverInfoR\fchunkservers\"\xde\x02\n" +
+	"\x0fChunkserverInfo\x12\x18\n" +
+	"\aaddress\x18\x01 \x01(\tR\aaddress\x12\x12\n" +
+	"\x04host\x18\x02 \x01(\tR\x04host\x12+\n" +
+	"\x05state\x18\x03 \x01(\x0e2\x15.bfs.ChunkserverStateR\x05state\x12\x1a\n" +
+	"\bdraining\x18\x04 \x01(\bR\bdraining\x12%\n" +
+	"\x0ecapacity_bytes\x18\x05 \x01(\x03R\rcapacityBytes\x12\x1d\n" +
+	"\n" +
+	"used_bytes\x18\x06 \x01(\x03R\tusedBytes\x12\x1d\n" +
+	"\n" +
+	"free_bytes\x18\a \x01(\x03R\tfreeBytes\x12\x16\n" +
+	"\x06blocks\x18\b \x01(\x03R\x06blocks\x121\n" +
+	"\x15last_heartbeat_age_ms\x18\t \x01(\x03R\x12lastHeartbeatAgeMs\x12$\n" +
+	"\x0eblocks_to_move\x18\n" +
+	" \x01(\x03R\fblocksToMove\"U\n" +
+	"\x17ListChunkserversRequest\x12\x1b\n" +
+	"\tpage_size\x18\x01 \x01(\rR\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x02 \x01(\tR\tpageToken\"\xbf\x01\n" +
+	"\x18ListChunkserversResponse\x12'\n" +
+	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
+	"\amessage\x18\x0f \x01(\tR\amessage\x128\n" +
+	"\fchunkservers\x18\x02 \x03(\v2\x14.bfs.ChunkserverInfoR\fchunkservers\x12&\n" +
+	"\x0fnext_page_token\x18\x03 \x01(\tR\rnextPageToken\"]\n" +
+	"\vFsckRequest\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x02 \x01(\tR\tpageToken\x12\x1b\n" +
+	"\tpage_size\x18\x03 \x01(\rR\bpageSize\"\xd1\x01\n" +
+	"\tFsckBlock\x12\x19\n" +
+	"\bblock_id\x18\x01 \x01(\x03R\ablockId\x12\x12\n" +
+	"\x04size\x18\x02 \x01(\x03R\x04size\x12\x1a\n" +
+	"\breplicas\x18\x03 \x03(\tR\breplicas\x12\x18\n" +
+	"\acorrupt\x18\x04 \x03(\tR\acorrupt\x12\x1a\n" +
+	"\bdraining\x18\x05 \x03(\tR\bdraining\x12)\n" +
+	"\x10under_replicated\x18\x06 \x01(\bR\x0funderReplicated\x12\x18\n" +
+	"\amissing\x18\a \x01(\bR\amissing\"\x90\x01\n" +
+	"\bFsckFile\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12 \n" +
+	"\vreplication\x18\x02 \x01(\rR\vreplication\x12\x12\n" +
+	"\x04size\x18\x03 \x01(\x03R\x04size\x12\x12\n" +
+	"\x04open\x18\x04 \x01(\bR\x04open\x12&\n" +
+	"\x06blocks\x18\x05 \x03(\v2\x0e.bfs.FsckBlockR\x06blocks\"\x89\x02\n" +
+	"\n" +
+	"FsckTotals\x12\x14\n" +
+	"\x05files\x18\x01 \x01(\x03R\x05files\x12\x12\n" +
+	"\x04dirs\x18\x02 \x01(\x03R\x04dirs\x12\x14\n" +
+	"\x05bytes\x18\x03 \x01(\x03R\x05bytes\x12\x16\n" +
+	"\x06blocks\x18\x04 \x01(\x03R\x06blocks\x126\n" +
+	"\x17under_replicated_blocks\x18\x05 \x01(\x03R\x15underReplicatedBlocks\x12%\n" +
+	"\x0emissing_blocks\x18\x06 \x01(\x03R\rmissingBlocks\x12%\n" +
+	"\x0ecorrupt_blocks\x18\a \x01(\x03R\rcorruptBlocks\x12\x1d\n" +
+	"\n" +
+	"open_files\x18\b \x01(\x03R\topenFiles\"\xc7\x01\n" +
+	"\fFsckResponse\x12'\n" +
+	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
+	"\amessage\x18\x0f \x01(\tR\amessage\x12#\n" +
+	"\x05files\x18\x02 \x03(\v2\r.bfs.FsckFileR\x05files\x12'\n" +
+	"\x06totals\x18\x03 \x01(\v2\x0f.bfs.FsckTotalsR\x06totals\x12&\n" +
+	"\x0fnext_page_token\x18\x04 \x01(\tR\rnextPageToken*\xb3\x01\n" +
+	"\x10ChunkserverState\x12!\n" +
+	"\x1dCHUNKSERVER_STATE_UNSPECIFIED\x10\x00\x12\x1a\n" +
+	"\x16CHUNKSERVER_STATE_LIVE\x10\x01\x12\x1e\n" +
+	"\x1aCHUNKSERVER_STATE_DRAINING\x10\x02\x12$\n" +
+	" CHUNKSERVER_STATE_DECOMMISSIONED\x10\x03\x12\x1a\n" +
+	"\x16CHUNKSERVER_STATE_DEAD\x10\x042\x8f\x10\n" +
 	"\n" +
 	"NameServer\x12.\n" +
 	"\x05Mkdir\x12\x11.bfs.MkdirRequest\x1a\x12.bfs.MkdirResponse\x121\n" +
@@ -5029,7 +5950,10 @@ const file_nameserver_proto_rawDesc = "" +
 	"\rBlockReceived\x12\x19.bfs.BlockReceivedRequest\x1a\x1a.bfs.BlockReceivedResponse\x12R\n" +
 	"\x11ReportBadReplicas\x12\x1d.bfs.ReportBadReplicasRequest\x1a\x1e.bfs.ReportBadReplicasResponse\x12@\n" +
 	"\vGetSafeMode\x12\x17.bfs.GetSafeModeRequest\x1a\x18.bfs.GetSafeModeResponse\x12F\n" +
-	"\rLeaveSafeMode\x12\x19.bfs.LeaveSafeModeRequest\x1a\x1a.bfs.LeaveSafeModeResponseB#Z!github.com/bfs-go/bfs/proto/bfspbb\x06proto3"
+	"\rLeaveSafeMode\x12\x19.bfs.LeaveSafeModeRequest\x1a\x1a.bfs.LeaveSafeModeResponse\x12C\n" +
+	"\fDecommission\x12\x18.bfs.DecommissionRequest\x1a\x19.bfs.DecommissionResponse\x12O\n" +
+	"\x10ListChunkservers\x12\x1c.bfs.ListChunkserversRequest\x1a\x1d.bfs.ListChunkserversResponse\x12+\n" +
+	"\x04Fsck\x12\x10.bfs.FsckRequest\x1a\x11.bfs.FsckResponseB#Z!github.com/bfs-go/bfs/proto/bfspbb\x06proto3"
 
 var (
 	file_nameserver_proto_rawDescOnce sync.Once
@@ -5043,219 +5967,246 @@ func file_nameserver_proto_rawDescGZIP() []byte {
 	return file_nameserver_proto_rawDescData
 }
 
-var file_nameserver_proto_msgTypes = make([]protoimpl.MessageInfo, 69)
+var file_nameserver_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_nameserver_proto_msgTypes = make([]protoimpl.MessageInfo, 79)
 var file_nameserver_proto_goTypes = []any{
-	(*MkdirRequest)(nil),              // 0: bfs.MkdirRequest
-	(*MkdirResponse)(nil),             // 1: bfs.MkdirResponse
-	(*CreateRequest)(nil),             // 2: bfs.CreateRequest
-	(*CreateResponse)(nil),            // 3: bfs.CreateResponse
-	(*StatRequest)(nil),               // 4: bfs.StatRequest
-	(*StatResponse)(nil),              // 5: bfs.StatResponse
-	(*ListRequest)(nil),               // 6: bfs.ListRequest
-	(*ListResponse)(nil),              // 7: bfs.ListResponse
-	(*DeleteFileRequest)(nil),         // 8: bfs.DeleteFileRequest
-	(*DeleteFileResponse)(nil),        // 9: bfs.DeleteFileResponse
-	(*DeleteDirRequest)(nil),          // 10: bfs.DeleteDirRequest
-	(*DeleteDirResponse)(nil),         // 11: bfs.DeleteDirResponse
-	(*RenameRequest)(nil),             // 12: bfs.RenameRequest
-	(*RenameResponse)(nil),            // 13: bfs.RenameResponse
-	(*ChmodRequest)(nil),              // 14: bfs.ChmodRequest
-	(*ChmodResponse)(nil),             // 15: bfs.ChmodResponse
-	(*DiskUsageRequest)(nil),          // 16: bfs.DiskUsageRequest
-	(*DiskUsageResponse)(nil),         // 17: bfs.DiskUsageResponse
-	(*LockConflict)(nil),              // 18: bfs.LockConflict
-	(*OpenSessionRequest)(nil),        // 19: bfs.OpenSessionRequest
-	(*OpenSessionResponse)(nil),       // 20: bfs.OpenSessionResponse
-	(*KeepAliveRequest)(nil),          // 21: bfs.KeepAliveRequest
-	(*KeepAliveResponse)(nil),         // 22: bfs.KeepAliveResponse
-	(*CloseSessionRequest)(nil),       // 23: bfs.CloseSessionRequest
-	(*CloseSessionResponse)(nil),      // 24: bfs.CloseSessionResponse
-	(*ListSessionsRequest)(nil),       // 25: bfs.ListSessionsRequest
-	(*SessionInfo)(nil),               // 26: bfs.SessionInfo
-	(*ListSessionsResponse)(nil),      // 27: bfs.ListSessionsResponse
-	(*Replica)(nil),                   // 28: bfs.Replica
-	(*LocatedBlock)(nil),              // 29: bfs.LocatedBlock
-	(*AddBlockRequest)(nil),           // 30: bfs.AddBlockRequest
-	(*AddBlockResponse)(nil),          // 31: bfs.AddBlockResponse
-	(*SyncBlockRequest)(nil),          // 32: bfs.SyncBlockRequest
-	(*SyncBlockResponse)(nil),         // 33: bfs.SyncBlockResponse
-	(*FinishFileRequest)(nil),         // 34: bfs.FinishFileRequest
-	(*FinishFileResponse)(nil),        // 35: bfs.FinishFileResponse
-	(*GetFileLocationRequest)(nil),    // 36: bfs.GetFileLocationRequest
-	(*GetFileLocationResponse)(nil),   // 37: bfs.GetFileLocationResponse
-	(*LockDirRequest)(nil),            // 38: bfs.LockDirRequest
-	(*LockDirResponse)(nil),           // 39: bfs.LockDirResponse
-	(*UnlockDirRequest)(nil),          // 40: bfs.UnlockDirRequest
-	(*UnlockDirResponse)(nil),         // 41: bfs.UnlockDirResponse
-	(*PendingFile)(nil),               // 42: bfs.PendingFile
-	(*DirLock)(nil),                   // 43: bfs.DirLock
-	(*GetDirLockRequest)(nil),         // 44: bfs.GetDirLockRequest
-	(*GetDirLockResponse)(nil),        // 45: bfs.GetDirLockResponse
-	(*ListDirLocksRequest)(nil),       // 46: bfs.ListDirLocksRequest
-	(*ListDirLocksResponse)(nil),      // 47: bfs.ListDirLocksResponse
-	(*WatchDirLocksRequest)(nil),      // 48: bfs.WatchDirLocksRequest
-	(*DirLockEvent)(nil),              // 49: bfs.DirLockEvent
-	(*GetLockHistoryRequest)(nil),     // 50: bfs.GetLockHistoryRequest
-	(*LockHistoryEntry)(nil),          // 51: bfs.LockHistoryEntry
-	(*GetLockHistoryResponse)(nil),    // 52: bfs.GetLockHistoryResponse
-	(*RegisterRequest)(nil),           // 53: bfs.RegisterRequest
-	(*RegisterResponse)(nil),          // 54: bfs.RegisterResponse
-	(*HeartBeatRequest)(nil),          // 55: bfs.HeartBeatRequest
-	(*HeartBeatResponse)(nil),         // 56: bfs.HeartBeatResponse
-	(*ReportedBlock)(nil),             // 57: bfs.ReportedBlock
-	(*BlockReportRequest)(nil),        // 58: bfs.BlockReportRequest
-	(*BlockReportResponse)(nil),       // 59: bfs.BlockReportResponse
-	(*BlockReceivedRequest)(nil),      // 60: bfs.BlockReceivedRequest
-	(*BlockReceivedResponse)(nil),     // 61: bfs.BlockReceivedResponse
-	(*BadReplica)(nil),                // 62: bfs.BadReplica
-	(*ReportBadReplicasRequest)(nil),  // 63: bfs.ReportBadReplicasRequest
-	(*ReportBadReplicasResponse)(nil), // 64: bfs.ReportBadReplicasResponse
-	(*GetSafeModeRequest)(nil),        // 65: bfs.GetSafeModeRequest
-	(*GetSafeModeResponse)(nil),       // 66: bfs.GetSafeModeResponse
-	(*LeaveSafeModeRequest)(nil),      // 67: bfs.LeaveSafeModeRequest
-	(*LeaveSafeModeResponse)(nil),     // 68: bfs.LeaveSafeModeResponse
-	(*Fence)(nil),                     // 69: bfs.Fence
-	(StatusCode)(0),                   // 70: bfs.StatusCode
-	(*FileInfo)(nil),                  // 71: bfs.FileInfo
-	(LockStatus)(0),                   // 72: bfs.LockStatus
+	(ChunkserverState)(0),             // 0: bfs.ChunkserverState
+	(*MkdirRequest)(nil),              // 1: bfs.MkdirRequest
+	(*MkdirResponse)(nil),             // 2: bfs.MkdirResponse
+	(*CreateRequest)(nil),             // 3: bfs.CreateRequest
+	(*CreateResponse)(nil),            // 4: bfs.CreateResponse
+	(*StatRequest)(nil),               // 5: bfs.StatRequest
+	(*StatResponse)(nil),              // 6: bfs.StatResponse
+	(*ListRequest)(nil),               // 7: bfs.ListRequest
+	(*ListResponse)(nil),              // 8: bfs.ListResponse
+	(*DeleteFileRequest)(nil),         // 9: bfs.DeleteFileRequest
+	(*DeleteFileResponse)(nil),        // 10: bfs.DeleteFileResponse
+	(*DeleteDirRequest)(nil),          // 11: bfs.DeleteDirRequest
+	(*DeleteDirResponse)(nil),         // 12: bfs.DeleteDirResponse
+	(*RenameRequest)(nil),             // 13: bfs.RenameRequest
+	(*RenameResponse)(nil),            // 14: bfs.RenameResponse
+	(*ChmodRequest)(nil),              // 15: bfs.ChmodRequest
+	(*ChmodResponse)(nil),             // 16: bfs.ChmodResponse
+	(*DiskUsageRequest)(nil),          // 17: bfs.DiskUsageRequest
+	(*DiskUsageResponse)(nil),         // 18: bfs.DiskUsageResponse
+	(*LockConflict)(nil),              // 19: bfs.LockConflict
+	(*OpenSessionRequest)(nil),        // 20: bfs.OpenSessionRequest
+	(*OpenSessionResponse)(nil),       // 21: bfs.OpenSessionResponse
+	(*KeepAliveRequest)(nil),          // 22: bfs.KeepAliveRequest
+	(*KeepAliveResponse)(nil),         // 23: bfs.KeepAliveResponse
+	(*CloseSessionRequest)(nil),       // 24: bfs.CloseSessionRequest
+	(*CloseSessionResponse)(nil),      // 25: bfs.CloseSessionResponse
+	(*ListSessionsRequest)(nil),       // 26: bfs.ListSessionsRequest
+	(*SessionInfo)(nil),               // 27: bfs.SessionInfo
+	(*ListSessionsResponse)(nil),      // 28: bfs.ListSessionsResponse
+	(*Replica)(nil),                   // 29: bfs.Replica
+	(*LocatedBlock)(nil),              // 30: bfs.LocatedBlock
+	(*AddBlockRequest)(nil),           // 31: bfs.AddBlockRequest
+	(*AddBlockResponse)(nil),          // 32: bfs.AddBlockResponse
+	(*SyncBlockRequest)(nil),          // 33: bfs.SyncBlockRequest
+	(*SyncBlockResponse)(nil),         // 34: bfs.SyncBlockResponse
+	(*FinishFileRequest)(nil),         // 35: bfs.FinishFileRequest
+	(*FinishFileResponse)(nil),        // 36: bfs.FinishFileResponse
+	(*GetFileLocationRequest)(nil),    // 37: bfs.GetFileLocationRequest
+	(*GetFileLocationResponse)(nil),   // 38: bfs.GetFileLocationResponse
+	(*LockDirRequest)(nil),            // 39: bfs.LockDirRequest
+	(*LockDirResponse)(nil),           // 40: bfs.LockDirResponse
+	(*UnlockDirRequest)(nil),          // 41: bfs.UnlockDirRequest
+	(*UnlockDirResponse)(nil),         // 42: bfs.UnlockDirResponse
+	(*PendingFile)(nil),               // 43: bfs.PendingFile
+	(*DirLock)(nil),                   // 44: bfs.DirLock
+	(*GetDirLockRequest)(nil),         // 45: bfs.GetDirLockRequest
+	(*GetDirLockResponse)(nil),        // 46: bfs.GetDirLockResponse
+	(*ListDirLocksRequest)(nil),       // 47: bfs.ListDirLocksRequest
+	(*ListDirLocksResponse)(nil),      // 48: bfs.ListDirLocksResponse
+	(*WatchDirLocksRequest)(nil),      // 49: bfs.WatchDirLocksRequest
+	(*DirLockEvent)(nil),              // 50: bfs.DirLockEvent
+	(*GetLockHistoryRequest)(nil),     // 51: bfs.GetLockHistoryRequest
+	(*LockHistoryEntry)(nil),          // 52: bfs.LockHistoryEntry
+	(*GetLockHistoryResponse)(nil),    // 53: bfs.GetLockHistoryResponse
+	(*RegisterRequest)(nil),           // 54: bfs.RegisterRequest
+	(*RegisterResponse)(nil),          // 55: bfs.RegisterResponse
+	(*HeartBeatRequest)(nil),          // 56: bfs.HeartBeatRequest
+	(*HeartBeatResponse)(nil),         // 57: bfs.HeartBeatResponse
+	(*ReportedBlock)(nil),             // 58: bfs.ReportedBlock
+	(*BlockReportRequest)(nil),        // 59: bfs.BlockReportRequest
+	(*BlockReportResponse)(nil),       // 60: bfs.BlockReportResponse
+	(*BlockReceivedRequest)(nil),      // 61: bfs.BlockReceivedRequest
+	(*BlockReceivedResponse)(nil),     // 62: bfs.BlockReceivedResponse
+	(*BadReplica)(nil),                // 63: bfs.BadReplica
+	(*ReportBadReplicasRequest)(nil),  // 64: bfs.ReportBadReplicasRequest
+	(*ReportBadReplicasResponse)(nil), // 65: bfs.ReportBadReplicasResponse
+	(*GetSafeModeRequest)(nil),        // 66: bfs.GetSafeModeRequest
+	(*GetSafeModeResponse)(nil),       // 67: bfs.GetSafeModeResponse
+	(*LeaveSafeModeRequest)(nil),      // 68: bfs.LeaveSafeModeRequest
+	(*LeaveSafeModeResponse)(nil),     // 69: bfs.LeaveSafeModeResponse
+	(*DecommissionRequest)(nil),       // 70: bfs.DecommissionRequest
+	(*DecommissionResponse)(nil),      // 71: bfs.DecommissionResponse
+	(*ChunkserverInfo)(nil),           // 72: bfs.ChunkserverInfo
+	(*ListChunkserversRequest)(nil),   // 73: bfs.ListChunkserversRequest
+	(*ListChunkserversResponse)(nil),  // 74: bfs.ListChunkserversResponse
+	(*FsckRequest)(nil),               // 75: bfs.FsckRequest
+	(*FsckBlock)(nil),                 // 76: bfs.FsckBlock
+	(*FsckFile)(nil),                  // 77: bfs.FsckFile
+	(*FsckTotals)(nil),                // 78: bfs.FsckTotals
+	(*FsckResponse)(nil),              // 79: bfs.FsckResponse
+	(*Fence)(nil),                     // 80: bfs.Fence
+	(StatusCode)(0),                   // 81: bfs.StatusCode
+	(*FileInfo)(nil),                  // 82: bfs.FileInfo
+	(LockStatus)(0),                   // 83: bfs.LockStatus
 }
 var file_nameserver_proto_depIdxs = []int32{
-	69,  // 0: bfs.MkdirRequest.fences:type_name -> bfs.Fence
-	70,  // 1: bfs.MkdirResponse.status:type_name -> bfs.StatusCode
-	71,  // 2: bfs.MkdirResponse.info:type_name -> bfs.FileInfo
-	18,  // 3: bfs.MkdirResponse.conflict:type_name -> bfs.LockConflict
-	69,  // 4: bfs.CreateRequest.fences:type_name -> bfs.Fence
-	70,  // 5: bfs.CreateResponse.status:type_name -> bfs.StatusCode
-	71,  // 6: bfs.CreateResponse.info:type_name -> bfs.FileInfo
-	18,  // 7: bfs.CreateResponse.conflict:type_name -> bfs.LockConflict
-	70,  // 8: bfs.StatResponse.status:type_name -> bfs.StatusCode
-	71,  // 9: bfs.StatResponse.info:type_name -> bfs.FileInfo
-	70,  // 10: bfs.ListResponse.status:type_name -> bfs.StatusCode
-	71,  // 11: bfs.ListResponse.entries:type_name -> bfs.FileInfo
-	69,  // 12: bfs.DeleteFileRequest.fences:type_name -> bfs.Fence
-	70,  // 13: bfs.DeleteFileResponse.status:type_name -> bfs.StatusCode
-	18,  // 14: bfs.DeleteFileResponse.conflict:type_name -> bfs.LockConflict
-	69,  // 15: bfs.DeleteDirRequest.fences:type_name -> bfs.Fence
-	70,  // 16: bfs.DeleteDirResponse.status:type_name -> bfs.StatusCode
-	18,  // 17: bfs.DeleteDirResponse.conflict:type_name -> bfs.LockConflict
-	69,  // 18: bfs.RenameRequest.fences:type_name -> bfs.Fence
-	70,  // 19: bfs.RenameResponse.status:type_name -> bfs.StatusCode
-	18,  // 20: bfs.RenameResponse.conflict:type_name -> bfs.LockConflict
-	69,  // 21: bfs.ChmodRequest.fences:type_name -> bfs.Fence
-	70,  // 22: bfs.ChmodResponse.status:type_name -> bfs.StatusCode
-	18,  // 23: bfs.ChmodResponse.conflict:type_name -> bfs.LockConflict
-	70,  // 24: bfs.DiskUsageResponse.status:type_name -> bfs.StatusCode
-	72,  // 25: bfs.LockConflict.lock_status:type_name -> bfs.LockStatus
-	70,  // 26: bfs.OpenSessionResponse.status:type_name -> bfs.StatusCode
-	70,  // 27: bfs.KeepAliveResponse.status:type_name -> bfs.StatusCode
-	70,  // 28: bfs.CloseSessionResponse.status:type_name -> bfs.StatusCode
-	70,  // 29: bfs.ListSessionsResponse.status:type_name -> bfs.StatusCode
-	26,  // 30: bfs.ListSessionsResponse.sessions:type_name -> bfs.SessionInfo
-	28,  // 31: bfs.LocatedBlock.replicas:type_name -> bfs.Replica
-	69,  // 32: bfs.AddBlockRequest.fences:type_name -> bfs.Fence
-	70,  // 33: bfs.AddBlockResponse.status:type_name -> bfs.StatusCode
-	29,  // 34: bfs.AddBlockResponse.block:type_name -> bfs.LocatedBlock
-	18,  // 35: bfs.AddBlockResponse.conflict:type_name -> bfs.LockConflict
-	69,  // 36: bfs.SyncBlockRequest.fences:type_name -> bfs.Fence
-	70,  // 37: bfs.SyncBlockResponse.status:type_name -> bfs.StatusCode
-	18,  // 38: bfs.SyncBlockResponse.conflict:type_name -> bfs.LockConflict
-	69,  // 39: bfs.FinishFileRequest.fences:type_name -> bfs.Fence
-	70,  // 40: bfs.FinishFileResponse.status:type_name -> bfs.StatusCode
-	71,  // 41: bfs.FinishFileResponse.info:type_name -> bfs.FileInfo
-	18,  // 42: bfs.FinishFileResponse.conflict:type_name -> bfs.LockConflict
-	70,  // 43: bfs.GetFileLocationResponse.status:type_name -> bfs.StatusCode
-	71,  // 44: bfs.GetFileLocationResponse.info:type_name -> bfs.FileInfo
-	29,  // 45: bfs.GetFileLocationResponse.blocks:type_name -> bfs.LocatedBlock
-	70,  // 46: bfs.LockDirResponse.status:type_name -> bfs.StatusCode
-	43,  // 47: bfs.LockDirResponse.lock:type_name -> bfs.DirLock
-	70,  // 48: bfs.UnlockDirResponse.status:type_name -> bfs.StatusCode
-	43,  // 49: bfs.UnlockDirResponse.lock:type_name -> bfs.DirLock
-	72,  // 50: bfs.DirLock.status:type_name -> bfs.LockStatus
-	42,  // 51: bfs.DirLock.pending:type_name -> bfs.PendingFile
-	70,  // 52: bfs.GetDirLockResponse.status:type_name -> bfs.StatusCode
-	43,  // 53: bfs.GetDirLockResponse.lock:type_name -> bfs.DirLock
-	72,  // 54: bfs.ListDirLocksRequest.status:type_name -> bfs.LockStatus
-	70,  // 55: bfs.ListDirLocksResponse.status:type_name -> bfs.StatusCode
-	43,  // 56: bfs.ListDirLocksResponse.locks:type_name -> bfs.DirLock
-	43,  // 57: bfs.DirLockEvent.lock:type_name -> bfs.DirLock
-	72,  // 58: bfs.DirLockEvent.previous:type_name -> bfs.LockStatus
-	70,  // 59: bfs.GetLockHistoryResponse.status:type_name -> bfs.StatusCode
-	51,  // 60: bfs.GetLockHistoryResponse.entries:type_name -> bfs.LockHistoryEntry
-	70,  // 61: bfs.RegisterResponse.status:type_name -> bfs.StatusCode
-	70,  // 62: bfs.HeartBeatResponse.status:type_name -> bfs.StatusCode
-	57,  // 63: bfs.BlockReportRequest.blocks:type_name -> bfs.ReportedBlock
-	70,  // 64: bfs.BlockReportResponse.status:type_name -> bfs.StatusCode
-	57,  // 65: bfs.BlockReceivedRequest.blocks:type_name -> bfs.ReportedBlock
-	70,  // 66: bfs.BlockReceivedResponse.status:type_name -> bfs.StatusCode
-	62,  // 67: bfs.ReportBadReplicasRequest.replicas:type_name -> bfs.BadReplica
-	70,  // 68: bfs.ReportBadReplicasResponse.status:type_name -> bfs.StatusCode
-	70,  // 69: bfs.GetSafeModeResponse.status:type_name -> bfs.StatusCode
-	70,  // 70: bfs.LeaveSafeModeResponse.status:type_name -> bfs.StatusCode
-	0,   // 71: bfs.NameServer.Mkdir:input_type -> bfs.MkdirRequest
-	2,   // 72: bfs.NameServer.Create:input_type -> bfs.CreateRequest
-	4,   // 73: bfs.NameServer.Stat:input_type -> bfs.StatRequest
-	6,   // 74: bfs.NameServer.List:input_type -> bfs.ListRequest
-	8,   // 75: bfs.NameServer.DeleteFile:input_type -> bfs.DeleteFileRequest
-	10,  // 76: bfs.NameServer.DeleteDir:input_type -> bfs.DeleteDirRequest
-	12,  // 77: bfs.NameServer.Rename:input_type -> bfs.RenameRequest
-	14,  // 78: bfs.NameServer.Chmod:input_type -> bfs.ChmodRequest
-	16,  // 79: bfs.NameServer.DiskUsage:input_type -> bfs.DiskUsageRequest
-	19,  // 80: bfs.NameServer.OpenSession:input_type -> bfs.OpenSessionRequest
-	21,  // 81: bfs.NameServer.KeepAlive:input_type -> bfs.KeepAliveRequest
-	23,  // 82: bfs.NameServer.CloseSession:input_type -> bfs.CloseSessionRequest
-	25,  // 83: bfs.NameServer.ListSessions:input_type -> bfs.ListSessionsRequest
-	30,  // 84: bfs.NameServer.AddBlock:input_type -> bfs.AddBlockRequest
-	32,  // 85: bfs.NameServer.SyncBlock:input_type -> bfs.SyncBlockRequest
-	34,  // 86: bfs.NameServer.FinishFile:input_type -> bfs.FinishFileRequest
-	36,  // 87: bfs.NameServer.GetFileLocation:input_type -> bfs.GetFileLocationRequest
-	38,  // 88: bfs.NameServer.LockDir:input_type -> bfs.LockDirRequest
-	40,  // 89: bfs.NameServer.UnlockDir:input_type -> bfs.UnlockDirRequest
-	44,  // 90: bfs.NameServer.GetDirLock:input_type -> bfs.GetDirLockRequest
-	46,  // 91: bfs.NameServer.ListDirLocks:input_type -> bfs.ListDirLocksRequest
-	48,  // 92: bfs.NameServer.WatchDirLocks:input_type -> bfs.WatchDirLocksRequest
-	50,  // 93: bfs.NameServer.GetLockHistory:input_type -> bfs.GetLockHistoryRequest
-	53,  // 94: bfs.NameServer.Register:input_type -> bfs.RegisterRequest
-	55,  // 95: bfs.NameServer.HeartBeat:input_type -> bfs.HeartBeatRequest
-	58,  // 96: bfs.NameServer.BlockReport:input_type -> bfs.BlockReportRequest
-	60,  // 97: bfs.NameServer.BlockReceived:input_type -> bfs.BlockReceivedRequest
-	63,  // 98: bfs.NameServer.ReportBadReplicas:input_type -> bfs.ReportBadReplicasRequest
-	65,  // 99: bfs.NameServer.GetSafeMode:input_type -> bfs.GetSafeModeRequest
-	67,  // 100: bfs.NameServer.LeaveSafeMode:input_type -> bfs.LeaveSafeModeRequest
-	1,   // 101: bfs.NameServer.Mkdir:output_type -> bfs.MkdirResponse
-	3,   // 102: bfs.NameServer.Create:output_type -> bfs.CreateResponse
-	5,   // 103: bfs.NameServer.Stat:output_type -> bfs.StatResponse
-	7,   // 104: bfs.NameServer.List:output_type -> bfs.ListResponse
-	9,   // 105: bfs.NameServer.DeleteFile:output_type -> bfs.DeleteFileResponse
-	11,  // 106: bfs.NameServer.DeleteDir:output_type -> bfs.DeleteDirResponse
-	13,  // 107: bfs.NameServer.Rename:output_type -> bfs.RenameResponse
-	15,  // 108: bfs.NameServer.Chmod:output_type -> bfs.ChmodResponse
-	17,  // 109: bfs.NameServer.DiskUsage:output_type -> bfs.DiskUsageResponse
-	20,  // 110: bfs.NameServer.OpenSession:output_type -> bfs.OpenSessionResponse
-	22,  // 111: bfs.NameServer.KeepAlive:output_type -> bfs.KeepAliveResponse
-	24,  // 112: bfs.NameServer.CloseSession:output_type -> bfs.CloseSessionResponse
-	27,  // 113: bfs.NameServer.ListSessions:output_type -> bfs.ListSessionsResponse
-	31,  // 114: bfs.NameServer.AddBlock:output_type -> bfs.AddBlockResponse
-	33,  // 115: bfs.NameServer.SyncBlock:output_type -> bfs.SyncBlockResponse
-	35,  // 116: bfs.NameServer.FinishFile:output_type -> bfs.FinishFileResponse
-	37,  // 117: bfs.NameServer.GetFileLocation:output_type -> bfs.GetFileLocationResponse
-	39,  // 118: bfs.NameServer.LockDir:output_type -> bfs.LockDirResponse
-	41,  // 119: bfs.NameServer.UnlockDir:output_type -> bfs.UnlockDirResponse
-	45,  // 120: bfs.NameServer.GetDirLock:output_type -> bfs.GetDirLockResponse
-	47,  // 121: bfs.NameServer.ListDirLocks:output_type -> bfs.ListDirLocksResponse
-	49,  // 122: bfs.NameServer.WatchDirLocks:output_type -> bfs.DirLockEvent
-	52,  // 123: bfs.NameServer.GetLockHistory:output_type -> bfs.GetLockHistoryResponse
-	54,  // 124: bfs.NameServer.Register:output_type -> bfs.RegisterResponse
-	56,  // 125: bfs.NameServer.HeartBeat:output_type -> bfs.HeartBeatResponse
-	59,  // 126: bfs.NameServer.BlockReport:output_type -> bfs.BlockReportResponse
-	61,  // 127: bfs.NameServer.BlockReceived:output_type -> bfs.BlockReceivedResponse
-	64,  // 128: bfs.NameServer.ReportBadReplicas:output_type -> bfs.ReportBadReplicasResponse
-	66,  // 129: bfs.NameServer.GetSafeMode:output_type -> bfs.GetSafeModeResponse
-	68,  // 130: bfs.NameServer.LeaveSafeMode:output_type -> bfs.LeaveSafeModeResponse
-	101, // [101:131] is the sub-list for method output_type
-	71,  // [71:101] is the sub-list for method input_type
-	71,  // [71:71] is the sub-list for extension type_name
-	71,  // [71:71] is the sub-list for extension extendee
-	0,   // [0:71] is the sub-list for field type_name
+	80,  // 0: bfs.MkdirRequest.fences:type_name -> bfs.Fence
+	81,  // 1: bfs.MkdirResponse.status:type_name -> bfs.StatusCode
+	82,  // 2: bfs.MkdirResponse.info:type_name -> bfs.FileInfo
+	19,  // 3: bfs.MkdirResponse.conflict:type_name -> bfs.LockConflict
+	80,  // 4: bfs.CreateRequest.fences:type_name -> bfs.Fence
+	81,  // 5: bfs.CreateResponse.status:type_name -> bfs.StatusCode
+	82,  // 6: bfs.CreateResponse.info:type_name -> bfs.FileInfo
+	19,  // 7: bfs.CreateResponse.conflict:type_name -> bfs.LockConflict
+	81,  // 8: bfs.StatResponse.status:type_name -> bfs.StatusCode
+	82,  // 9: bfs.StatResponse.info:type_name -> bfs.FileInfo
+	81,  // 10: bfs.ListResponse.status:type_name -> bfs.StatusCode
+	82,  // 11: bfs.ListResponse.entries:type_name -> bfs.FileInfo
+	80,  // 12: bfs.DeleteFileRequest.fences:type_name -> bfs.Fence
+	81,  // 13: bfs.DeleteFileResponse.status:type_name -> bfs.StatusCode
+	19,  // 14: bfs.DeleteFileResponse.conflict:type_name -> bfs.LockConflict
+	80,  // 15: bfs.DeleteDirRequest.fences:type_name -> bfs.Fence
+	81,  // 16: bfs.DeleteDirResponse.status:type_name -> bfs.StatusCode
+	19,  // 17: bfs.DeleteDirResponse.conflict:type_name -> bfs.LockConflict
+	80,  // 18: bfs.RenameRequest.fences:type_name -> bfs.Fence
+	81,  // 19: bfs.RenameResponse.status:type_name -> bfs.StatusCode
+	19,  // 20: bfs.RenameResponse.conflict:type_name -> bfs.LockConflict
+	80,  // 21: bfs.ChmodRequest.fences:type_name -> bfs.Fence
+	81,  // 22: bfs.ChmodResponse.status:type_name -> bfs.StatusCode
+	19,  // 23: bfs.ChmodResponse.conflict:type_name -> bfs.LockConflict
+	81,  // 24: bfs.DiskUsageResponse.status:type_name -> bfs.StatusCode
+	83,  // 25: bfs.LockConflict.lock_status:type_name -> bfs.LockStatus
+	81,  // 26: bfs.OpenSessionResponse.status:type_name -> bfs.StatusCode
+	81,  // 27: bfs.KeepAliveResponse.status:type_name -> bfs.StatusCode
+	81,  // 28: bfs.CloseSessionResponse.status:type_name -> bfs.StatusCode
+	81,  // 29: bfs.ListSessionsResponse.status:type_name -> bfs.StatusCode
+	27,  // 30: bfs.ListSessionsResponse.sessions:type_name -> bfs.SessionInfo
+	29,  // 31: bfs.LocatedBlock.replicas:type_name -> bfs.Replica
+	80,  // 32: bfs.AddBlockRequest.fences:type_name -> bfs.Fence
+	81,  // 33: bfs.AddBlockResponse.status:type_name -> bfs.StatusCode
+	30,  // 34: bfs.AddBlockResponse.block:type_name -> bfs.LocatedBlock
+	19,  // 35: bfs.AddBlockResponse.conflict:type_name -> bfs.LockConflict
+	80,  // 36: bfs.SyncBlockRequest.fences:type_name -> bfs.Fence
+	81,  // 37: bfs.SyncBlockResponse.status:type_name -> bfs.StatusCode
+	19,  // 38: bfs.SyncBlockResponse.conflict:type_name -> bfs.LockConflict
+	80,  // 39: bfs.FinishFileRequest.fences:type_name -> bfs.Fence
+	81,  // 40: bfs.FinishFileResponse.status:type_name -> bfs.StatusCode
+	82,  // 41: bfs.FinishFileResponse.info:type_name -> bfs.FileInfo
+	19,  // 42: bfs.FinishFileResponse.conflict:type_name -> bfs.LockConflict
+	81,  // 43: bfs.GetFileLocationResponse.status:type_name -> bfs.StatusCode
+	82,  // 44: bfs.GetFileLocationResponse.info:type_name -> bfs.FileInfo
+	30,  // 45: bfs.GetFileLocationResponse.blocks:type_name -> bfs.LocatedBlock
+	81,  // 46: bfs.LockDirResponse.status:type_name -> bfs.StatusCode
+	44,  // 47: bfs.LockDirResponse.lock:type_name -> bfs.DirLock
+	81,  // 48: bfs.UnlockDirResponse.status:type_name -> bfs.StatusCode
+	44,  // 49: bfs.UnlockDirResponse.lock:type_name -> bfs.DirLock
+	83,  // 50: bfs.DirLock.status:type_name -> bfs.LockStatus
+	43,  // 51: bfs.DirLock.pending:type_name -> bfs.PendingFile
+	81,  // 52: bfs.GetDirLockResponse.status:type_name -> bfs.StatusCode
+	44,  // 53: bfs.GetDirLockResponse.lock:type_name -> bfs.DirLock
+	83,  // 54: bfs.ListDirLocksRequest.status:type_name -> bfs.LockStatus
+	81,  // 55: bfs.ListDirLocksResponse.status:type_name -> bfs.StatusCode
+	44,  // 56: bfs.ListDirLocksResponse.locks:type_name -> bfs.DirLock
+	44,  // 57: bfs.DirLockEvent.lock:type_name -> bfs.DirLock
+	83,  // 58: bfs.DirLockEvent.previous:type_name -> bfs.LockStatus
+	81,  // 59: bfs.GetLockHistoryResponse.status:type_name -> bfs.StatusCode
+	52,  // 60: bfs.GetLockHistoryResponse.entries:type_name -> bfs.LockHistoryEntry
+	81,  // 61: bfs.RegisterResponse.status:type_name -> bfs.StatusCode
+	81,  // 62: bfs.HeartBeatResponse.status:type_name -> bfs.StatusCode
+	58,  // 63: bfs.BlockReportRequest.blocks:type_name -> bfs.ReportedBlock
+	81,  // 64: bfs.BlockReportResponse.status:type_name -> bfs.StatusCode
+	58,  // 65: bfs.BlockReceivedRequest.blocks:type_name -> bfs.ReportedBlock
+	81,  // 66: bfs.BlockReceivedResponse.status:type_name -> bfs.StatusCode
+	63,  // 67: bfs.ReportBadReplicasRequest.replicas:type_name -> bfs.BadReplica
+	81,  // 68: bfs.ReportBadReplicasResponse.status:type_name -> bfs.StatusCode
+	81,  // 69: bfs.GetSafeModeResponse.status:type_name -> bfs.StatusCode
+	81,  // 70: bfs.LeaveSafeModeResponse.status:type_name -> bfs.StatusCode
+	81,  // 71: bfs.DecommissionResponse.status:type_name -> bfs.StatusCode
+	72,  // 72: bfs.DecommissionResponse.chunkservers:type_name -> bfs.ChunkserverInfo
+	0,   // 73: bfs.ChunkserverInfo.state:type_name -> bfs.ChunkserverState
+	81,  // 74: bfs.ListChunkserversResponse.status:type_name -> bfs.StatusCode
+	72,  // 75: bfs.ListChunkserversResponse.chunkservers:type_name -> bfs.ChunkserverInfo
+	76,  // 76: bfs.FsckFile.blocks:type_name -> bfs.FsckBlock
+	81,  // 77: bfs.FsckResponse.status:type_name -> bfs.StatusCode
+	77,  // 78: bfs.FsckResponse.files:type_name -> bfs.FsckFile
+	78,  // 79: bfs.FsckResponse.totals:type_name -> bfs.FsckTotals
+	1,   // 80: bfs.NameServer.Mkdir:input_type -> bfs.MkdirRequest
+	3,   // 81: bfs.NameServer.Create:input_type -> bfs.CreateRequest
+	5,   // 82: bfs.NameServer.Stat:input_type -> bfs.StatRequest
+	7,   // 83: bfs.NameServer.List:input_type -> bfs.ListRequest
+	9,   // 84: bfs.NameServer.DeleteFile:input_type -> bfs.DeleteFileRequest
+	11,  // 85: bfs.NameServer.DeleteDir:input_type -> bfs.DeleteDirRequest
+	13,  // 86: bfs.NameServer.Rename:input_type -> bfs.RenameRequest
+	15,  // 87: bfs.NameServer.Chmod:input_type -> bfs.ChmodRequest
+	17,  // 88: bfs.NameServer.DiskUsage:input_type -> bfs.DiskUsageRequest
+	20,  // 89: bfs.NameServer.OpenSession:input_type -> bfs.OpenSessionRequest
+	22,  // 90: bfs.NameServer.KeepAlive:input_type -> bfs.KeepAliveRequest
+	24,  // 91: bfs.NameServer.CloseSession:input_type -> bfs.CloseSessionRequest
+	26,  // 92: bfs.NameServer.ListSessions:input_type -> bfs.ListSessionsRequest
+	31,  // 93: bfs.NameServer.AddBlock:input_type -> bfs.AddBlockRequest
+	33,  // 94: bfs.NameServer.SyncBlock:input_type -> bfs.SyncBlockRequest
+	35,  // 95: bfs.NameServer.FinishFile:input_type -> bfs.FinishFileRequest
+	37,  // 96: bfs.NameServer.GetFileLocation:input_type -> bfs.GetFileLocationRequest
+	39,  // 97: bfs.NameServer.LockDir:input_type -> bfs.LockDirRequest
+	41,  // 98: bfs.NameServer.UnlockDir:input_type -> bfs.UnlockDirRequest
+	45,  // 99: bfs.NameServer.GetDirLock:input_type -> bfs.GetDirLockRequest
+	47,  // 100: bfs.NameServer.ListDirLocks:input_type -> bfs.ListDirLocksRequest
+	49,  // 101: bfs.NameServer.WatchDirLocks:input_type -> bfs.WatchDirLocksRequest
+	51,  // 102: bfs.NameServer.GetLockHistory:input_type -> bfs.GetLockHistoryRequest
+	54,  // 103: bfs.NameServer.Register:input_type -> bfs.RegisterRequest
+	56,  // 104: bfs.NameServer.HeartBeat:input_type -> bfs.HeartBeatRequest
+	59,  // 105: bfs.NameServer.BlockReport:input_type -> bfs.BlockReportRequest
+	61,  // 106: bfs.NameServer.BlockReceived:input_type -> bfs.BlockReceivedRequest
+	64,  // 107: bfs.NameServer.ReportBadReplicas:input_type -> bfs.ReportBadReplicasRequest
+	66,  // 108: bfs.NameServer.GetSafeMode:input_type -> bfs.GetSafeModeRequest
+	68,  // 109: bfs.NameServer.LeaveSafeMode:input_type -> bfs.LeaveSafeModeRequest
+	70,  // 110: bfs.NameServer.Decommission:input_type -> bfs.DecommissionRequest
+	73,  // 111: bfs.NameServer.ListChunkservers:input_type -> bfs.ListChunkserversRequest
+	75,  // 112: bfs.NameServer.Fsck:input_type -> bfs.FsckRequest
+	2,   // 113: bfs.NameServer.Mkdir:output_type -> bfs.MkdirResponse
+	4,   // 114: bfs.NameServer.Create:output_type -> bfs.CreateResponse
+	6,   // 115: bfs.NameServer.Stat:output_type -> bfs.StatResponse
+	8,   // 116: bfs.NameServer.List:output_type -> bfs.ListResponse
+	10,  // 117: bfs.NameServer.DeleteFile:output_type -> bfs.DeleteFileResponse
+	12,  // 118: bfs.NameServer.DeleteDir:output_type -> bfs.DeleteDirResponse
+	14,  // 119: bfs.NameServer.Rename:output_type -> bfs.RenameResponse
+	16,  // 120: bfs.NameServer.Chmod:output_type -> bfs.ChmodResponse
+	18,  // 121: bfs.NameServer.DiskUsage:output_type -> bfs.DiskUsageResponse
+	21,  // 122: bfs.NameServer.OpenSession:output_type -> bfs.OpenSessionResponse
+	23,  // 123: bfs.NameServer.KeepAlive:output_type -> bfs.KeepAliveResponse
+	25,  // 124: bfs.NameServer.CloseSession:output_type -> bfs.CloseSessionResponse
+	28,  // 125: bfs.NameServer.ListSessions:output_type -> bfs.ListSessionsResponse
+	32,  // 126: bfs.NameServer.AddBlock:output_type -> bfs.AddBlockResponse
+	34,  // 127: bfs.NameServer.SyncBlock:output_type -> bfs.SyncBlockResponse
+	36,  // 128: bfs.NameServer.FinishFile:output_type -> bfs.FinishFileResponse
+	38,  // 129: bfs.NameServer.GetFileLocation:output_type -> bfs.GetFileLocationResponse
+	40,  // 130: bfs.NameServer.LockDir:output_type -> bfs.LockDirResponse
+	42,  // 131: bfs.NameServer.UnlockDir:output_type -> bfs.UnlockDirResponse
+	46,  // 132: bfs.NameServer.GetDirLock:output_type -> bfs.GetDirLockResponse
+	48,  // 133: bfs.NameServer.ListDirLocks:output_type -> bfs.ListDirLocksResponse
+	50,  // 134: bfs.NameServer.WatchDirLocks:output_type -> bfs.DirLockEvent
+	53,  // 135: bfs.NameServer.GetLockHistory:output_type -> bfs.GetLockHistoryResponse
+	55,  // 136: bfs.NameServer.Register:output_type -> bfs.RegisterResponse
+	57,  // 137: bfs.NameServer.HeartBeat:output_type -> bfs.HeartBeatResponse
+	60,  // 138: bfs.NameServer.BlockReport:output_type -> bfs.BlockReportResponse
+	62,  // 139: bfs.NameServer.BlockReceived:output_type -> bfs.BlockReceivedResponse
+	65,  // 140: bfs.NameServer.ReportBadReplicas:output_type -> bfs.ReportBadReplicasResponse
+	67,  // 141: bfs.NameServer.GetSafeMode:output_type -> bfs.GetSafeModeResponse
+	69,  // 142: bfs.NameServer.LeaveSafeMode:output_type -> bfs.LeaveSafeModeResponse
+	71,  // 143: bfs.NameServer.Decommission:output_type -> bfs.DecommissionResponse
+	74,  // 144: bfs.NameServer.ListChunkservers:output_type -> bfs.ListChunkserversResponse
+	79,  // 145: bfs.NameServer.Fsck:output_type -> bfs.FsckResponse
+	113, // [113:146] is the sub-list for method output_type
+	80,  // [80:113] is the sub-list for method input_type
+	80,  // [80:80] is the sub-list for extension type_name
+	80,  // [80:80] is the sub-list for extension extendee
+	0,   // [0:80] is the sub-list for field type_name
 }
 
 func init() { file_nameserver_proto_init() }
@@ -5270,13 +6221,14 @@ func file_nameserver_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_nameserver_proto_rawDesc), len(file_nameserver_proto_rawDesc)),
-			NumEnums:      0,
-			NumMessages:   69,
+			NumEnums:      1,
+			NumMessages:   79,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
 		GoTypes:           file_nameserver_proto_goTypes,
 		DependencyIndexes: file_nameserver_proto_depIdxs,
+		EnumInfos:         file_nameserver_proto_enumTypes,
 		MessageInfos:      file_nameserver_proto_msgTypes,
 	}.Build()
 	File_nameserver_proto = out.File

@@ -49,6 +49,9 @@ const (
 	NameServer_ReportBadReplicas_FullMethodName = "/bfs.NameServer/ReportBadReplicas"
 	NameServer_GetSafeMode_FullMethodName       = "/bfs.NameServer/GetSafeMode"
 	NameServer_LeaveSafeMode_FullMethodName     = "/bfs.NameServer/LeaveSafeMode"
+	NameServer_Decommission_FullMethodName      = "/bfs.NameServer/Decommission"
+	NameServer_ListChunkservers_FullMethodName  = "/bfs.NameServer/ListChunkservers"
+	NameServer_Fsck_FullMethodName              = "/bfs.NameServer/Fsck"
 )
 
 // NameServerClient is the client API for NameServer service.
@@ -99,6 +102,19 @@ type NameServerClient interface {
 	// Admin.
 	GetSafeMode(ctx context.Context, in *GetSafeModeRequest, opts ...grpc.CallOption) (*GetSafeModeResponse, error)
 	LeaveSafeMode(ctx context.Context, in *LeaveSafeModeRequest, opts ...grpc.CallOption) (*LeaveSafeModeResponse, error)
+	// Decommission starts (or, with cancel, ends) the draining of
+	// chunkservers: a draining chunkserver gets no new block and its
+	// replicas stop counting, so repair copies them elsewhere; it stays
+	// readable. Idempotent. An address the nameserver does not know (never
+	// registered, or forgotten since) is NOT_FOUND and nothing changes.
+	Decommission(ctx context.Context, in *DecommissionRequest, opts ...grpc.CallOption) (*DecommissionResponse, error)
+	// ListChunkservers reports every chunkserver the nameserver knows: live,
+	// draining, decommissioned (safe to remove) or dead. Paged like
+	// ListSessions.
+	ListChunkservers(ctx context.Context, in *ListChunkserversRequest, opts ...grpc.CallOption) (*ListChunkserversResponse, error)
+	// Fsck walks the namespace under a path and reports the files with
+	// blocks under-replicated, missing or with corrupt replicas. Paged.
+	Fsck(ctx context.Context, in *FsckRequest, opts ...grpc.CallOption) (*FsckResponse, error)
 }
 
 type nameServerClient struct {
@@ -418,6 +434,36 @@ func (c *nameServerClient) LeaveSafeMode(ctx context.Context, in *LeaveSafeModeR
 	return out, nil
 }
 
+func (c *nameServerClient) Decommission(ctx context.Context, in *DecommissionRequest, opts ...grpc.CallOption) (*DecommissionResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DecommissionResponse)
+	err := c.cc.Invoke(ctx, NameServer_Decommission_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *nameServerClient) ListChunkservers(ctx context.Context, in *ListChunkserversRequest, opts ...grpc.CallOption) (*ListChunkserversResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListChunkserversResponse)
+	err := c.cc.Invoke(ctx, NameServer_ListChunkservers_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *nameServerClient) Fsck(ctx context.Context, in *FsckRequest, opts ...grpc.CallOption) (*FsckResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(FsckResponse)
+	err := c.cc.Invoke(ctx, NameServer_Fsck_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // NameServerServer is the server API for NameServer service.
 // All implementations must embed UnimplementedNameServerServer
 // for forward compatibility.
@@ -466,6 +512,19 @@ type NameServerServer interface {
 	// Admin.
 	GetSafeMode(context.Context, *GetSafeModeRequest) (*GetSafeModeResponse, error)
 	LeaveSafeMode(context.Context, *LeaveSafeModeRequest) (*LeaveSafeModeResponse, error)
+	// Decommission starts (or, with cancel, ends) the draining of
+	// chunkservers: a draining chunkserver gets no new block and its
+	// replicas stop counting, so repair copies them elsewhere; it stays
+	// readable. Idempotent. An address the nameserver does not know (never
+	// registered, or forgotten since) is NOT_FOUND and nothing changes.
+	Decommission(context.Context, *DecommissionRequest) (*DecommissionResponse, error)
+	// ListChunkservers reports every chunkserver the nameserver knows: live,
+	// draining, decommissioned (safe to remove) or dead. Paged like
+	// ListSessions.
+	ListChunkservers(context.Context, *ListChunkserversRequest) (*ListChunkserversResponse, error)
+	// Fsck walks the namespace under a path and reports the files with
+	// blocks under-replicated, missing or with corrupt replicas. Paged.
+	Fsck(context.Context, *FsckRequest) (*FsckResponse, error)
 	mustEmbedUnimplementedNameServerServer()
 }
 
@@ -565,6 +624,15 @@ func (UnimplementedNameServerServer) GetSafeMode(context.Context, *GetSafeModeRe
 }
 func (UnimplementedNameServerServer) LeaveSafeMode(context.Context, *LeaveSafeModeRequest) (*LeaveSafeModeResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method LeaveSafeMode not implemented")
+}
+func (UnimplementedNameServerServer) Decommission(context.Context, *DecommissionRequest) (*DecommissionResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Decommission not implemented")
+}
+func (UnimplementedNameServerServer) ListChunkservers(context.Context, *ListChunkserversRequest) (*ListChunkserversResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListChunkservers not implemented")
+}
+func (UnimplementedNameServerServer) Fsck(context.Context, *FsckRequest) (*FsckResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Fsck not implemented")
 }
 func (UnimplementedNameServerServer) mustEmbedUnimplementedNameServerServer() {}
 func (UnimplementedNameServerServer) testEmbeddedByValue()                    {}
@@ -1120,6 +1188,60 @@ func _NameServer_LeaveSafeMode_Handler(srv interface{}, ctx context.Context, dec
 	return interceptor(ctx, in, info, handler)
 }
 
+func _NameServer_Decommission_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DecommissionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(NameServerServer).Decommission(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: NameServer_Decommission_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(NameServerServer).Decommission(ctx, req.(*DecommissionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _NameServer_ListChunkservers_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListChunkserversRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(NameServerServer).ListChunkservers(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: NameServer_ListChunkservers_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(NameServerServer).ListChunkservers(ctx, req.(*ListChunkserversRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _NameServer_Fsck_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(FsckRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(NameServerServer).Fsck(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: NameServer_Fsck_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(NameServerServer).Fsck(ctx, req.(*FsckRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // NameServer_ServiceDesc is the grpc.ServiceDesc for NameServer service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1242,6 +1364,18 @@ var NameServer_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "LeaveSafeMode",
 			Handler:    _NameServer_LeaveSafeMode_Handler,
+		},
+		{
+			MethodName: "Decommission",
+			Handler:    _NameServer_Decommission_Handler,
+		},
+		{
+			MethodName: "ListChunkservers",
+			Handler:    _NameServer_ListChunkservers_Handler,
+		},
+		{
+			MethodName: "Fsck",
+			Handler:    _NameServer_Fsck_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -1,0 +1,100 @@
+package nameserver
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/golang/glog"
+
+	"github.com/bfs-go/bfs/nameserver/namespace"
+	"github.com/bfs-go/bfs/proto/bfspb"
+)
+
+// tokenChunkservers names the ListChunkservers page tokens (listing.go).
+const tokenChunkservers = 'c'
+
+// Decommission starts or ends the draining of chunkservers. Every address
+// must be known (live, dead since the nameserver started, or draining);
+// otherwise nothing changes. Asking again is harmless.
+func (s *Server) Decommission(_ context.Context, req *bfspb.DecommissionRequest) (*bfspb.DecommissionResponse, error) {
+	verb := "decommission"
+	if req.Cancel {
+		verb = "cancel decommission"
+	}
+	if err := s.checkDecommission(verb, req.Addresses); err != nil {
+		code, msg := statusOf(err)
+		return &bfspb.DecommissionResponse{Status: code, Message: msg}, nil
+	}
+	resp := &bfspb.DecommissionResponse{}
+	now := s.cfg.Clock.Now()
+	for _, addr := range req.Addresses {
+		if s.blocks.SetDraining(addr, !req.Cancel) {
+			glog.Infof("%s of chunkserver %s", verb, addr)
+		}
+		if r, ok := s.serverRow(addr); ok {
+			resp.Chunkservers = append(resp.Chunkservers, s.chunkserverInfo(r, now))
+		} else {
+			// Draining, yet neither live nor remembered dead.
+			resp.Chunkservers = append(resp.Chunkservers, &bfspb.ChunkserverInfo{Address: addr,
+				Draining: !req.Cancel, State: bfspb.ChunkserverState_CHUNKSERVER_STATE_DEAD})
+		}
+	}
+	return resp, nil
+}
+
+// checkDecommission refuses a request with no address, an empty one, or
+// one the nameserver does not know.
+func (s *Server) checkDecommission(verb string, addrs []string) error {
+	if len(addrs) == 0 {
+		return namespaceInvalid(verb + ": no chunkserver address given")
+	}
+	var unknown []string
+	for _, a := range addrs {
+		if a == "" {
+			return namespaceInvalid(verb + ": empty chunkserver address")
+		}
+		if _, ok := s.serverRow(a); !ok && !s.blocks.Draining(a) {
+			unknown = append(unknown, fmt.Sprintf("%q", a))
+		}
+	}
+	if len(unknown) > 0 {
+		return fmt.Errorf("%w: %s: no chunkserver known at %s (bfs admin report lists them); nothing changed",
+			namespace.ErrNotFound, verb, strings.Join(unknown, ", "))
+	}
+	return nil
+}
+
+// ListChunkservers reports one page of the chunkservers known, by
+// address.
+func (s *Server) ListChunkservers(_ context.Context, req *bfspb.ListChunkserversRequest) (*bfspb.ListChunkserversResponse, error) {
+	after, err := parsePageToken(tokenChunkservers, req.PageToken)
+	if err != nil {
+		code, msg := statusOf(err)
+		return &bfspb.ListChunkserversResponse{Status: code, Message: msg}, nil
+	}
+	rows := s.serverRows()
+	i := 0
+	for i < len(rows) && after != "" && rows[i].Addr <= after {
+		i++
+	}
+	rows = rows[i:]
+	limit := pageSize(req.PageSize)
+	more := len(rows) > limit
+	rows = rows[:min(len(rows), limit)]
+	resp := &bfspb.ListChunkserversResponse{}
+	now := s.cfg.Clock.Now()
+	var budget pageBudget
+	for _, r := range rows {
+		info := s.chunkserverInfo(r, now)
+		if !budget.fits(info) {
+			more = true
+			break
+		}
+		resp.Chunkservers = append(resp.Chunkservers, info)
+	}
+	if more && len(resp.Chunkservers) > 0 {
+		resp.NextPageToken = pageToken(tokenChunkservers, resp.Chunkservers[len(resp.Chunkservers)-1].Address)
+	}
+	return resp, nil
+}

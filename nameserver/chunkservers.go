@@ -1,0 +1,249 @@
+package nameserver
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/golang/glog"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/bfs-go/bfs/nameserver/blockmap"
+	"github.com/bfs-go/bfs/nameserver/namespace"
+	"github.com/bfs-go/bfs/proto/bfspb"
+)
+
+// maxDeadRecords bounds the chunkservers remembered as dead; past it the
+// one silent the longest is forgotten.
+const maxDeadRecords = 10000
+
+// deadList remembers the chunkservers declared dead since the nameserver
+// started, as they last were, until they register again: the block map
+// forgets them, and an operator still wants to see them. It is in memory
+// only. It is safe for concurrent use.
+type deadList struct {
+	mu struct {
+		sync.Mutex
+		servers map[string]blockmap.Server
+	}
+}
+
+func newDeadList() *deadList {
+	d := &deadList{}
+	d.mu.servers = make(map[string]blockmap.Server)
+	return d
+}
+
+// add records chunkservers declared dead.
+func (d *deadList) add(dead ...blockmap.Server) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, s := range dead {
+		d.mu.servers[s.Addr] = s
+	}
+	for len(d.mu.servers) > maxDeadRecords {
+		var oldest blockmap.Server
+		for _, s := range d.mu.servers {
+			if oldest.Addr == "" || s.LastBeat.Before(oldest.LastBeat) {
+				oldest = s
+			}
+		}
+		delete(d.mu.servers, oldest.Addr)
+	}
+}
+
+// remove forgets the chunkserver at addr (it registered again).
+func (d *deadList) remove(addr string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.mu.servers, addr)
+}
+
+// get returns the record of the dead chunkserver at addr.
+func (d *deadList) get(addr string) (blockmap.Server, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	s, ok := d.mu.servers[addr]
+	return s, ok
+}
+
+// list returns the dead chunkservers.
+func (d *deadList) list() []blockmap.Server {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]blockmap.Server, 0, len(d.mu.servers))
+	for _, s := range d.mu.servers {
+		out = append(out, s)
+	}
+	return out
+}
+
+// serverRow is one chunkserver of the report before its drain is judged.
+type serverRow struct {
+	blockmap.Server
+	dead bool
+}
+
+// serverRows returns every chunkserver known, live and dead, by address.
+func (s *Server) serverRows() []serverRow {
+	live := s.blocks.Servers()
+	rows := make([]serverRow, 0, len(live))
+	seen := make(map[string]bool, len(live))
+	for _, l := range live {
+		rows = append(rows, serverRow{Server: l})
+		seen[l.Addr] = true
+	}
+	for _, d := range s.dead.list() {
+		if !seen[d.Addr] {
+			d.Draining = s.blocks.Draining(d.Addr)
+			rows = append(rows, serverRow{Server: d, dead: true})
+		}
+	}
+	slices.SortFunc(rows, func(a, b serverRow) int { return strings.Compare(a.Addr, b.Addr) })
+	return rows
+}
+
+// serverRow returns the chunkserver at addr, live or dead.
+func (s *Server) serverRow(addr string) (serverRow, bool) {
+	if l, ok := s.blocks.Registered(addr); ok {
+		return serverRow{Server: l}, true
+	}
+	if d, ok := s.dead.get(addr); ok {
+		d.Draining = s.blocks.Draining(addr)
+		return serverRow{Server: d, dead: true}, true
+	}
+	return serverRow{}, false
+}
+
+// chunkserverInfo describes a chunkserver for the report, judging whether
+// a draining one is safe to remove.
+func (s *Server) chunkserverInfo(r serverRow, now time.Time) *bfspb.ChunkserverInfo {
+	info := &bfspb.ChunkserverInfo{
+		Address: r.Addr, Host: r.HostName(), Draining: r.Draining,
+		CapacityBytes: r.Capacity, UsedBytes: r.Used, FreeBytes: r.Free, Blocks: int64(r.Blocks),
+		LastHeartbeatAgeMs: max(now.Sub(r.LastBeat), 0).Milliseconds(),
+	}
+	switch {
+	case r.dead:
+		info.State = bfspb.ChunkserverState_CHUNKSERVER_STATE_DEAD
+	case !r.Draining:
+		info.State = bfspb.ChunkserverState_CHUNKSERVER_STATE_LIVE
+	default:
+		info.BlocksToMove = s.blocksToMove(r.Addr)
+		info.State = bfspb.ChunkserverState_CHUNKSERVER_STATE_DRAINING
+		if info.BlocksToMove == 0 {
+			info.State = bfspb.ChunkserverState_CHUNKSERVER_STATE_DECOMMISSIONED
+		}
+	}
+	return info
+}
+
+// blocksToMove counts the blocks the chunkserver at addr holds that do
+// not yet have their file's replication in counting replicas elsewhere.
+// A block of no live file needs nothing; a block whose file cannot be
+// read counts as still to move.
+func (s *Server) blocksToMove(addr string) int64 {
+	var n int64
+	files := replicationCache{ns: s.ns, byEntry: map[uint64]uint32{}}
+	for _, b := range s.blocks.Held(addr) {
+		need, live, err := files.of(int64(b))
+		if err != nil {
+			glog.V(1).Infof("decommission of %s: block %d: %v", addr, b, err)
+			n++
+			continue
+		}
+		if !live {
+			continue
+		}
+		counting := 0
+		for _, r := range s.blocks.States(b) {
+			if r.Addr != addr && r.Counts() {
+				counting++
+			}
+		}
+		if counting < int(need) {
+			n++
+		}
+	}
+	return n
+}
+
+// replicationCache finds the replication of a block's file, reading each
+// file once.
+type replicationCache struct {
+	ns      *namespace.Store
+	byEntry map[uint64]uint32
+}
+
+// of returns the replication of block's file; live is false if no file
+// has the block.
+func (c replicationCache) of(block int64) (replication uint32, live bool, err error) {
+	owner, err := c.ns.BlockOwner(block)
+	if errors.Is(err, namespace.ErrNotFound) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	if r, ok := c.byEntry[owner]; ok {
+		return r, true, nil
+	}
+	_, info, err := c.ns.PathOf(owner)
+	if errors.Is(err, namespace.ErrNotFound) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	c.byEntry[owner] = info.Replication
+	return info.Replication, true, nil
+}
+
+// chunkserverCollector exports, at scrape time, each live chunkserver's
+// capacity and free bytes and the count of chunkservers by state.
+type chunkserverCollector struct {
+	s                   *Server
+	capacity, free, cnt *prometheus.Desc
+}
+
+func newChunkserverCollector(s *Server) *chunkserverCollector {
+	return &chunkserverCollector{
+		s: s,
+		capacity: prometheus.NewDesc("bfs_nameserver_chunkserver_capacity_bytes",
+			"Disk capacity each live chunkserver last reported (0: it cannot tell).", []string{"address"}, nil),
+		free: prometheus.NewDesc("bfs_nameserver_chunkserver_free_bytes",
+			"Free bytes each live chunkserver last reported.", []string{"address"}, nil),
+		cnt: prometheus.NewDesc("bfs_nameserver_chunkservers",
+			"Chunkservers by state: live (and not draining), draining (live, being decommissioned), dead (declared dead since the nameserver started, not back).",
+			[]string{"state"}, nil),
+	}
+}
+
+func (c *chunkserverCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.capacity
+	ch <- c.free
+	ch <- c.cnt
+}
+
+func (c *chunkserverCollector) Collect(ch chan<- prometheus.Metric) {
+	live := c.s.blocks.Servers()
+	var draining int
+	for _, l := range live {
+		if l.Draining {
+			draining++
+		}
+		ch <- prometheus.MustNewConstMetric(c.capacity, prometheus.GaugeValue, float64(l.Capacity), l.Addr)
+		ch <- prometheus.MustNewConstMetric(c.free, prometheus.GaugeValue, float64(l.Free), l.Addr)
+	}
+	dead := 0
+	for _, d := range c.s.dead.list() {
+		if _, back := c.s.blocks.Registered(d.Addr); !back {
+			dead++
+		}
+	}
+	ch <- prometheus.MustNewConstMetric(c.cnt, prometheus.GaugeValue, float64(len(live)-draining), "live")
+	ch <- prometheus.MustNewConstMetric(c.cnt, prometheus.GaugeValue, float64(draining), "draining")
+	ch <- prometheus.MustNewConstMetric(c.cnt, prometheus.GaugeValue, float64(dead), "dead")
+}
