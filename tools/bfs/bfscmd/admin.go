@@ -18,7 +18,7 @@ func (e *env) adminCommand() *cobra.Command {
 			return usagef("no admin command given")
 		},
 	}
-	cmd.AddCommand(e.safemodeCommand())
+	cmd.AddCommand(e.safemodeCommand(), e.reportCommand(), e.decommissionCommand(), e.fsckCommand())
 	return cmd
 }
 

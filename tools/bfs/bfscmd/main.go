@@ -118,6 +118,7 @@ $BFS_NAMESERVER, or ` + DefaultNameServer + `.`,
 		e.catCommand(),
 		e.locationCommand(),
 		e.adminCommand(),
+		e.fsckCommand(),
 	)
 	return root
 }
