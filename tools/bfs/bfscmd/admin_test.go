@@ -2,6 +2,10 @@ package bfscmd_test
 
 import (
 	"context"
+	"encoding/json"
+	"regexp"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -39,4 +43,95 @@ func TestAdminSafeMode(t *testing.T) {
 	require.Equal(t, "safe mode OFF (left by an operator): 0 of 1 known blocks reported (0.00%, threshold 99.90%)\n", ok("admin", "safemode", "leave"))
 	r := bfs(t, ns, "admin", "safemode", "enter")
 	require.Equal(t, 2, r.code, r.stderr)
+}
+
+func TestAdminDecommissionReportFsck(t *testing.T) {
+	cl := testcluster.Start(t, testcluster.WithChunkservers(3))
+	ns := cl.NameServerAddr
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c, err := sdk.Dial(ctx, ns)
+	require.NoError(t, err)
+	defer c.Close()
+	for _, f := range []struct {
+		path string
+		r    int
+	}{{"/f", 1}, {"/g", 3}} {
+		w, err := c.Create(ctx, f.path, sdk.Replication(f.r))
+		require.NoError(t, err)
+		_, err = w.Write([]byte("data"))
+		require.NoError(t, err)
+		require.NoError(t, w.Close())
+	}
+	loc, err := c.Locate(ctx, "/f")
+	require.NoError(t, err)
+	only := loc.Blocks[0].Replicas[0]
+
+	ok := func(args ...string) string {
+		t.Helper()
+		r := bfs(t, ns, args...)
+		require.Equal(t, 0, r.code, "bfs %q: %s", args, r.stderr)
+		return r.stdout
+	}
+	out := ok("admin", "report")
+	require.Contains(t, out, "Chunkservers: 3 live, 0 draining, 0 decommissioned, 0 dead\n")
+	for _, a := range cl.ChunkserverAddrs() {
+		require.Regexp(t, `(?m)^`+regexp.QuoteMeta(a)+` +\S+ +live `, out)
+	}
+	var report struct {
+		Chunkservers []struct {
+			Address string `json:"address"`
+			State   string `json:"state"`
+			Blocks  int64  `json:"blocks"`
+		} `json:"chunkservers"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(ok("admin", "report", "-o", "json")), &report))
+	require.Len(t, report.Chunkservers, 3)
+
+	require.Equal(t, only+": draining: 2 blocks still to copy elsewhere\n", ok("admin", "decommission", only))
+	require.Regexp(t, `(?m)^`+regexp.QuoteMeta(only)+` +\S+ +draining `, ok("admin", "report"))
+	require.Equal(t, only+": live\n", ok("admin", "decommission", "--cancel", only))
+
+	r := bfs(t, ns, "admin", "decommission", "127.0.0.1:1")
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.stderr, `no chunkserver known at "127.0.0.1:1"`)
+	require.Equal(t, 2, bfs(t, ns, "admin", "decommission").code)
+	require.Equal(t, 2, bfs(t, ns, "admin", "report", "-o", "yaml").code)
+	require.Equal(t, 2, bfs(t, ns, "fsck", "/a", "/b").code)
+	r = bfs(t, ns, "fsck", "relative")
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.stderr, "invalid path")
+
+	out = ok("fsck")
+	require.Contains(t, out, "The file system under / is HEALTHY\n")
+	require.Regexp(t, `Files: +2 \(0 open for write\)`, out)
+	require.Contains(t, ok("admin", "fsck", "/g"), "HEALTHY")
+
+	cl.StopChunkserver(slices.Index(cl.ChunkserverAddrs(), only))
+	require.Eventually(t, func() bool {
+		return strings.Contains(bfs(t, ns, "admin", "report").stdout, "2 live, 0 draining, 0 decommissioned, 1 dead")
+	}, 30*time.Second, 10*time.Millisecond)
+	r = bfs(t, ns, "fsck", "/")
+	require.Equal(t, 1, r.code, r.stderr)
+	require.Regexp(t, `(?m)^/f: 4 bytes, replication 1\n  block \d+ \(4 bytes\): MISSING \(no live replica\)\n`, r.stdout)
+	require.Regexp(t, `(?m)^/g: 4 bytes, replication 3\n  block \d+ \(4 bytes\): UNDER-REPLICATED \(2 of 3\); replicas `, r.stdout)
+	require.Regexp(t, `Missing blocks: +1\n`, r.stdout)
+	require.Contains(t, r.stdout, "The file system under / is CORRUPT\n")
+	require.Equal(t, "bfs: fsck /: 1 blocks have no live replica\n", r.stderr)
+
+	r = bfs(t, ns, "fsck", "-o", "json")
+	require.Equal(t, 1, r.code)
+	var fsck struct {
+		Healthy bool `json:"healthy"`
+		Files   []struct {
+			Path string `json:"path"`
+		} `json:"files"`
+		Totals struct {
+			Missing int `json:"missing_blocks"`
+		} `json:"totals"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &fsck))
+	require.False(t, fsck.Healthy)
+	require.Len(t, fsck.Files, 2)
+	require.Equal(t, 1, fsck.Totals.Missing)
 }
