@@ -83,6 +83,29 @@
 // is what deletes the corrupt replica. Reports for blocks of no live file
 // are ignored.
 //
+// Decommission, the chunkserver report and fsck (admin.go,
+// chunkservers.go, fsck.go). Decommission marks chunkservers draining in
+// the block map (blockmap.Map.SetDraining): no new block goes to them and
+// their replicas stop counting, so re-replication copies them away. Only
+// an address the nameserver knows (live, remembered dead, or already
+// draining) is accepted; a request naming an unknown one changes
+// nothing. ListChunkservers reports every chunkserver known, by address:
+// the live ones from the block map, and those declared dead since the
+// start from a bounded in-memory list (deadList) that forgets an address
+// when it registers again. A draining chunkserver is decommissioned (safe
+// to remove) when every block it holds has, on other chunkservers,
+// counting replicas at least its file's replication, or belongs to no
+// live file; the report counts the blocks still short. Drain marks and
+// the dead list are in memory: a restarted nameserver has neither. Fsck
+// walks the namespace under a path (namespace.Store.Walk) a bounded
+// stretch per request, the page token being the last path walked, and
+// judges each block of each file against the block map: missing (no
+// replica on a live chunkserver), under-replicated (fewer counting
+// replicas than the file's replication), corrupt (a replica marked
+// corrupt); the last block of a file open for write is not judged. The
+// gauges bfs_nameserver_chunkservers{state} and the per-chunkserver
+// capacity and free bytes are read from the same sources at scrape time.
+//
 // Handlers decode a request, normalize its paths (bad ones get
 // INVALID_ARGUMENT), call one domain method and encode the answer; the one
 // table in status.go maps domain errors to protocol status codes.

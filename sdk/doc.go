@@ -56,6 +56,18 @@
 // and ends the sequence. ListDirLocks, Sessions and LockHistory collect
 // every page into a slice.
 //
+// # Operating the cluster
+//
+// SafeMode and LeaveSafeMode show and end the nameserver's safe mode.
+// Decommission and CancelDecommission start and end the draining of
+// chunkservers; AllChunkservers (and Chunkservers, which collects it)
+// reports every chunkserver the nameserver knows with its state (live,
+// draining, decommissioned: safe to remove, dead), disk and blocks. Fsck
+// walks the namespace under a path on the nameserver, a stretch per
+// request, calls back with each file that has blocks under-replicated,
+// missing or with a corrupt replica, and returns the totals; a missing
+// block makes the totals not Healthy.
+//
 // # Errors
 //
 // Every protocol StatusCode maps to one sentinel error (ErrNotFound,
