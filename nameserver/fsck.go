@@ -3,6 +3,7 @@ package nameserver
 import (
 	"context"
 
+	"github.com/bfs-go/bfs/internal/fspath"
 	"github.com/bfs-go/bfs/nameserver/blockmap"
 	"github.com/bfs-go/bfs/proto/bfspb"
 )
@@ -40,6 +41,9 @@ func (s *Server) fsck(req *bfspb.FsckRequest) (*bfspb.FsckResponse, error) {
 	after, err := parsePageToken(tokenFsck, req.PageToken)
 	if err != nil {
 		return nil, err
+	}
+	if after != "" && !fspath.Within(after, p) {
+		return nil, namespaceInvalid("bad page token: it continues the fsck of another path")
 	}
 	resp := &bfspb.FsckResponse{Totals: &bfspb.FsckTotals{}}
 	limit := pageSize(req.PageSize)
