@@ -7,7 +7,6 @@ import (
 
 	"github.com/golang/glog"
 
-	"github.com/bfs-go/bfs/nameserver/namespace"
 	"github.com/bfs-go/bfs/proto/bfspb"
 )
 
@@ -22,8 +21,7 @@ func (s *Server) Decommission(_ context.Context, req *bfspb.DecommissionRequest)
 	if req.Cancel {
 		verb = "cancel decommission"
 	}
-	if err := s.checkDecommission(verb, req.Addresses); err != nil {
-		code, msg := statusOf(err)
+	if code, msg := s.checkDecommission(verb, req.Addresses); code != bfspb.StatusCode_OK {
 		return &bfspb.DecommissionResponse{Status: code, Message: msg}, nil
 	}
 	resp := &bfspb.DecommissionResponse{}
@@ -45,24 +43,24 @@ func (s *Server) Decommission(_ context.Context, req *bfspb.DecommissionRequest)
 
 // checkDecommission refuses a request with no address, an empty one, or
 // one the nameserver does not know.
-func (s *Server) checkDecommission(verb string, addrs []string) error {
+func (s *Server) checkDecommission(verb string, addrs []string) (bfspb.StatusCode, string) {
 	if len(addrs) == 0 {
-		return namespaceInvalid(verb + ": no chunkserver address given")
+		return bfspb.StatusCode_INVALID_ARGUMENT, verb + ": no chunkserver address given"
 	}
 	var unknown []string
 	for _, a := range addrs {
 		if a == "" {
-			return namespaceInvalid(verb + ": empty chunkserver address")
+			return bfspb.StatusCode_INVALID_ARGUMENT, verb + ": empty chunkserver address"
 		}
 		if _, ok := s.serverRow(a); !ok && !s.blocks.Draining(a) {
 			unknown = append(unknown, fmt.Sprintf("%q", a))
 		}
 	}
 	if len(unknown) > 0 {
-		return fmt.Errorf("%w: %s: no chunkserver known at %s (bfs admin report lists them); nothing changed",
-			namespace.ErrNotFound, verb, strings.Join(unknown, ", "))
+		return bfspb.StatusCode_NOT_FOUND, fmt.Sprintf("%s: unknown chunkserver %s (bfs admin report lists the known ones); nothing changed",
+			verb, strings.Join(unknown, ", "))
 	}
-	return nil
+	return bfspb.StatusCode_OK, ""
 }
 
 // ListChunkservers reports one page of the chunkservers known, by

@@ -124,7 +124,7 @@ func TestDecommission(t *testing.T) {
 
 	_, err = c.Decommission(ctx, x, "127.0.0.1:1")
 	require.ErrorIs(t, err, sdk.ErrNotFound)
-	require.ErrorContains(t, err, `"127.0.0.1:1"`)
+	require.ErrorContains(t, err, `unknown chunkserver "127.0.0.1:1"`)
 	servers, err = c.Chunkservers(ctx)
 	require.NoError(t, err)
 	require.Equal(t, sdk.ChunkserverLive, byAddr(t, servers, x).State, "a refused request changes nothing")

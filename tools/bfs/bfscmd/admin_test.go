@@ -94,7 +94,7 @@ func TestAdminDecommissionReportFsck(t *testing.T) {
 
 	r := bfs(t, ns, "admin", "decommission", "127.0.0.1:1")
 	require.Equal(t, 1, r.code)
-	require.Contains(t, r.stderr, `no chunkserver known at "127.0.0.1:1"`)
+	require.Contains(t, r.stderr, `decommission: unknown chunkserver "127.0.0.1:1" (bfs admin report lists the known ones); nothing changed`)
 	require.Equal(t, 2, bfs(t, ns, "admin", "decommission").code)
 	require.Equal(t, 2, bfs(t, ns, "admin", "report", "-o", "yaml").code)
 	require.Equal(t, 2, bfs(t, ns, "fsck", "/a", "/b").code)
