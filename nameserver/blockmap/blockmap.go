@@ -44,17 +44,22 @@ type Server struct {
 	Draining bool
 }
 
-// replica is a Replica as the map stores it: 32 bytes, the address
-// replaced by the index of its slot.
+// replica is a Replica as the map stores it, in 24 bytes: the address
+// is replaced by the index of its slot, which shares a word with the
+// sealed flag (a bool field would pad the struct to 32 bytes, and a
+// block's three replicas to the next allocation size class).
 type replica struct {
-	slot uint32
+	// ref is the slot index shifted left by one, or'ed with 1 if sealed.
+	ref uint32
 	// stamp is the generation of its slot that last named it; the
 	// replica is gone once its slot's floor has passed it.
 	stamp   uint32
 	size    int64
 	version uint64
-	sealed  bool
 }
+
+func (r replica) slot() uint32 { return r.ref >> 1 }
+func (r replica) sealed() bool { return r.ref&1 != 0 }
 
 // slot is one chunkserver address. Slots are never freed (there are as
 // many as addresses ever registered), so a replica names its address by
@@ -140,7 +145,8 @@ func (m *Map) Register(addr string, u Usage, now time.Time) ServerID {
 	return id
 }
 
-// slotLocked returns the slot of addr, adding one if it has none.
+// slotLocked returns the slot of addr, adding one if it has none. (A ref
+// keeps 31 bits of slot index: two billion distinct addresses.)
 func (m *Map) slotLocked(addr string) *slot {
 	i, ok := m.mu.index[addr]
 	if !ok {
@@ -211,7 +217,7 @@ func (m *Map) Received(id ServerID, addr string, replicas map[BlockID]Replica) b
 // live reports whether r is still held: its slot has a live registration
 // whose floor has not passed r's stamp.
 func (m *Map) liveLocked(r replica) bool {
-	sl := &m.mu.slots[r.slot]
+	sl := &m.mu.slots[r.slot()]
 	return sl.srv != nil && r.stamp >= sl.floor
 }
 
@@ -219,9 +225,12 @@ func (m *Map) liveLocked(r replica) bool {
 // current generation, and counts it.
 func (m *Map) setLocked(b BlockID, i uint32, r Replica) {
 	sl := &m.mu.slots[i]
-	v := replica{slot: i, stamp: sl.cur, size: r.Size, version: r.Version, sealed: r.Sealed}
+	v := replica{ref: i << 1, stamp: sl.cur, size: r.Size, version: r.Version}
+	if r.Sealed {
+		v.ref |= 1
+	}
 	reps := m.mu.blocks[b]
-	j := slices.IndexFunc(reps, func(r replica) bool { return r.slot == i })
+	j := slices.IndexFunc(reps, func(r replica) bool { return r.slot() == i })
 	if j < 0 {
 		// Exactly one more: a block's slice is never grown by doubling.
 		grown := make([]replica, len(reps)+1)
@@ -248,7 +257,7 @@ func (m *Map) dropLocked(b BlockID, j int) {
 	reps := m.mu.blocks[b]
 	r := reps[j]
 	if m.liveLocked(r) {
-		sl := &m.mu.slots[r.slot]
+		sl := &m.mu.slots[r.slot()]
 		if r.stamp == sl.cur {
 			sl.nCur--
 		} else {
@@ -314,7 +323,7 @@ func (m *Map) Dead(addr string, now time.Time, timeout time.Duration) bool {
 
 // replicaLocked is r as the API shows it.
 func (m *Map) replicaLocked(r replica) Replica {
-	return Replica{Addr: m.mu.slots[r.slot].addr, Size: r.size, Version: r.version, Sealed: r.sealed}
+	return Replica{Addr: m.mu.slots[r.slot()].addr, Size: r.size, Version: r.version, Sealed: r.sealed()}
 }
 
 // Replicas returns the replicas of b on live chunkservers, by address,
@@ -407,7 +416,7 @@ func (m *Map) DropReplica(b BlockID, addr string) {
 	if !ok {
 		return
 	}
-	if j := slices.IndexFunc(m.mu.blocks[b], func(r replica) bool { return r.slot == i }); j >= 0 {
+	if j := slices.IndexFunc(m.mu.blocks[b], func(r replica) bool { return r.slot() == i }); j >= 0 {
 		m.dropLocked(b, j)
 	}
 }
@@ -496,19 +505,20 @@ func (m *Map) SetDraining(addr string, on bool) bool {
 // added or dropped during the walk may or may not be in the answer.
 func (m *Map) Held(addr string) []BlockID {
 	m.lock()
-	defer m.unlock()
 	i, ok := m.mu.index[addr]
 	if !ok {
+		m.unlock()
 		return []BlockID{}
 	}
 	out := make([]BlockID, 0, m.mu.slots[i].nOld+m.mu.slots[i].nCur)
 	m.eachBlockLocked(func(b BlockID, reps []replica) {
 		for _, r := range reps {
-			if r.slot == i && m.liveLocked(r) {
+			if r.slot() == i && m.liveLocked(r) {
 				out = append(out, b)
 			}
 		}
 	})
+	m.unlock()
 	slices.Sort(out)
 	return slices.Compact(out)
 }
