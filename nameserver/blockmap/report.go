@@ -2,6 +2,7 @@ package blockmap
 
 import (
 	"errors"
+	"fmt"
 	"runtime"
 	"time"
 )
@@ -45,13 +46,15 @@ type reportState struct {
 // (More unset) forgets every replica of the chunkserver that no page of
 // the report named and that was not received (Received) since the
 // report began. Until the last page, replicas not yet named stay. first
-// says the last page completed the registration's first full report.
+// says the page belongs to the registration's first full report (one
+// whose last page has not been applied yet; Server.Reported is set by
+// that last page).
 //
 // Page 0 starts a report, abandoning any other under way (its pages
 // then fail with ErrReportOrder). The mutex is held for one batch of
 // replicas at a time, never for the whole page.
 func (m *Map) ReportPage(id ServerID, addr string, p Page, replicas map[BlockID]Replica, now time.Time) (first bool, err error) {
-	gen, err := m.startPage(id, addr, p, now)
+	gen, first, err := m.startPage(id, addr, p, now)
 	if err != nil {
 		return false, err
 	}
@@ -76,7 +79,7 @@ func (m *Map) ReportPage(id ServerID, addr string, p Page, replicas map[BlockID]
 		m.unlock()
 		return false, err
 	}
-	first = m.endPageLocked(sl, p, now)
+	m.endPageLocked(sl, p, now)
 	m.unlock()
 	if !p.More {
 		m.sweep()
@@ -85,13 +88,14 @@ func (m *Map) ReportPage(id ServerID, addr string, p Page, replicas map[BlockID]
 }
 
 // startPage checks that p is the page expected, starting a report at
-// page 0, and returns the report's generation.
-func (m *Map) startPage(id ServerID, addr string, p Page, now time.Time) (uint32, error) {
+// page 0, and returns the report's generation and whether the
+// registration has yet to complete a report.
+func (m *Map) startPage(id ServerID, addr string, p Page, now time.Time) (gen uint32, first bool, err error) {
 	m.lock()
 	defer m.unlock()
 	s, ok := m.serverLocked(id, addr)
 	if !ok {
-		return 0, ErrUnknownServer
+		return 0, false, ErrUnknownServer
 	}
 	s.LastBeat = now
 	sl := &m.mu.slots[m.mu.index[addr]]
@@ -102,20 +106,20 @@ func (m *Map) startPage(id ServerID, addr string, p Page, now time.Time) (uint32
 		sl.report = reportState{active: true, id: p.Report, next: 0, gen: sl.cur}
 	}
 	if r := sl.report; !r.active || r.id != p.Report || r.next != p.Seq {
-		return 0, ErrReportOrder
+		return 0, false, fmt.Errorf("%w: page %d of report %d from %s", ErrReportOrder, p.Seq, p.Report, addr)
 	}
-	return sl.report.gen, nil
+	return sl.report.gen, !s.Reported, nil
 }
 
 // reportingLocked returns the slot of the registration if its report of
 // generation gen is still the one under way.
 func (m *Map) reportingLocked(id ServerID, addr string, gen uint32) (uint32, error) {
 	if _, ok := m.serverLocked(id, addr); !ok {
-		return 0, ErrUnknownServer
+		return 0, fmt.Errorf("%w: %d at %s, replaced during a report", ErrUnknownServer, id, addr)
 	}
 	i := m.mu.index[addr]
 	if r := m.mu.slots[i].report; !r.active || r.gen != gen {
-		return 0, ErrReportOrder
+		return 0, fmt.Errorf("%w: a newer report of %s started", ErrReportOrder, addr)
 	}
 	return i, nil
 }
@@ -123,11 +127,11 @@ func (m *Map) reportingLocked(id ServerID, addr string, gen uint32) (uint32, err
 // endPageLocked moves the report of slot i past page p; after the last
 // page, the replicas it did not name are gone (the floor rises to its
 // generation) and the sweep will free them.
-func (m *Map) endPageLocked(i uint32, p Page, now time.Time) (first bool) {
+func (m *Map) endPageLocked(i uint32, p Page, now time.Time) {
 	sl := &m.mu.slots[i]
 	sl.report.next = p.Seq + 1
 	if p.More {
-		return false
+		return
 	}
 	if sl.nOld > 0 {
 		m.mu.dirty = true
@@ -136,9 +140,8 @@ func (m *Map) endPageLocked(i uint32, p Page, now time.Time) (first bool) {
 	sl.nOld = 0
 	sl.report = reportState{}
 	s := sl.srv
-	first, s.Reported = !s.Reported, true
+	s.Reported = true
 	s.LastBeat, s.Blocks, s.Assigned = now, sl.nCur, 0
-	return first
 }
 
 // yieldLocked lets other goroutines take the mutex between two batches.
