@@ -10,7 +10,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/bfs-go/bfs/proto/bfspb"
@@ -177,6 +179,17 @@ func TestMillionBlocksOverGRPC(t *testing.T) {
 		pages++
 	}
 	require.Equal(t, n, obsolete, "every page answers its obsolete blocks")
+
+	// The limit is gRPC's default: the same report in one message is
+	// refused.
+	whole := &bfspb.BlockReportRequest{ChunkserverId: reg.ChunkserverId, Address: csAddr}
+	for _, id := range ids {
+		whole.Blocks = append(whole.Blocks, &bfspb.ReportedBlock{BlockId: int64(id), Size: 64 << 20, Version: 1 << 20, Sealed: true})
+	}
+	_, err = ns.BlockReport(ctx, whole)
+	require.Equal(t, codes.ResourceExhausted, status.Code(err), "a report of %d bytes in one message: %v", proto.Size(whole), err)
+	t.Logf("the same report in one message, %d bytes, is refused: %v", proto.Size(whole), status.Code(err))
+
 	srv := s.blocks.Servers()
 	require.Len(t, srv, 1)
 	require.True(t, srv[0].Reported, "the last page completes the first report")

@@ -187,8 +187,9 @@ func (m *Map) Heartbeat(id ServerID, addr string, u Usage, now time.Time) bool {
 
 // Report replaces what the chunkserver at addr, registered as id, holds
 // with a full block report. ok is false if that registration is unknown
-// or dead; first says this is the registration's first report. It is a
-// report of one page (see ReportPage): the mutex is released between
+// or dead (or a newer report or registration replaced it while this one
+// was applied); first says this is the registration's first report. It
+// is a report of one page (see ReportPage): the mutex is released between
 // batches, and replicas received while it runs are kept.
 func (m *Map) Report(id ServerID, addr string, replicas map[BlockID]Replica, now time.Time) (first, ok bool) {
 	first, err := m.ReportPage(id, addr, Page{}, replicas, now)

@@ -40,6 +40,8 @@
 // until the last page, which forgets every replica of that chunkserver
 // that the report did not name, except those received (Received) while
 // the report was under way: the chunkserver's listing may predate them.
+// (Where a page and a Received both describe a replica, the later call's
+// description stands, as it did when a report was one message.)
 // A page out of order, or of a report replaced by a newer page 0 or by a
 // new registration, is refused (ErrReportOrder, ErrUnknownServer) and the
 // chunkserver starts over. A registration's first full report is the
@@ -60,7 +62,7 @@
 //
 // A Map does no I/O and starts no goroutines; time is passed in. It is
 // safe for concurrent use: one mutex, never held across anything but map
-// updates, and never for more than one batch (4096 blocks) of a long
+// updates, and never for more than one batch (1024 blocks) of a long
 // operation (a report page, the sweep, Held), which release it between
 // batches. The sweep runs in the goroutine of the call that made it
 // necessary (the last page of a report, Register, Expire), one at a time.

@@ -68,31 +68,33 @@ func TestMemoryPerBlock(t *testing.T) {
 
 // TestReportLockHold reports the longest hold of the map's mutex during
 // a full report of n blocks by one of three chunkservers holding n blocks
-// each, half of them new (so the other half is swept), then during a
-// Held and the expiry of a chunkserver. Received calls run beside the
-// report and must all land.
+// each, half of them new (so the other half is swept), in two pages,
+// then during a Held and the expiry of the chunkservers. Received calls
+// run beside the last page and must all land.
 func TestReportLockHold(t *testing.T) {
 	n := scaleBlocks(t)
 	m := New(t0)
 	ids := fill(m, 3, n)
 	addr := "10.0.0.0:7000"
-	report := make(map[BlockID]Replica, n)
+	// Two pages: the blocks n/2+1 .. n, then n+1 .. n+n/2.
+	pages := []map[BlockID]Replica{make(map[BlockID]Replica, n/2), make(map[BlockID]Replica, n/2)}
 	for b := n/2 + 1; b <= n+n/2; b++ {
-		report[BlockID(b)] = Replica{Size: 1, Version: 2}
+		pages[(b-1)/n][BlockID(b)] = Replica{Size: 1, Version: 2}
 	}
 	measureHolds(m)
-	done := make(chan int)
+	start := time.Now()
+	if _, err := m.ReportPage(ids[0], addr, Page{Report: 1, More: true}, pages[0], t0); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
 	go func() {
-		got := 0
+		defer close(done)
 		for b := 1; b <= 100; b++ {
 			m.Received(ids[0], addr, map[BlockID]Replica{BlockID(-b): {Sealed: true}})
-			got++
 		}
-		done <- got
 	}()
-	start := time.Now()
-	if _, ok := m.Report(ids[0], addr, report, t0); !ok {
-		t.Fatal("report refused")
+	if _, err := m.ReportPage(ids[0], addr, Page{Report: 1, Seq: 1}, pages[1], t0); err != nil {
+		t.Fatal(err)
 	}
 	took := time.Since(start)
 	<-done
