@@ -37,7 +37,11 @@
 // Serve registers with the nameserver (retrying with backoff until it
 // answers), sends a full block report, then heartbeats every
 // HeartbeatInterval and reports every ReportInterval, deleting the blocks
-// a report answer calls obsolete. A heartbeat answered with reregister
+// a report answer calls obsolete. A full report goes in pages of
+// DefaultReportPage replicas (one message each, within gRPC's default 4
+// MiB), in order, each answered with the obsolete blocks among its own; a
+// page that fails ends the report, which is sent again from its first
+// page at the next heartbeat. A heartbeat answered with reregister
 // starts over with Register and a full report. Every replica sealed here,
 // by a Seal RPC or a last packet, is reported with BlockReceived at once;
 // reports that pile up while a call is in flight go in the next call, and
@@ -77,6 +81,24 @@
 // from a good copy) exists. The mark lives in
 // memory: after a restart the next pass finds the replica again. Progress is exported as the
 // bfs_chunkserver_scrub_* metrics.
+//
+// # Copies
+//
+// ReplicateBlock (replicate.go) is how the nameserver re-makes a lost
+// replica: this chunkserver, the target, asks the source for its replica's
+// info (it must be sealed at the size asked), creates an empty replica,
+// reads the source's bytes with Read and writes them through the store as
+// packets, then seals (syncing) and reports the copy with BlockReceived.
+// Every ReadChunk carries the CRC32C of its bytes, computed by the source
+// from bytes it verified against its stored checksums; the target checks
+// it on arrival, and the store computes its own chunk checksums from the
+// bytes it keeps, so a bit flipped on the source's disk, on the wire or in
+// between is caught. A copy that fails deletes its partial replica. At
+// most Config.MaxCopies (--max-copies) copies run at once, beyond that and
+// for a block already being copied the answer is RESOURCE_EXHAUSTED; all
+// copies together take in at most Config.CopyRate (--copy-rate) bytes per
+// second (golang.org/x/time/rate). A copy runs on its RPC's goroutine and
+// ends with the RPC (Close stops gRPC, which cancels it).
 //
 // # Invariants
 //
