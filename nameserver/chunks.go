@@ -81,9 +81,18 @@ func (s *Server) BlockReport(_ context.Context, req *bfspb.BlockReportRequest) (
 			req.Address, len(unknown), unknown[0])
 	}
 	addr := req.Address
+	before := s.blocks.Held(addr)
 	first, ok := s.blocks.Report(blockmap.ServerID(req.ChunkserverId), addr, replicas, s.cfg.Clock.Now())
 	if !ok {
 		return &bfspb.BlockReportResponse{Status: bfspb.StatusCode_UNAVAILABLE, Message: "unknown chunkserver: register again"}, nil
+	}
+	if first {
+		// Back from the dead, maybe: its blocks may now have too many
+		// replicas. One pass over all blocks costs less than a lookup of
+		// each of the blocks a big chunkserver holds.
+		s.repair.Rescan()
+	} else {
+		s.repair.Check(reportChanges(before, replicas)...)
 	}
 	s.noteSealed(addr, req.Blocks)
 	// A replica may have missed the close of its file while its
@@ -113,14 +122,40 @@ func (s *Server) BlockReceived(_ context.Context, req *bfspb.BlockReceivedReques
 	}
 	s.noteSealed(addr, req.Blocks)
 	s.closer.Reconcile(addr, req.Blocks)
+	ids := make([]int64, len(req.Blocks))
+	for i, b := range req.Blocks {
+		ids[i] = b.BlockId
+	}
+	s.repair.Received(ids...)
 	return &bfspb.BlockReceivedResponse{}, nil
+}
+
+// reportChanges returns the blocks whose replicas a full report changed:
+// those the chunkserver held before and no longer reports, and those it
+// reports anew.
+func reportChanges(before []blockmap.BlockID, now map[blockmap.BlockID]blockmap.Replica) []int64 {
+	var out []int64
+	had := make(map[blockmap.BlockID]struct{}, len(before))
+	for _, b := range before {
+		had[b] = struct{}{}
+		if _, ok := now[b]; !ok {
+			out = append(out, int64(b))
+		}
+	}
+	for b := range now {
+		if _, ok := had[b]; !ok {
+			out = append(out, int64(b))
+		}
+	}
+	return out
 }
 
 // ReportBadReplicas marks replicas that failed a checksum corrupt: they
 // stop counting and readers are no longer sent to them (while a good one
-// remains). They are kept: nothing replaces them yet, and a corrupt
-// replica may still hold the only copy of some chunks. Replicas of blocks
-// that belong to no live file are ignored.
+// remains). The repair copies their blocks from a good replica and then
+// deletes them; until the block has its full count elsewhere they are
+// kept (a corrupt replica may still hold the only copy of some chunks).
+// Replicas of blocks that belong to no live file are ignored.
 func (s *Server) ReportBadReplicas(_ context.Context, req *bfspb.ReportBadReplicasRequest) (*bfspb.ReportBadReplicasResponse, error) {
 	reporter := req.Address
 	if reporter == "" {
@@ -139,8 +174,9 @@ func (s *Server) ReportBadReplicas(_ context.Context, req *bfspb.ReportBadReplic
 			continue
 		}
 		if s.blocks.MarkCorrupt(blockmap.BlockID(r.BlockId), r.Address) {
-			glog.Errorf("replica of block %d on %s is corrupt (reported by %s: %s): it no longer counts; kept until it can be replaced",
+			glog.Errorf("replica of block %d on %s is corrupt (reported by %s: %s): it no longer counts; kept until it is replaced",
 				r.BlockId, r.Address, reporter, r.Reason)
+			s.repair.Check(r.BlockId)
 		}
 	}
 	return &bfspb.ReportBadReplicasResponse{}, nil
@@ -170,8 +206,12 @@ func (s *Server) watchChunkservers() {
 			return
 		case <-t.C():
 		}
-		for _, d := range s.blocks.Expire(s.cfg.Clock.Now(), s.cfg.DeadTimeout) {
-			glog.Warningf("chunkserver %s (%d) is dead: silent for over %v", d.Addr, d.ID, s.cfg.DeadTimeout)
+		dead := s.blocks.Expire(s.cfg.Clock.Now(), s.cfg.DeadTimeout)
+		for _, d := range dead {
+			glog.Warningf("chunkserver %s (%d) is dead: silent for over %v; its %d replicas are to be copied", d.Addr, d.ID, s.cfg.DeadTimeout, d.Blocks)
+		}
+		if len(dead) > 0 {
+			s.repair.Rescan()
 		}
 		s.closer.Recheck()
 	}
@@ -195,7 +235,7 @@ func (s *Server) dropBlocks(blocks []*bfspb.BlockMeta) {
 			}
 		}
 		s.blocks.Forget(blockmap.BlockID(b.Id))
-		s.repairs.forget(b.Id)
+		s.repair.Forget(b.Id)
 	}
 	if s.safe.On() {
 		// The first block report after safe mode calls them obsolete.
