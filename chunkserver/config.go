@@ -30,6 +30,12 @@ type Config struct {
 	// ScrubRate is the rate, in bytes per second, at which the scrubber
 	// verifies the sealed replicas' checksums; 0 runs no scrubber.
 	ScrubRate int64
+	// MaxCopies is the most block copies (ReplicateBlock) the chunkserver
+	// makes at once; more are refused with RESOURCE_EXHAUSTED.
+	MaxCopies int
+	// CopyRate caps, in bytes per second, the bytes all copies together
+	// take in; 0 is no cap.
+	CopyRate int64
 	// HostID names the machine for the nameserver's placement, which puts
 	// the replicas of a block on distinct hosts; "" means the host part of
 	// the advertised address. Set it to run several chunkservers on one
@@ -60,6 +66,13 @@ type TestingKnobs struct {
 // DefaultScrubRate verifies a terabyte of replicas in about a day.
 const DefaultScrubRate = 16 << 20
 
+// DefaultMaxCopies and DefaultCopyRate bound the copies a chunkserver
+// makes for re-replication, so that repair leaves room for clients.
+const (
+	DefaultMaxCopies = 4
+	DefaultCopyRate  = 128 << 20
+)
+
 // DefaultConfig returns the configuration of a chunkserver on this host
 // next to a nameserver with its default configuration.
 func DefaultConfig() Config {
@@ -71,6 +84,8 @@ func DefaultConfig() Config {
 		HeartbeatInterval: time.Second,
 		ReportInterval:    time.Minute,
 		ScrubRate:         DefaultScrubRate,
+		MaxCopies:         DefaultMaxCopies,
+		CopyRate:          DefaultCopyRate,
 	}
 }
 
@@ -80,6 +95,12 @@ func (c *Config) validate() error {
 	}
 	if c.ScrubRate < 0 {
 		return fmt.Errorf("chunkserver: negative scrub rate %d", c.ScrubRate)
+	}
+	if c.MaxCopies < 0 || c.CopyRate < 0 {
+		return fmt.Errorf("chunkserver: negative copy bound (max copies %d, copy rate %d)", c.MaxCopies, c.CopyRate)
+	}
+	if c.MaxCopies == 0 {
+		c.MaxCopies = DefaultMaxCopies
 	}
 	if c.HeartbeatInterval < 0 || c.ReportInterval < 0 {
 		return fmt.Errorf("chunkserver: negative interval (heartbeat %v, report %v)", c.HeartbeatInterval, c.ReportInterval)

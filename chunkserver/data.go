@@ -126,7 +126,8 @@ func (s *Server) sealed(id blockstore.BlockID) {
 
 // Read streams a range of a replica in chunks of at most 1 MiB; a length
 // of 0 reads to the end. Every chunk is verified on disk first; a damaged
-// one ends the stream with a CORRUPT chunk, never bad bytes.
+// one ends the stream with a CORRUPT chunk, never bad bytes. Each chunk
+// carries the CRC32C of its bytes, for the receiver to check.
 func (s *Server) Read(req *bfspb.ReadRequest, stream grpc.ServerStreamingServer[bfspb.ReadChunk]) error {
 	id := blockstore.BlockID(req.BlockId)
 	info, err := s.store.Info(id)
@@ -145,7 +146,8 @@ func (s *Server) Read(req *bfspb.ReadRequest, stream grpc.ServerStreamingServer[
 		buf := make([]byte, min(readChunkSize, end-off))
 		n, err := s.store.ReadAt(id, buf, off)
 		if n > 0 {
-			if err := stream.Send(&bfspb.ReadChunk{Offset: off, Data: buf[:n]}); err != nil {
+			chunk := &bfspb.ReadChunk{Offset: off, Data: buf[:n], Crc32C: blockstore.Checksum(buf[:n])}
+			if err := stream.Send(chunk); err != nil {
 				return err
 			}
 			s.metrics.read.Add(float64(n))

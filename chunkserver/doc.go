@@ -78,6 +78,24 @@
 // memory: after a restart the next pass finds the replica again. Progress is exported as the
 // bfs_chunkserver_scrub_* metrics.
 //
+// # Copies
+//
+// ReplicateBlock (replicate.go) is how the nameserver re-makes a lost
+// replica: this chunkserver, the target, asks the source for its replica's
+// info (it must be sealed at the size asked), creates an empty replica,
+// reads the source's bytes with Read and writes them through the store as
+// packets, then seals (syncing) and reports the copy with BlockReceived.
+// Every ReadChunk carries the CRC32C of its bytes, computed by the source
+// from bytes it verified against its stored checksums; the target checks
+// it on arrival, and the store computes its own chunk checksums from the
+// bytes it keeps, so a bit flipped on the source's disk, on the wire or in
+// between is caught. A copy that fails deletes its partial replica. At
+// most Config.MaxCopies (--max-copies) copies run at once, beyond that and
+// for a block already being copied the answer is RESOURCE_EXHAUSTED; all
+// copies together take in at most Config.CopyRate (--copy-rate) bytes per
+// second (golang.org/x/time/rate). A copy runs on its RPC's goroutine and
+// ends with the RPC (Close stops gRPC, which cancels it).
+//
 // # Invariants
 //
 //   - I4 (no byte accepted for a sealed block) is the store's; the server

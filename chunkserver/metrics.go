@@ -21,6 +21,11 @@ type metrics struct {
 	received      *prometheus.CounterVec
 	nsCalls       *prometheus.CounterVec
 
+	// Copies made for the nameserver (ReplicateBlock), by status code,
+	// and their bytes.
+	copies *prometheus.CounterVec
+	copied prometheus.Counter
+
 	// The scrubber's progress.
 	scrubBytes, scrubReplicas, scrubCorrupt, scrubPasses prometheus.Counter
 	scrubPassStart, scrubPosition                        prometheus.Gauge
@@ -28,7 +33,7 @@ type metrics struct {
 
 // gauges reads the values the server exports as gauges.
 type gauges struct {
-	blocks, bytes, writeStreams func() float64
+	blocks, bytes, writeStreams, copies func() float64
 }
 
 func newMetrics(g gauges) *metrics {
@@ -67,6 +72,14 @@ func newMetrics(g gauges) *metrics {
 			Name: "bfs_chunkserver_nameserver_calls_total",
 			Help: "Calls to the nameserver, by method and outcome (a status code or transport_error).",
 		}, []string{"method", "result"}),
+		copies: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "bfs_chunkserver_copies_total",
+			Help: "Block copies made here from another chunkserver for the nameserver (ReplicateBlock), by status code.",
+		}, []string{"status"}),
+		copied: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "bfs_chunkserver_copied_bytes_total",
+			Help: "Bytes copied here from other chunkservers (ReplicateBlock).",
+		}),
 		scrubBytes: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "bfs_chunkserver_scrub_verified_bytes_total",
 			Help: "Bytes of sealed replicas the scrubber verified.",
@@ -93,11 +106,12 @@ func newMetrics(g gauges) *metrics {
 		}),
 	}
 	m.registry.MustRegister(m.packets, m.packetLatency,
-		m.written, m.read, m.seals, m.received, m.nsCalls,
+		m.written, m.read, m.seals, m.received, m.nsCalls, m.copies, m.copied,
 		m.scrubBytes, m.scrubReplicas, m.scrubCorrupt, m.scrubPasses, m.scrubPassStart, m.scrubPosition,
 		gauge("bfs_chunkserver_blocks", "Replicas stored.", g.blocks),
 		gauge("bfs_chunkserver_used_bytes", "Bytes of the replicas stored.", g.bytes),
 		gauge("bfs_chunkserver_write_streams", "Write streams open.", g.writeStreams),
+		gauge("bfs_chunkserver_copies_in_flight", "Block copies under way (ReplicateBlock).", g.copies),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

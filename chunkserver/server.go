@@ -43,6 +43,8 @@ type Server struct {
 	bad      *badReporter
 	// Nil when ScrubRate is 0.
 	scrub *scrubber
+	// copies carries out ReplicateBlock.
+	copies *copier
 
 	// writers counts the write streams open.
 	writers atomic.Int64
@@ -82,11 +84,13 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	pool := &bufPool{}
-	s := &Server{cfg: cfg, store: store, cluster: cl, codec: newPacketCodec(pool, cfg.TestingKnobs.WritePacket), stopc: make(chan struct{})}
+	s := &Server{cfg: cfg, store: store, cluster: cl, codec: newPacketCodec(pool, cfg.TestingKnobs.WritePacket), stopc: make(chan struct{}),
+		copies: newCopier(cfg.MaxCopies, cfg.CopyRate)}
 	s.metrics = newMetrics(gauges{
 		blocks:       func() float64 { n, _ := store.Usage(); return float64(n) },
 		bytes:        func() float64 { _, n := store.Usage(); return float64(n) },
 		writeStreams: func() float64 { return float64(s.writers.Load()) },
+		copies:       func() float64 { return float64(s.copies.inFlight()) },
 	})
 	if err := s.dialNameServer(); err != nil {
 		store.Close()
@@ -209,6 +213,7 @@ func (s *Server) Close() error {
 		if s.nsConn != nil {
 			errs = append(errs, s.nsConn.Close())
 		}
+		s.copies.peers.Close()
 		errs = append(errs, s.store.Close())
 		s.closeErr = errors.Join(errs...)
 	})

@@ -26,6 +26,10 @@ var statusTable = statuscode.Table{
 	{Err: blockstore.ErrCorrupt, Code: bfspb.StatusCode_CORRUPT},
 	{Err: blockstore.ErrNotFound, Code: bfspb.StatusCode_NOT_FOUND},
 	{Err: errWrongCluster, Code: bfspb.StatusCode_WRONG_CLUSTER},
+	{Err: errExists, Code: bfspb.StatusCode_EXISTS},
+	{Err: errCopyBusy, Code: bfspb.StatusCode_RESOURCE_EXHAUSTED},
+	{Err: errSourceGone, Code: bfspb.StatusCode_NOT_FOUND},
+	{Err: errSourceDown, Code: bfspb.StatusCode_UNAVAILABLE},
 	// A full disk, wrapped in whatever *PathError the store returns.
 	{Err: syscall.ENOSPC, Code: bfspb.StatusCode_RESOURCE_EXHAUSTED},
 	{Err: blockstore.ErrClosed, Code: bfspb.StatusCode_UNAVAILABLE},

@@ -35,6 +35,8 @@ func (e *env) chunkserverCommand() *cobra.Command {
 	f.StringVar(&cfg.AdvertiseAddr, "advertise", cfg.AdvertiseAddr, "address given to the nameserver and clients (default: the listen address)")
 	f.StringVar(&cfg.MetricsAddr, "metrics", cfg.MetricsAddr, `Prometheus metrics HTTP address ("" for none)`)
 	f.DurationVar(&cfg.HeartbeatInterval, "heartbeat", cfg.HeartbeatInterval, "heartbeat interval")
+	f.IntVar(&cfg.MaxCopies, "max-copies", cfg.MaxCopies, "most block copies for re-replication made at once")
+	f.Int64Var(&cfg.CopyRate, "copy-rate", cfg.CopyRate, "bytes per second all re-replication copies together may take in (0: no cap)")
 	f.Int64Var(&cfg.ScrubRate, "scrub-rate", cfg.ScrubRate, "bytes per second at which the scrubber verifies sealed replicas (0: no scrubber)")
 	addGlogFlags(f)
 	return cmd
