@@ -191,6 +191,17 @@ type Scheduler struct {
 
 // New starts a Scheduler. Close stops it.
 func New(cfg Config) (*Scheduler, error) {
+	s, err := newScheduler(cfg)
+	if err != nil {
+		return nil, err
+	}
+	go s.run()
+	return s, nil
+}
+
+// newScheduler returns a Scheduler whose loop is not running: tests drive
+// checkDirty and dispatch themselves.
+func newScheduler(cfg Config) (*Scheduler, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
@@ -201,7 +212,6 @@ func New(cfg Config) (*Scheduler, error) {
 	s.mu.missing = map[int64]struct{}{}
 	s.mu.perServer = map[string]int{}
 	s.mu.busy = map[string]time.Time{}
-	go s.run()
 	return s, nil
 }
 
