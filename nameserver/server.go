@@ -64,9 +64,9 @@ type Server struct {
 	safe     *safeMode
 	// repair keeps the blocks' replica counts up (nameserver/repair).
 	repair *repair.Scheduler
-	watch   *watchers
-	grpc    *grpc.Server
-	health  *health.Server
+	watch  *watchers
+	grpc   *grpc.Server
+	health *health.Server
 	// tasks are the server's own background work (releasing the locks of
 	// ended sessions, deletes of replicas); Close stops them.
 	tasks *taskgroup.Group
