@@ -23,8 +23,7 @@ var (
 type repairNamespace struct{ ns *namespace.Store }
 
 func blockOf(fb namespace.FileBlock) repair.Block {
-	return repair.Block{ID: fb.Meta.Id, Size: fb.Meta.Size, Version: fb.Meta.Version,
-		Replication: fb.Replication, Open: fb.Open}
+	return repair.Block{ID: fb.ID, Size: fb.Size, Version: fb.Version, Replication: fb.Replication, Open: fb.Open}
 }
 
 func (n repairNamespace) Blocks(fn func(repair.Block) error) error {

@@ -4,15 +4,20 @@ import (
 	"fmt"
 
 	"github.com/cockroachdb/pebble/v2"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/bfs-go/bfs/proto/bfspb"
 )
 
-// FileBlock is a block as the repair of replicas sees it: its meta (the
-// length agreed at close, the version), and its file's replication and
-// whether the file is still open for write.
+// FileBlock is a block as the repair of replicas sees it: its id, its
+// length (agreed at close; while the file is open, last synced) and
+// version, and its file's entry id, replication and whether the file is
+// still open for write.
 type FileBlock struct {
-	Meta        *bfspb.BlockMeta
+	ID          int64
+	Size        int64
+	Version     uint64
 	Entry       uint64
 	Replication int
 	Open        bool
@@ -25,7 +30,8 @@ func fileBlocks(info *bfspb.FileInfo) []FileBlock {
 	}
 	out := make([]FileBlock, len(info.Blocks))
 	for i, b := range info.Blocks {
-		out[i] = FileBlock{Meta: b, Entry: info.EntryId, Replication: int(info.Replication), Open: info.WriterSession != ""}
+		out[i] = FileBlock{ID: b.Id, Size: b.Size, Version: b.Version, Entry: info.EntryId,
+			Replication: int(info.Replication), Open: info.WriterSession != ""}
 	}
 	return out
 }
@@ -46,13 +52,15 @@ func (s *Store) FileBlocks(fn func(FileBlock) error) error {
 		return fmt.Errorf("namespace: iterate: %w", err)
 	}
 	for valid := it.First(); valid; valid = it.Next() {
-		info, err := decodeInfo(it.Key(), it.Value())
-		if err == nil {
-			for _, b := range fileBlocks(info) {
-				if err = fn(b); err != nil {
-					break
-				}
+		bs, err := decodeBlocks(it.Value())
+		if err != nil {
+			err = fmt.Errorf("namespace: corrupt entry %x: %w", it.Key(), err)
+		}
+		for _, b := range bs {
+			if err != nil {
+				break
 			}
+			err = fn(b)
 		}
 		if err != nil {
 			it.Close()
@@ -78,7 +86,7 @@ func (s *Store) Block(block int64) (FileBlock, error) {
 		return FileBlock{}, err
 	}
 	for _, b := range fileBlocks(info) {
-		if b.Meta.Id == block {
+		if b.ID == block {
 			return b, nil
 		}
 	}
@@ -102,4 +110,102 @@ func entryOf(r pebble.Reader, id uint64) (*bfspb.FileInfo, error) {
 	key := entryKey(decodeUint64(v[:8]), string(v[8:]))
 	closer.Close()
 	return getInfo(r, key)
+}
+
+// The fields of a FileInfo that decodeBlocks reads, by number, taken from
+// the descriptor so that they follow the .proto file.
+var (
+	fieldEntryID     = fieldNumber("entry_id")
+	fieldType        = fieldNumber("type")
+	fieldReplication = fieldNumber("replication")
+	fieldBlocks      = fieldNumber("blocks")
+	fieldWriter      = fieldNumber("writer_session")
+
+	blockMeta    = (&bfspb.BlockMeta{}).ProtoReflect().Descriptor().Fields()
+	fieldID      = blockMeta.ByName("id").Number()
+	fieldSize    = blockMeta.ByName("size").Number()
+	fieldVersion = blockMeta.ByName("version").Number()
+)
+
+func fieldNumber(name protoreflect.Name) protowire.Number {
+	return (&bfspb.FileInfo{}).ProtoReflect().Descriptor().Fields().ByName(name).Number()
+}
+
+// decodeBlocks returns the blocks of an encoded FileInfo as fileBlocks
+// would, reading only the fields it needs: the full pass over a million
+// entries spends most of its time decoding, and the names, write sets,
+// times and lock fields a full decode allocates are of no use to it.
+func decodeBlocks(v []byte) ([]FileBlock, error) {
+	var (
+		fb     FileBlock
+		dir    bool
+		blocks [][]byte
+	)
+	err := eachField(v, func(num protowire.Number, typ protowire.Type, val uint64, raw []byte) {
+		switch {
+		case num == fieldEntryID && typ == protowire.VarintType:
+			fb.Entry = val
+		case num == fieldType && typ == protowire.VarintType:
+			dir = bfspb.FileType(val) == bfspb.FileType_FILE_TYPE_DIR
+		case num == fieldReplication && typ == protowire.VarintType:
+			fb.Replication = int(val)
+		case num == fieldWriter && typ == protowire.BytesType:
+			fb.Open = len(raw) > 0
+		case num == fieldBlocks && typ == protowire.BytesType:
+			blocks = append(blocks, raw)
+		}
+	})
+	if err != nil || dir {
+		return nil, err
+	}
+	out := make([]FileBlock, len(blocks))
+	for i, raw := range blocks {
+		out[i] = fb
+		err := eachField(raw, func(num protowire.Number, typ protowire.Type, val uint64, _ []byte) {
+			if typ != protowire.VarintType {
+				return
+			}
+			switch num {
+			case fieldID:
+				out[i].ID = int64(val)
+			case fieldSize:
+				out[i].Size = int64(val)
+			case fieldVersion:
+				out[i].Version = val
+			}
+		})
+		if err != nil {
+			return nil, fmt.Errorf("block %d: %w", i, err)
+		}
+	}
+	return out, nil
+}
+
+// eachField calls fn with every field of an encoded message: its number,
+// its wire type, and its value (varints) or bytes (length-delimited);
+// other wire types are skipped.
+func eachField(v []byte, fn func(num protowire.Number, typ protowire.Type, val uint64, raw []byte)) error {
+	for len(v) > 0 {
+		num, typ, n := protowire.ConsumeTag(v)
+		if n < 0 {
+			return protowire.ParseError(n)
+		}
+		v = v[n:]
+		var val uint64
+		var raw []byte
+		switch typ {
+		case protowire.VarintType:
+			val, n = protowire.ConsumeVarint(v)
+		case protowire.BytesType:
+			raw, n = protowire.ConsumeBytes(v)
+		default:
+			n = protowire.ConsumeFieldValue(num, typ, v)
+		}
+		if n < 0 {
+			return protowire.ParseError(n)
+		}
+		v = v[n:]
+		fn(num, typ, val, raw)
+	}
+	return nil
 }
