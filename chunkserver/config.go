@@ -61,7 +61,14 @@ type TestingKnobs struct {
 	// DiskSpace, if set, replaces the capacity and free bytes the
 	// chunkserver reports for its data directory.
 	DiskSpace func() (capacity, free int64)
+	// ReportPage, if positive, replaces DefaultReportPage.
+	ReportPage int
 }
+
+// DefaultReportPage is how many replicas one message of a full block
+// report carries: at most some 40 bytes each on the wire, so 2.6 MiB, in
+// the default 4 MiB gRPC message limit.
+const DefaultReportPage = 1 << 16
 
 // DefaultScrubRate verifies a terabyte of replicas in about a day.
 const DefaultScrubRate = 16 << 20

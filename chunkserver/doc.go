@@ -37,7 +37,11 @@
 // Serve registers with the nameserver (retrying with backoff until it
 // answers), sends a full block report, then heartbeats every
 // HeartbeatInterval and reports every ReportInterval, deleting the blocks
-// a report answer calls obsolete. A heartbeat answered with reregister
+// a report answer calls obsolete. A full report goes in pages of
+// DefaultReportPage replicas (one message each, within gRPC's default 4
+// MiB), in order, each answered with the obsolete blocks among its own; a
+// page that fails ends the report, which is sent again from its first
+// page at the next heartbeat. A heartbeat answered with reregister
 // starts over with Register and a full report. Every replica sealed here,
 // by a Seal RPC or a last packet, is reported with BlockReceived at once;
 // reports that pile up while a call is in flight go in the next call, and

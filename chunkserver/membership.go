@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -51,6 +53,9 @@ type membership struct {
 	diskSpace func() (capacity, free int64)
 	// writers counts the write streams open, for heartbeats.
 	writers func() int64
+	// page is how many replicas a block report message carries
+	// (DefaultReportPage if not positive).
+	page int
 
 	// Set by Serve before run starts, read-only afterwards.
 	addr        string
@@ -201,38 +206,79 @@ func (m *membership) heartbeat(ctx context.Context) bool {
 	return false
 }
 
-// blockReport sends every replica to the nameserver and deletes those it
-// calls obsolete. It reports whether the nameserver took the report.
+// blockReport sends every replica to the nameserver, in pages, and
+// deletes those it calls obsolete, page by page. It reports whether the
+// nameserver took the whole report; a report that fails part way is
+// sent again from its first page.
 func (m *membership) blockReport(ctx context.Context) bool {
+	return m.sendReport(ctx, m.store.List())
+}
+
+// sendReport sends infos as a full block report.
+func (m *membership) sendReport(ctx context.Context, infos []blockstore.BlockInfo) bool {
+	pages := reportPages(infos, m.page)
+	report := rand.Uint64()
+	obsolete := 0
+	for i, page := range pages {
+		req := &bfspb.BlockReportRequest{ChunkserverId: m.id.Load(), Address: m.addr,
+			Blocks: page, ReportId: report, Page: uint32(i), More: i < len(pages)-1}
+		n, err := m.reportPage(ctx, req)
+		if err != nil {
+			if ctx.Err() == nil {
+				glog.Warningf("block report of %d blocks, page %d of %d: %v", len(infos), i+1, len(pages), err)
+			}
+			return false
+		}
+		obsolete += n
+	}
+	glog.V(1).Infof("block report of %d blocks in %d pages taken, %d obsolete", len(infos), len(pages), obsolete)
+	return true
+}
+
+// reportPages cuts a report into pages of at most size replicas (of
+// DefaultReportPage if size is not positive); an empty report is one
+// empty page.
+func reportPages(infos []blockstore.BlockInfo, size int) [][]*bfspb.ReportedBlock {
+	if size <= 0 {
+		size = DefaultReportPage
+	}
+	pages := make([][]*bfspb.ReportedBlock, 0, (len(infos)+size-1)/size)
+	for chunk := range slices.Chunk(infos, size) {
+		page := make([]*bfspb.ReportedBlock, len(chunk))
+		for i, info := range chunk {
+			page[i] = reported(info)
+		}
+		pages = append(pages, page)
+	}
+	if len(pages) == 0 {
+		pages = append(pages, nil)
+	}
+	return pages
+}
+
+// reportPage sends one page of a block report and deletes the replicas
+// the nameserver calls obsolete in its answer; it returns how many.
+func (m *membership) reportPage(ctx context.Context, req *bfspb.BlockReportRequest) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, rpcTimeout)
 	defer cancel()
-	infos := m.store.List()
-	req := &bfspb.BlockReportRequest{ChunkserverId: m.id.Load(), Address: m.addr, Blocks: make([]*bfspb.ReportedBlock, len(infos))}
-	for i, info := range infos {
-		req.Blocks[i] = reported(info)
-	}
 	resp, err := m.ns.BlockReport(ctx, req)
 	m.metrics.nsCall("BlockReport", resp.GetStatus(), err)
 	if err == nil && resp.Status != bfspb.StatusCode_OK {
 		err = errors.New(resp.Status.String() + ": " + resp.Message)
 	}
 	if err != nil {
-		if ctx.Err() == nil {
-			glog.Warningf("block report of %d blocks: %v", len(infos), err)
-		}
-		return false
+		return 0, err
 	}
-	glog.V(1).Infof("block report of %d blocks taken, %d obsolete", len(infos), len(resp.Obsolete))
 	if err := m.cluster.Check(resp.ClusterId); err != nil {
 		// Only a nameserver of this chunkserver's own cluster decides
 		// what is obsolete.
 		if len(resp.Obsolete) > 0 {
 			glog.Errorf("not deleting %d blocks called obsolete: %v", len(resp.Obsolete), err)
 		}
-		return true
+		return 0, nil
 	}
 	m.deleteObsolete(resp.Obsolete)
-	return true
+	return len(resp.Obsolete), nil
 }
 
 func (m *membership) deleteObsolete(ids []int64) {

@@ -140,7 +140,7 @@ func (s *Server) dialNameServer() error {
 	s.nsConn = conn
 	s.member = &membership{
 		ns: ns, store: s.store, cluster: s.cluster, clock: s.cfg.Clock, metrics: s.metrics, dataDir: s.cfg.DataDir,
-		hostID: s.cfg.HostID, diskSpace: s.cfg.TestingKnobs.DiskSpace,
+		hostID: s.cfg.HostID, diskSpace: s.cfg.TestingKnobs.DiskSpace, page: s.cfg.TestingKnobs.ReportPage,
 		writers: s.writers.Load, hb: s.cfg.HeartbeatInterval, reports: s.cfg.ReportInterval,
 		registered: make(chan struct{}),
 	}

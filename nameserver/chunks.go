@@ -8,6 +8,7 @@ import (
 
 	"github.com/golang/glog"
 
+	"github.com/bfs-go/bfs/internal/statuscode"
 	"github.com/bfs-go/bfs/nameserver/blockmap"
 	"github.com/bfs-go/bfs/nameserver/namespace"
 	"github.com/bfs-go/bfs/proto/bfspb"
@@ -48,9 +49,10 @@ func (s *Server) HeartBeat(_ context.Context, req *bfspb.HeartBeatRequest) (*bfs
 	return &bfspb.HeartBeatResponse{}, nil
 }
 
-// BlockReport replaces what a chunkserver holds and answers which of its
-// blocks the namespace positively knows to belong to no file (see
-// obsolete); in safe mode it answers none.
+// BlockReport takes one page of a chunkserver's full block report (see
+// blockmap.Map.ReportPage: the last page replaces what it holds) and
+// answers which of the page's blocks the namespace positively knows to
+// belong to no file (see obsolete); in safe mode it answers none.
 func (s *Server) BlockReport(_ context.Context, req *bfspb.BlockReportRequest) (*bfspb.BlockReportResponse, error) {
 	replicas := make(map[blockmap.BlockID]blockmap.Replica, len(req.Blocks))
 	resp := &bfspb.BlockReportResponse{ClusterId: s.ns.ClusterID()}
@@ -81,18 +83,18 @@ func (s *Server) BlockReport(_ context.Context, req *bfspb.BlockReportRequest) (
 			req.Address, len(unknown), unknown[0])
 	}
 	addr := req.Address
-	before := s.blocks.Held(addr)
-	first, ok := s.blocks.Report(blockmap.ServerID(req.ChunkserverId), addr, replicas, s.cfg.Clock.Now())
-	if !ok {
-		return &bfspb.BlockReportResponse{Status: bfspb.StatusCode_UNAVAILABLE, Message: "unknown chunkserver: register again"}, nil
+	page := blockmap.Page{Report: req.ReportId, Seq: req.Page, More: req.More}
+	first, err := s.blocks.ReportPage(blockmap.ServerID(req.ChunkserverId), addr, page, replicas, s.cfg.Clock.Now())
+	if err != nil {
+		code, msg := reportCodes.Of(err)
+		return &bfspb.BlockReportResponse{Status: code, Message: msg}, nil
 	}
-	if first {
-		// Back from the dead, maybe: its blocks may now have too many
-		// replicas. One pass over all blocks costs less than a lookup of
-		// each of the blocks a big chunkserver holds.
+	if first && !req.More {
+		// A chunkserver back from the dead may leave blocks with too
+		// many replicas. One pass over all blocks costs less than a
+		// lookup of each block a big chunkserver holds. What a later
+		// report changes, the repair's periodic pass finds.
 		s.repair.Rescan()
-	} else {
-		s.repair.Check(reportChanges(before, replicas)...)
 	}
 	s.noteSealed(addr, req.Blocks)
 	// A replica may have missed the close of its file while its
@@ -108,6 +110,12 @@ func (s *Server) BlockReport(_ context.Context, req *bfspb.BlockReportRequest) (
 	}
 	s.closer.Reconcile(addr, check)
 	return resp, nil
+}
+
+// reportCodes maps the errors of a block report page to the protocol.
+var reportCodes = statuscode.Table{
+	{Err: blockmap.ErrUnknownServer, Code: bfspb.StatusCode_UNAVAILABLE},
+	{Err: blockmap.ErrReportOrder, Code: bfspb.StatusCode_INVALID_ARGUMENT},
 }
 
 // BlockReceived records replicas a chunkserver has sealed.
@@ -128,26 +136,6 @@ func (s *Server) BlockReceived(_ context.Context, req *bfspb.BlockReceivedReques
 	}
 	s.repair.Received(ids...)
 	return &bfspb.BlockReceivedResponse{}, nil
-}
-
-// reportChanges returns the blocks whose replicas a full report changed:
-// those the chunkserver held before and no longer reports, and those it
-// reports anew.
-func reportChanges(before []blockmap.BlockID, now map[blockmap.BlockID]blockmap.Replica) []int64 {
-	var out []int64
-	had := make(map[blockmap.BlockID]struct{}, len(before))
-	for _, b := range before {
-		had[b] = struct{}{}
-		if _, ok := now[b]; !ok {
-			out = append(out, int64(b))
-		}
-	}
-	for b := range now {
-		if _, ok := had[b]; !ok {
-			out = append(out, int64(b))
-		}
-	}
-	return out
 }
 
 // ReportBadReplicas marks replicas that failed a checksum corrupt: they
@@ -261,12 +249,41 @@ func (s *Server) deleteReplicas(addr string, ids []int64) {
 		if err != nil {
 			return
 		}
-		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		if _, err := cl.DeleteBlocks(ctx, &bfspb.DeleteBlocksRequest{BlockIds: ids, ClusterId: s.ns.ClusterID()}); err != nil {
-			glog.V(1).Infof("delete %d blocks on %s: %v", len(ids), addr, err)
+		for page := range slices.Chunk(ids, s.deletePage()) {
+			if !s.deletePageOn(ctx, cl, addr, page) {
+				return
+			}
 		}
 	})
+}
+
+// DefaultDeletePage is how many blocks one DeleteBlocks message names: at
+// most 10 bytes each on the wire, so 640 KiB, well within the default 4
+// MiB gRPC message limit.
+const DefaultDeletePage = 1 << 16
+
+func (s *Server) deletePage() int {
+	if n := s.cfg.TestingKnobs.DeletePage; n > 0 {
+		return n
+	}
+	return DefaultDeletePage
+}
+
+// deletePageOn sends one page of deletes to the chunkserver at addr; it
+// reports whether the chunkserver answered, so a down chunkserver is not
+// sent the other pages.
+func (s *Server) deletePageOn(ctx context.Context, cl bfspb.ChunkServerClient, addr string, ids []int64) bool {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	resp, err := cl.DeleteBlocks(ctx, &bfspb.DeleteBlocksRequest{BlockIds: ids, ClusterId: s.ns.ClusterID()})
+	switch {
+	case err != nil:
+		glog.V(1).Infof("delete %d blocks on %s: %v", len(ids), addr, err)
+		return false
+	case resp.Status != bfspb.StatusCode_OK:
+		glog.V(1).Infof("delete %d blocks on %s: %v %s", len(ids), addr, resp.Status, resp.Message)
+	}
+	return true
 }
 
 // LiveChunkservers returns how many chunkservers are registered and alive.

@@ -72,6 +72,8 @@ type TestingKnobs struct {
 	// at addr for every call the nameserver makes to one (CreateBlock,
 	// Seal, Truncate, GetBlockInfo, DeleteBlocks): a fleet of fakes.
 	DialChunkserver func(addr string) (bfspb.ChunkServerClient, error)
+	// DeletePage, if positive, replaces DefaultDeletePage.
+	DeletePage int
 }
 
 // DefaultConfig returns the configuration of a nameserver on this host.

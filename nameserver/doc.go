@@ -66,6 +66,12 @@
 // directory thus cannot make the chunkservers of a cluster delete
 // anything.
 //
+// Block reports and deletes are paged so that a million blocks fit the
+// default gRPC message limit: a report arrives in pages (see
+// blockmap.Map.ReportPage), each answered with its own obsolete blocks
+// and counted by safe mode as it arrives, and DeleteBlocks names at most
+// DefaultDeletePage blocks per message.
+//
 // A replica is obsolete only when the namespace positively knows its
 // block is gone (namespace.Store.Fate): no file has it AND its id is at or
 // below the namespace's id counter, so the id was handed out by this

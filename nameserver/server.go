@@ -28,10 +28,6 @@ import (
 	"github.com/bfs-go/bfs/proto/bfspb"
 )
 
-// maxMessageBytes bounds one request: 256 MiB holds a block report of
-// about ten million blocks.
-const maxMessageBytes = 256 << 20
-
 // streamWorkers is how many goroutines serve RPCs and are reused from one
 // RPC to the next. An RPC on a fresh goroutine grows its stack, copy by
 // copy, to the depth a Pebble read needs, which took a tenth of the
@@ -154,8 +150,8 @@ func newServer(cfg Config, dataLock *os.File) (*Server, error) {
 	s.grpc = grpc.NewServer(
 		grpc.ChainUnaryInterceptor(s.metrics.rpcs.Unary, s.metrics.countRefusals),
 		grpc.ChainStreamInterceptor(s.metrics.rpcs.Stream),
-		// A full block report of a big chunkserver is one message.
-		grpc.MaxRecvMsgSize(maxMessageBytes),
+		// No message limit of its own: gRPC's default 4 MiB holds a page
+		// of a block report (chunkserver.DefaultReportPage replicas).
 		grpc.WaitForHandlers(true),
 		grpc.NumStreamWorkers(streamWorkers),
 		grpc.StaticStreamWindowSize(flowWindow),

@@ -44,6 +44,45 @@ type Server struct {
 	Draining bool
 }
 
+// replica is a Replica as the map stores it, in 24 bytes: the address
+// is replaced by the index of its slot, which shares a word with the
+// sealed flag (a bool field would pad the struct to 32 bytes, and a
+// block's three replicas to the next allocation size class).
+type replica struct {
+	// ref is the slot index shifted left by one, or'ed with 1 if sealed.
+	ref uint32
+	// stamp is the generation of its slot that last named it; the
+	// replica is gone once its slot's floor has passed it.
+	stamp   uint32
+	size    int64
+	version uint64
+}
+
+func (r replica) slot() uint32 { return r.ref >> 1 }
+func (r replica) sealed() bool { return r.ref&1 != 0 }
+
+// slot is one chunkserver address. Slots are never freed (there are as
+// many as addresses ever registered), so a replica names its address by
+// the slot's index in 4 bytes.
+//
+// Generations: every replica written is stamped with cur; those stamped
+// below floor are gone, whether or not the sweep has removed them yet.
+// A new registration (or the death of the old one) raises floor past
+// every stamp, and the end of a full report raises it to the report's
+// generation: both drop a chunkserver's replicas in one step, without
+// visiting them. Replicas with a stamp in [floor, cur) are old: a report
+// is under way and has not named them yet.
+type slot struct {
+	addr string
+	// srv is the live registration at addr, nil if none.
+	srv        *Server
+	floor, cur uint32
+	// nOld and nCur count the live replicas stamped below cur and at cur;
+	// srv.Blocks is their sum.
+	nOld, nCur int
+	report     reportState
+}
+
 // Map is the block map. See the package documentation.
 type Map struct {
 	start time.Time
@@ -52,16 +91,24 @@ type Map struct {
 		next    ServerID
 		servers map[ServerID]*Server
 		byAddr  map[string]ServerID
-		// blocks maps a block to its replicas, by chunkserver address;
-		// held indexes the same replicas by address.
-		blocks map[BlockID]map[string]Replica
-		held   map[string]map[BlockID]struct{}
+		// slots holds every address ever registered; index finds its slot.
+		slots []slot
+		index map[string]uint32
+		// blocks maps a block to its replicas, at most one per slot, in
+		// no order; it may still hold replicas that are gone (see slot),
+		// until the sweep removes them.
+		blocks map[BlockID][]replica
+		// dirty says that some replicas are gone but not swept;
+		// sweeping that a sweep is under way.
+		dirty, sweeping bool
 		// corrupt holds the replicas reported corrupt, by block and
 		// address. A mark outlives reports and re-registrations: only
 		// DropReplica and Forget clear it.
 		corrupt map[BlockID]map[string]struct{}
 		// draining holds the addresses being decommissioned.
 		draining map[string]struct{}
+		// holds measures how long the mutex is held (see holds.go).
+		holds holdMeter
 	}
 }
 
@@ -71,8 +118,8 @@ func New(start time.Time) *Map {
 	m := &Map{start: start}
 	m.mu.servers = make(map[ServerID]*Server)
 	m.mu.byAddr = make(map[string]ServerID)
-	m.mu.blocks = make(map[BlockID]map[string]Replica)
-	m.mu.held = make(map[string]map[BlockID]struct{})
+	m.mu.index = make(map[string]uint32)
+	m.mu.blocks = make(map[BlockID][]replica)
 	m.mu.corrupt = make(map[BlockID]map[string]struct{})
 	m.mu.draining = make(map[string]struct{})
 	return m
@@ -82,17 +129,32 @@ func New(start time.Time) *Map {
 // earlier registration at the same address is replaced, and the replicas
 // it reported are forgotten until the new registration reports.
 func (m *Map) Register(addr string, u Usage, now time.Time) ServerID {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	m.lock()
 	if old, ok := m.mu.byAddr[addr]; ok {
 		m.removeLocked(old)
 	}
 	m.mu.next++
 	id := m.mu.next
 	_, draining := m.mu.draining[addr]
-	m.mu.servers[id] = &Server{ID: id, Addr: addr, LastBeat: now, Usage: u, Draining: draining}
+	s := &Server{ID: id, Addr: addr, LastBeat: now, Usage: u, Draining: draining}
+	m.mu.servers[id] = s
 	m.mu.byAddr[addr] = id
+	m.slotLocked(addr).srv = s
+	m.unlock()
+	m.sweep()
 	return id
+}
+
+// slotLocked returns the slot of addr, adding one if it has none. (A ref
+// keeps 31 bits of slot index: two billion distinct addresses.)
+func (m *Map) slotLocked(addr string) *slot {
+	i, ok := m.mu.index[addr]
+	if !ok {
+		i = uint32(len(m.mu.slots))
+		m.mu.slots = append(m.mu.slots, slot{addr: addr})
+		m.mu.index[addr] = i
+	}
+	return &m.mu.slots[i]
 }
 
 // serverLocked returns the live registration id of the chunkserver at
@@ -111,8 +173,8 @@ func (m *Map) serverLocked(id ServerID, addr string) (*Server, bool) {
 // alive. It returns false if that registration is unknown or was declared
 // dead: the chunkserver must register again.
 func (m *Map) Heartbeat(id ServerID, addr string, u Usage, now time.Time) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	m.lock()
+	defer m.unlock()
 	s, ok := m.serverLocked(id, addr)
 	if !ok {
 		return false
@@ -125,80 +187,96 @@ func (m *Map) Heartbeat(id ServerID, addr string, u Usage, now time.Time) bool {
 
 // Report replaces what the chunkserver at addr, registered as id, holds
 // with a full block report. ok is false if that registration is unknown
-// or dead; first says this is the registration's first report.
+// or dead (or a newer report or registration replaced it while this one
+// was applied); first says this is the registration's first report. It
+// is a report of one page (see ReportPage): the mutex is released between
+// batches, and replicas received while it runs are kept.
 func (m *Map) Report(id ServerID, addr string, replicas map[BlockID]Replica, now time.Time) (first, ok bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	s, ok := m.serverLocked(id, addr)
-	if !ok {
-		return false, false
-	}
-	first, s.Reported = !s.Reported, true
-	m.dropServerReplicasLocked(s.Addr)
-	for b, r := range replicas {
-		r.Addr = s.Addr
-		m.addLocked(b, r)
-	}
-	s.LastBeat, s.Blocks, s.Assigned = now, len(replicas), 0
-	return first, true
+	first, err := m.ReportPage(id, addr, Page{}, replicas, now)
+	return first, err == nil
 }
 
 // Received records replicas that the chunkserver at addr, registered as
 // id, has sealed (or otherwise reports one by one). It returns false if
-// that registration is unknown or dead.
+// that registration is unknown or dead. A replica received while a full
+// report of the same chunkserver is under way stays, whether or not the
+// report names it.
 func (m *Map) Received(id ServerID, addr string, replicas map[BlockID]Replica) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	m.lock()
+	defer m.unlock()
 	s, ok := m.serverLocked(id, addr)
 	if !ok {
 		return false
 	}
+	sl := m.mu.index[s.Addr]
 	for b, r := range replicas {
-		r.Addr = s.Addr
-		if _, had := m.mu.blocks[b][s.Addr]; !had {
-			s.Blocks++
-		}
-		m.addLocked(b, r)
+		m.setLocked(b, sl, r)
 	}
 	return true
 }
 
-func (m *Map) addLocked(b BlockID, r Replica) {
-	reps := m.mu.blocks[b]
-	if reps == nil {
-		reps = make(map[string]Replica)
-		m.mu.blocks[b] = reps
-	}
-	reps[r.Addr] = r
-	held := m.mu.held[r.Addr]
-	if held == nil {
-		held = make(map[BlockID]struct{})
-		m.mu.held[r.Addr] = held
-	}
-	held[b] = struct{}{}
+// live reports whether r is still held: its slot has a live registration
+// whose floor has not passed r's stamp.
+func (m *Map) liveLocked(r replica) bool {
+	sl := &m.mu.slots[r.slot()]
+	return sl.srv != nil && r.stamp >= sl.floor
 }
 
-// dropLocked forgets the replica of b at addr.
-func (m *Map) dropLocked(b BlockID, addr string) {
-	if reps := m.mu.blocks[b]; reps != nil {
-		delete(reps, addr)
-		if len(reps) == 0 {
-			delete(m.mu.blocks, b)
+// setLocked records the replica of b in slot i, stamped with the slot's
+// current generation, and counts it.
+func (m *Map) setLocked(b BlockID, i uint32, r Replica) {
+	sl := &m.mu.slots[i]
+	v := replica{ref: i << 1, stamp: sl.cur, size: r.Size, version: r.Version}
+	if r.Sealed {
+		v.ref |= 1
+	}
+	reps := m.mu.blocks[b]
+	j := slices.IndexFunc(reps, func(r replica) bool { return r.slot() == i })
+	if j < 0 {
+		// Exactly one more: a block's slice is never grown by doubling.
+		grown := make([]replica, len(reps)+1)
+		copy(grown, reps)
+		grown[len(reps)] = v
+		m.mu.blocks[b] = grown
+		sl.nCur++
+	} else {
+		old := reps[j]
+		reps[j] = v
+		switch {
+		case !m.liveLocked(old):
+			sl.nCur++
+		case old.stamp != sl.cur:
+			sl.nOld--
+			sl.nCur++
 		}
 	}
-	if held := m.mu.held[addr]; held != nil {
-		delete(held, b)
-		if len(held) == 0 {
-			delete(m.mu.held, addr)
+	sl.srv.Blocks = sl.nOld + sl.nCur
+}
+
+// dropLocked forgets the j-th replica of b and uncounts it if it was live.
+func (m *Map) dropLocked(b BlockID, j int) {
+	reps := m.mu.blocks[b]
+	r := reps[j]
+	if m.liveLocked(r) {
+		sl := &m.mu.slots[r.slot()]
+		if r.stamp == sl.cur {
+			sl.nCur--
+		} else {
+			sl.nOld--
 		}
+		sl.srv.Blocks = sl.nOld + sl.nCur
 	}
+	if len(reps) == 1 {
+		delete(m.mu.blocks, b)
+		return
+	}
+	m.mu.blocks[b] = slices.Delete(reps, j, j+1)
 }
 
 // Expire declares dead every live chunkserver silent for longer than
 // timeout, forgets their replicas, and returns them.
 func (m *Map) Expire(now time.Time, timeout time.Duration) []Server {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	m.lock()
 	var dead []Server
 	for id, s := range m.mu.servers {
 		if now.Sub(s.LastBeat) > timeout {
@@ -206,38 +284,47 @@ func (m *Map) Expire(now time.Time, timeout time.Duration) []Server {
 			m.removeLocked(id)
 		}
 	}
+	m.unlock()
+	m.sweep()
 	sort.Slice(dead, func(i, j int) bool { return dead[i].ID < dead[j].ID })
 	return dead
 }
 
+// removeLocked ends registration id. Its replicas are gone at once (its
+// slot's floor passes them); the sweep frees them.
 func (m *Map) removeLocked(id ServerID) {
 	s := m.mu.servers[id]
 	if s == nil {
 		return
 	}
 	delete(m.mu.servers, id)
-	if m.mu.byAddr[s.Addr] == id {
-		delete(m.mu.byAddr, s.Addr)
-		m.dropServerReplicasLocked(s.Addr)
+	if m.mu.byAddr[s.Addr] != id {
+		return
 	}
-}
-
-func (m *Map) dropServerReplicasLocked(addr string) {
-	for b := range m.mu.held[addr] {
-		m.dropLocked(b, addr)
-	}
+	delete(m.mu.byAddr, s.Addr)
+	sl := m.slotLocked(s.Addr)
+	sl.cur++
+	sl.floor = sl.cur
+	sl.nOld, sl.nCur, sl.srv = 0, 0, nil
+	sl.report = reportState{}
+	m.mu.dirty = true
 }
 
 // Dead reports whether the chunkserver at addr is to be given up on: it is
 // not registered (never, or declared dead since) and the nameserver has
 // been up for longer than timeout.
 func (m *Map) Dead(addr string, now time.Time, timeout time.Duration) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	m.lock()
+	defer m.unlock()
 	if _, ok := m.mu.byAddr[addr]; ok {
 		return false
 	}
 	return now.Sub(m.start) > timeout
+}
+
+// replicaLocked is r as the API shows it.
+func (m *Map) replicaLocked(r replica) Replica {
+	return Replica{Addr: m.mu.slots[r.slot()].addr, Size: r.size, Version: r.version, Sealed: r.sealed()}
 }
 
 // Replicas returns the replicas of b on live chunkservers, by address,
@@ -245,19 +332,24 @@ func (m *Map) Dead(addr string, now time.Time, timeout time.Duration) bool {
 // them all (a reader may still find good chunks, and a mistaken report
 // must not hide a block).
 func (m *Map) Replicas(b BlockID) []Replica {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	out := make([]Replica, 0, len(m.mu.blocks[b]))
+	m.lock()
+	defer m.unlock()
+	reps := m.mu.blocks[b]
+	all := make([]Replica, 0, len(reps))
+	for _, r := range reps {
+		if m.liveLocked(r) {
+			all = append(all, m.replicaLocked(r))
+		}
+	}
 	bad := m.mu.corrupt[b]
-	for _, r := range m.mu.blocks[b] {
+	out := make([]Replica, 0, len(all))
+	for _, r := range all {
 		if _, c := bad[r.Addr]; !c {
 			out = append(out, r)
 		}
 	}
 	if len(out) == 0 {
-		for _, r := range m.mu.blocks[b] {
-			out = append(out, r)
-		}
+		out = all
 	}
 	slices.SortFunc(out, func(a, b Replica) int { return strings.Compare(a.Addr, b.Addr) })
 	return out
@@ -267,8 +359,8 @@ func (m *Map) Replicas(b BlockID) []Replica {
 // (Replicas leaves it out) but stays known until DropReplica or Forget.
 // It returns false if it was marked already.
 func (m *Map) MarkCorrupt(b BlockID, addr string) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	m.lock()
+	defer m.unlock()
 	bad := m.mu.corrupt[b]
 	if bad == nil {
 		bad = make(map[string]struct{})
@@ -284,8 +376,8 @@ func (m *Map) MarkCorrupt(b BlockID, addr string) bool {
 // Corrupt returns the addresses of the replicas of b marked corrupt,
 // sorted.
 func (m *Map) Corrupt(b BlockID) []string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	m.lock()
+	defer m.unlock()
 	out := make([]string, 0, len(m.mu.corrupt[b]))
 	for addr := range m.mu.corrupt[b] {
 		out = append(out, addr)
@@ -296,8 +388,8 @@ func (m *Map) Corrupt(b BlockID) []string {
 
 // CorruptCount returns how many replicas are marked corrupt.
 func (m *Map) CorruptCount() int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	m.lock()
+	defer m.unlock()
 	n := 0
 	for _, bad := range m.mu.corrupt {
 		n += len(bad)
@@ -318,33 +410,33 @@ func (m *Map) clearCorruptLocked(b BlockID, addr string) {
 // DropReplica forgets the replica of b at addr (a stale replica on its
 // way to deletion), and its corrupt mark.
 func (m *Map) DropReplica(b BlockID, addr string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	m.lock()
+	defer m.unlock()
 	m.clearCorruptLocked(b, addr)
-	if _, ok := m.mu.blocks[b][addr]; !ok {
+	i, ok := m.mu.index[addr]
+	if !ok {
 		return
 	}
-	m.dropLocked(b, addr)
-	if id, ok := m.mu.byAddr[addr]; ok {
-		m.mu.servers[id].Blocks--
+	if j := slices.IndexFunc(m.mu.blocks[b], func(r replica) bool { return r.slot() == i }); j >= 0 {
+		m.dropLocked(b, j)
 	}
 }
 
 // Forget drops everything known about b (its file is gone), corrupt
 // marks included.
 func (m *Map) Forget(b BlockID) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	m.lock()
+	defer m.unlock()
 	delete(m.mu.corrupt, b)
-	for addr := range m.mu.blocks[b] {
-		m.dropLocked(b, addr)
+	for len(m.mu.blocks[b]) > 0 {
+		m.dropLocked(b, len(m.mu.blocks[b])-1)
 	}
 }
 
 // Servers lists the chunkservers, by id.
 func (m *Map) Servers() []Server {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	m.lock()
+	defer m.unlock()
 	out := make([]Server, 0, len(m.mu.servers))
 	for _, s := range m.mu.servers {
 		out = append(out, *s)
@@ -370,14 +462,18 @@ func (r ReplicaState) Counts() bool { return !r.Corrupt && !r.Draining }
 // States returns every replica of b on a live chunkserver, corrupt and
 // draining ones included, by address.
 func (m *Map) States(b BlockID) []ReplicaState {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	m.lock()
+	defer m.unlock()
 	out := make([]ReplicaState, 0, len(m.mu.blocks[b]))
 	bad := m.mu.corrupt[b]
 	for _, r := range m.mu.blocks[b] {
-		_, c := bad[r.Addr]
-		_, d := m.mu.draining[r.Addr]
-		out = append(out, ReplicaState{Replica: r, Corrupt: c, Draining: d})
+		if !m.liveLocked(r) {
+			continue
+		}
+		rr := m.replicaLocked(r)
+		_, c := bad[rr.Addr]
+		_, d := m.mu.draining[rr.Addr]
+		out = append(out, ReplicaState{Replica: rr, Corrupt: c, Draining: d})
 	}
 	slices.SortFunc(out, func(a, b ReplicaState) int { return strings.Compare(a.Addr, b.Addr) })
 	return out
@@ -387,8 +483,8 @@ func (m *Map) States(b BlockID) []ReplicaState {
 // addr. It returns false if nothing changed. The mark is kept by address,
 // so it holds across the chunkserver's restarts.
 func (m *Map) SetDraining(addr string, on bool) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	m.lock()
+	defer m.unlock()
 	_, was := m.mu.draining[addr]
 	if was == on {
 		return false
@@ -405,14 +501,25 @@ func (m *Map) SetDraining(addr string, on bool) bool {
 }
 
 // Held returns the blocks the chunkserver at addr holds, as reported,
-// sorted.
+// sorted. There is no index by chunkserver: it walks the whole map, a
+// batch at a time with the mutex released between batches, so a replica
+// added or dropped during the walk may or may not be in the answer.
 func (m *Map) Held(addr string) []BlockID {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	out := make([]BlockID, 0, len(m.mu.held[addr]))
-	for b := range m.mu.held[addr] {
-		out = append(out, b)
+	m.lock()
+	i, ok := m.mu.index[addr]
+	if !ok {
+		m.unlock()
+		return []BlockID{}
 	}
+	out := make([]BlockID, 0, m.mu.slots[i].nOld+m.mu.slots[i].nCur)
+	m.eachBlockLocked(func(b BlockID, reps []replica) {
+		for _, r := range reps {
+			if r.slot() == i && m.liveLocked(r) {
+				out = append(out, b)
+			}
+		}
+	})
+	m.unlock()
 	slices.Sort(out)
-	return out
+	return slices.Compact(out)
 }

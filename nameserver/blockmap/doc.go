@@ -39,7 +39,39 @@
 // and orders the rest by free space per block in flight (Assigned, since
 // the last full report).
 //
+// Full reports (Report, ReportPage): a chunkserver's full report comes
+// in pages (Page: a report id, a sequence number from 0, and More on all
+// but the last). Each page's replicas are recorded as it arrives;
+// replicas the chunkserver held before and no page has named yet stay
+// until the last page, which forgets every replica of that chunkserver
+// that the report did not name, except those received (Received) while
+// the report was under way: the chunkserver's listing may predate them.
+// (Where a page and a Received both describe a replica, the later call's
+// description stands, as it did when a report was one message.)
+// A page out of order, or of a report replaced by a newer page 0 or by a
+// new registration, is refused (ErrReportOrder, ErrUnknownServer) and the
+// chunkserver starts over. A registration's first full report is the
+// first whose last page arrives; Server.Reported is set then, and every
+// page of it reports first. Report is a report of one page.
+//
+// Layout, sized for millions of blocks: chunkserver addresses are
+// interned into slots (never freed), and a block's replicas are one
+// exactly-sized slice of 24-byte values naming their slot, in one map
+// (about 165 bytes a block with three replicas, see scale_test.go). There
+// is no index by chunkserver: generations stand in for one. Each slot
+// stamps the replicas it writes with its current generation and ignores
+// those stamped below its floor; a full report's last page raises the
+// floor to the report's generation, and a new registration or the death
+// of the old one raises it past every stamp, so either drops a
+// chunkserver's replicas at once without visiting them. A sweep then
+// frees them. Held walks the whole map.
+//
 // A Map does no I/O and starts no goroutines; time is passed in. It is
-// safe for concurrent use (one mutex, never held across anything but map
-// updates).
+// safe for concurrent use: one mutex, never held across anything but map
+// updates, and never for more than one batch (1024 blocks) of a long
+// operation (a report page, the sweep, Held), which release it between
+// batches. The sweep runs in the goroutine of the call that made it
+// necessary (the last page of a report, Register, Expire), one at a time.
+// Only tests read the wall clock, to measure how long the mutex is held
+// (holds.go).
 package blockmap

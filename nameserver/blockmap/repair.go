@@ -12,20 +12,23 @@ import (
 // that holds a replica of b (in any state), one in exclude, or a draining
 // one; it prefers a host no replica of b is on, then the most free space
 // per block in flight, as Pick does. It returns ErrNotEnoughServers when
-// none qualifies.
+// none qualifies. The replicas are read (States) before the servers: a
+// replica reported in between is refused by the target (EXISTS).
 func (m *Map) PickFor(b BlockID, p Policy, exclude []string) (string, error) {
+	holders := m.States(b)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	used := make(map[string]bool)
-	for addr := range m.mu.blocks[b] {
-		if id, ok := m.mu.byAddr[addr]; ok {
+	holds := make(map[string]bool, len(holders))
+	used := make(map[string]bool, len(holders))
+	for _, r := range holders {
+		holds[r.Addr] = true
+		if id, ok := m.mu.byAddr[r.Addr]; ok {
 			used[m.mu.servers[id].hostOf()] = true
 		}
 	}
 	var cands []*Server
 	for _, s := range m.mu.servers {
-		_, has := m.mu.blocks[b][s.Addr]
-		if s.eligible(p) && !has && !slices.Contains(exclude, s.Addr) {
+		if s.eligible(p) && !holds[s.Addr] && !slices.Contains(exclude, s.Addr) {
 			cands = append(cands, s)
 		}
 	}

@@ -3984,11 +3984,22 @@ func (x *ReportedBlock) GetSealed() bool {
 	return false
 }
 
+// A full block report is sent in pages, so that a chunkserver with a
+// million blocks stays within the default 4 MiB message limit: pages
+// 0, 1, ... in order, one at a time, all with the same report_id, every
+// one but the last with more set. The nameserver forgets the replicas no
+// page named only at the last page. A page out of order (a lost page, or
+// a newer report under way) is answered INVALID_ARGUMENT: the chunkserver
+// starts again from page 0. The zero values make a one-page report.
 type BlockReportRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	ChunkserverId int64                  `protobuf:"varint,1,opt,name=chunkserver_id,json=chunkserverId,proto3" json:"chunkserver_id,omitempty"`
 	Address       string                 `protobuf:"bytes,2,opt,name=address,proto3" json:"address,omitempty"`
 	Blocks        []*ReportedBlock       `protobuf:"bytes,3,rep,name=blocks,proto3" json:"blocks,omitempty"`
+	// Chosen by the chunkserver, different for every report it starts.
+	ReportId      uint64 `protobuf:"varint,4,opt,name=report_id,json=reportId,proto3" json:"report_id,omitempty"`
+	Page          uint32 `protobuf:"varint,5,opt,name=page,proto3" json:"page,omitempty"`
+	More          bool   `protobuf:"varint,6,opt,name=more,proto3" json:"more,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4044,12 +4055,34 @@ func (x *BlockReportRequest) GetBlocks() []*ReportedBlock {
 	return nil
 }
 
+func (x *BlockReportRequest) GetReportId() uint64 {
+	if x != nil {
+		return x.ReportId
+	}
+	return 0
+}
+
+func (x *BlockReportRequest) GetPage() uint32 {
+	if x != nil {
+		return x.Page
+	}
+	return 0
+}
+
+func (x *BlockReportRequest) GetMore() bool {
+	if x != nil {
+		return x.More
+	}
+	return false
+}
+
 type BlockReportResponse struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Status StatusCode             `protobuf:"varint,1,opt,name=status,proto3,enum=bfs.StatusCode" json:"status,omitempty"`
 	// Human-readable detail for a status other than OK.
 	Message string `protobuf:"bytes,15,opt,name=message,proto3" json:"message,omitempty"`
-	// Blocks the nameserver no longer knows; the chunkserver deletes them.
+	// Blocks of this page the nameserver no longer knows; the chunkserver
+	// deletes them.
 	Obsolete []int64 `protobuf:"varint,2,rep,packed,name=obsolete,proto3" json:"obsolete,omitempty"`
 	// The nameserver's cluster id: a chunkserver deletes nothing named in
 	// obsolete unless it is its own cluster's.
@@ -4952,11 +4985,14 @@ const file_nameserver_proto_rawDesc = "" +
 	"\bblock_id\x18\x01 \x01(\x03R\ablockId\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x03R\x04size\x12\x18\n" +
 	"\aversion\x18\x03 \x01(\x04R\aversion\x12\x16\n" +
-	"\x06sealed\x18\x04 \x01(\bR\x06sealed\"\x81\x01\n" +
+	"\x06sealed\x18\x04 \x01(\bR\x06sealed\"\xc6\x01\n" +
 	"\x12BlockReportRequest\x12%\n" +
 	"\x0echunkserver_id\x18\x01 \x01(\x03R\rchunkserverId\x12\x18\n" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x12*\n" +
-	"\x06blocks\x18\x03 \x03(\v2\x12.bfs.ReportedBlockR\x06blocks\"\x93\x01\n" +
+	"\x06blocks\x18\x03 \x03(\v2\x12.bfs.ReportedBlockR\x06blocks\x12\x1b\n" +
+	"\treport_id\x18\x04 \x01(\x04R\breportId\x12\x12\n" +
+	"\x04page\x18\x05 \x01(\rR\x04page\x12\x12\n" +
+	"\x04more\x18\x06 \x01(\bR\x04more\"\x93\x01\n" +
 	"\x13BlockReportResponse\x12'\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
 	"\amessage\x18\x0f \x01(\tR\amessage\x12\x1a\n" +

@@ -1,0 +1,5 @@
+//go:build !race
+
+package chunkserver
+
+const raceBuild = false

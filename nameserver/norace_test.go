@@ -1,0 +1,5 @@
+//go:build !race
+
+package nameserver
+
+const raceBuild = false
