@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -86,11 +88,24 @@ func readAll(ctx context.Context, t *testing.T, c *sdk.Client, p string) []byte 
 	return got
 }
 
+// counter sums the samples of name, every label set, in the nameserver's
+// metrics: 0 if there are none.
 func counter(t *testing.T, maddr, name string) int {
 	t.Helper()
-	v, err := strconv.ParseFloat(gauge(t, maddr, name), 64)
+	resp, err := http.Get("http://" + maddr + "/metrics")
 	require.NoError(t, err)
-	return int(v)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	sum := 0.0
+	for _, l := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(l, name); ok && rest != "" && (rest[0] == ' ' || rest[0] == '{') {
+			v, err := strconv.ParseFloat(l[strings.LastIndexByte(l, ' ')+1:], 64)
+			require.NoError(t, err, l)
+			sum += v
+		}
+	}
+	return int(sum)
 }
 
 // TestRepairAfterChunkserverLoss: the blocks of a chunkserver that died
@@ -189,4 +204,50 @@ func TestDegradedWriteRepairedAfterClose(t *testing.T) {
 	fi, err := c.Stat(ctx, "/f")
 	require.NoError(t, err)
 	require.Equal(t, 3, fi.LiveReplicas)
+}
+
+// TestSafeModeHoldsRepair: after a restart with a chunkserver gone, safe
+// mode (a block known only to it is unreported) holds every copy; once an
+// operator leaves it, the blocks short of a replica are repaired, and the
+// block with no replica left is counted missing.
+func TestSafeModeHoldsRepair(t *testing.T) {
+	cl, maddr := repairCluster(t, 4)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c, err := sdk.Dial(ctx, cl.NameServerAddr)
+	require.NoError(t, err)
+	defer c.Close()
+	files := writeFiles(ctx, t, c, 8)
+	w, err := c.Create(ctx, "/single", sdk.Replication(1))
+	require.NoError(t, err)
+	_, err = w.Write([]byte("one replica"))
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+	gone := replicasOf(ctx, t, c, "/single")[0]
+	short := 0
+	for p := range files {
+		if slices.Contains(replicasOf(ctx, t, c, p), gone) {
+			short++
+		}
+	}
+	require.Positive(t, short, "some file has a replica on %s", gone)
+
+	cl.StopChunkserver(slices.Index(cl.ChunkserverAddrs(), gone))
+	cl.RestartNameServer()
+	ns := bfspb.NewNameServerClient(dial(t, cl.NameServerAddr))
+	require.Eventually(t, func() bool {
+		sm, err := ns.GetSafeMode(ctx, &bfspb.GetSafeModeRequest{})
+		return err == nil && sm.On && sm.ReportedBlocks == int64(len(files)) && cl.NameServer().LiveChunkservers() == 3
+	}, 30*time.Second, 10*time.Millisecond)
+	require.Zero(t, counter(t, maddr, "bfs_nameserver_repair_copies_total"), "a copy in safe mode")
+	for p := range files {
+		require.LessOrEqual(t, len(replicasOf(ctx, t, c, p)), 3)
+	}
+
+	_, err = ns.LeaveSafeMode(ctx, &bfspb.LeaveSafeModeRequest{})
+	require.NoError(t, err)
+	waitReplicas(ctx, t, c, files, gone)
+	require.Eventually(t, func() bool { return gauge(t, maddr, "bfs_nameserver_missing_blocks") == "1" },
+		10*time.Second, 10*time.Millisecond)
+	require.GreaterOrEqual(t, counter(t, maddr, "bfs_nameserver_repair_copies_total"), short)
 }
