@@ -49,9 +49,10 @@
 // chunkservers (deletes go through deleteReplicas). It is told of a
 // chunkserver declared dead (Rescan, from watchChunkservers), a replica
 // marked corrupt, a file closed (fileStore.CloseFile, every close path),
-// a block report that changed a block's replicas (or a registration's
-// first report: Rescan) and a new sealed replica (Received), and checks
-// every block each --repair-interval. --repair-max-copies and
+// the end of a registration's first full block report (Rescan: a
+// chunkserver back from the dead may leave replicas in excess) and a new
+// sealed replica (Received), and checks every block each
+// --repair-interval. --repair-max-copies and
 // --repair-max-copies-per-server bound the copies in flight. Its state is
 // in memory: after a restart the block reports and the first pass
 // rebuild it; removing a file drops its block from it (Forget).

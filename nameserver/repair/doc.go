@@ -50,10 +50,13 @@
 // chunkserver never counts and so is never trimmed (the decommission owns
 // it). Nothing is deleted while a copy of the block is in flight.
 //
-// Triggers: Check (a replica marked corrupt, a file closed, a block report
-// that changed a block's replicas), Received (a new sealed replica of a
-// block being repaired), Rescan (a chunkserver declared dead), and a full
-// pass over the namespace every Interval, and once safe mode ends. A full
+// Triggers: Check (a replica marked corrupt, a file closed, a degraded
+// block added), Received (a new sealed replica of a block being
+// repaired), Rescan (a chunkserver declared dead, or done with the first
+// full report of a registration: back, perhaps with replicas now in
+// excess), and a full pass over the namespace every Interval, and once
+// safe mode ends. What later full reports change (a replica lost to a
+// failed disk, say) the periodic pass finds. A full
 // pass reads the namespace in one iteration and takes the block map's
 // lock once per block, never for the pass.
 //

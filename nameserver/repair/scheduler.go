@@ -162,10 +162,11 @@ type Stats struct {
 // Scheduler keeps the blocks' replica counts up. See the package
 // documentation.
 type Scheduler struct {
-	cfg   Config
-	wake  chan struct{}
-	stopc chan struct{}
-	donec chan struct{}
+	cfg      Config
+	wake     chan struct{}
+	stopc    chan struct{}
+	donec    chan struct{}
+	stopOnce sync.Once
 	// copies runs the copies; Close stops them.
 	copies *taskgroup.Group
 
@@ -218,17 +219,13 @@ func newScheduler(cfg Config) (*Scheduler, error) {
 // Close stops the Scheduler and waits for its goroutines; copies in
 // flight are cancelled.
 func (s *Scheduler) Close() {
-	select {
-	case <-s.stopc:
-	default:
-		close(s.stopc)
-	}
+	s.stopOnce.Do(func() { close(s.stopc) })
 	<-s.donec
 	s.copies.Stop()
 }
 
 // Check asks for blocks to be checked soon: a replica of theirs was
-// marked corrupt, their file was closed, a report changed their replicas.
+// marked corrupt, their file was closed.
 func (s *Scheduler) Check(blocks ...int64) {
 	s.mu.Lock()
 	for _, b := range blocks {
@@ -255,7 +252,9 @@ func (s *Scheduler) Received(blocks ...int64) {
 	}
 }
 
-// Rescan asks for every block to be checked soon: a chunkserver died.
+// Rescan asks for every block to be checked soon: a chunkserver died, or
+// one finished its first full report (it may be back with replicas now
+// in excess). Requests made before a pass starts are served by it.
 func (s *Scheduler) Rescan() {
 	s.mu.Lock()
 	s.mu.rescan = true

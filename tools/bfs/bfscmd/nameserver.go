@@ -42,7 +42,7 @@ func (e *env) nameserverCommand() *cobra.Command {
 	f.IntVar(&cfg.MinReplication, "min-replication", cfg.MinReplication,
 		"fewest replicas a new block may start with when fewer live chunkservers exist than its file's replication")
 	f.DurationVar(&cfg.RepairInterval, "repair-interval", cfg.RepairInterval,
-		"how often every block's replica count is checked (repairs also follow chunkserver deaths, corrupt reports, closes and block reports)")
+		"how often every block's replica count is checked (repairs also follow chunkserver deaths and returns, corrupt reports and closes)")
 	f.IntVar(&cfg.RepairMaxCopies, "repair-max-copies", cfg.RepairMaxCopies, "repair copies in flight in the whole cluster")
 	f.IntVar(&cfg.RepairMaxCopiesPerServer, "repair-max-copies-per-server", cfg.RepairMaxCopiesPerServer,
 		"repair copies in flight per chunkserver, as source and as target together")
