@@ -339,3 +339,33 @@ func TestConfig(t *testing.T) {
 	_, err = New(cfg)
 	require.ErrorContains(t, err, "negative")
 }
+
+// TestSourceChoice: a copy comes from a counting replica if there is one,
+// else from a draining one, and from a corrupt one only as a last hope;
+// never from a replica that is not a full sealed copy.
+func TestSourceChoice(t *testing.T) {
+	b := Block{ID: 1, Size: 10, Replication: 3}
+	bad := good("c", 10)
+	bad.Corrupt = true
+	drain := good("d", 10)
+	drain.Draining = true
+	unsealed := good("u", 10)
+	unsealed.Sealed = false
+	for _, tc := range []struct {
+		states []blockmap.ReplicaState
+		want   string
+	}{
+		{[]blockmap.ReplicaState{bad, drain, good("g", 10)}, "g"},
+		{[]blockmap.ReplicaState{bad, drain}, "d"},
+		{[]blockmap.ReplicaState{bad, unsealed, good("s", 4)}, "c"},
+		{[]blockmap.ReplicaState{unsealed, good("s", 4)}, ""},
+	} {
+		s := idle(t, newFakes().config())
+		e := newEntry(b, 1)
+		e.states = tc.states
+		s.mu.Lock()
+		got := s.sourceLocked(e)
+		s.mu.Unlock()
+		require.Equal(t, tc.want, got, "%+v", tc.states)
+	}
+}
