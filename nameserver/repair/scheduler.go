@@ -399,6 +399,12 @@ func (s *Scheduler) checkBlock(b Block) {
 // noteLocked records b's state and returns the corrupt and the excess
 // replicas to delete.
 func (s *Scheduler) noteLocked(b Block, states []blockmap.ReplicaState) (drop, trim []string) {
+	if b.Replication < 1 {
+		// The namespace never stores one (0 means the default); a
+		// record that says so must not get every replica trimmed.
+		glog.Errorf("repair: block %d has replication %d: left alone", b.ID, b.Replication)
+		return nil, nil
+	}
 	now := s.cfg.Clock.Now()
 	e := s.mu.entries[b.ID]
 	v := assess(b, states)

@@ -253,6 +253,7 @@ func TestHold(t *testing.T) {
 	f := newFakes("a", "b", "c", "d")
 	f.put(Block{ID: 1, Size: 5, Replication: 2}, good("a", 5))
 	f.put(Block{ID: 2, Size: 5, Replication: 1}, good("a", 5), good("b", 5))
+	f.put(Block{ID: 3, Size: 5, Replication: 0}, good("a", 5), good("b", 5)) // bad record: left alone
 	var held atomic.Bool
 	var holds atomic.Int64
 	held.Store(true)
