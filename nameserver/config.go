@@ -70,7 +70,8 @@ type TestingKnobs struct {
 	BeforeTruncate func(ctx context.Context, addr string, block, size int64)
 	// DialChunkserver, if set, replaces the gRPC client of the chunkserver
 	// at addr for every call the nameserver makes to one (CreateBlock,
-	// Seal, Truncate, GetBlockInfo, DeleteBlocks): a fleet of fakes.
+	// Seal, Truncate, GetBlockInfo, DeleteBlocks, ReplicateBlock): a
+	// fleet of fakes.
 	DialChunkserver func(addr string) (bfspb.ChunkServerClient, error)
 	// DeletePage, if positive, replaces DefaultDeletePage.
 	DeletePage int
