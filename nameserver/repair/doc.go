@@ -33,7 +33,8 @@
 // a replica of the block where possible, never a chunkserver that holds
 // one). Several copies of one block may run at once, one per missing
 // replica. Copies in flight are bounded in total (MaxCopies) and per
-// chunkserver, as source and target together (MaxCopiesPerServer); each
+// chunkserver, as source and target together (MaxCopiesPerServer; the
+// bandwidth a target's copies take is its own --copy-rate); each
 // has a timeout of minCopyTimeout plus its size at minCopyRate. A failure
 // steers the next attempt: a busy target (RESOURCE_EXHAUSTED) is left
 // alone for BusyFor, a source without a good replica or a target with one
