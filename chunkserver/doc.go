@@ -77,8 +77,8 @@
 // registration on, retried with backoff) at every pass, so a restarted
 // nameserver learns of it again. A Read that finds a checksum mismatch in
 // a sealed replica marks and reports it the same way. The nameserver stops
-// counting the replica; nothing deletes it until a repair (re-replication
-// from a good copy) exists. The mark lives in
+// counting the replica, copies its block from a good replica elsewhere
+// and then deletes it (nameserver/repair). The mark lives in
 // memory: after a restart the next pass finds the replica again. Progress is exported as the
 // bfs_chunkserver_scrub_* metrics.
 //

@@ -230,6 +230,13 @@ func (cs *fakeChunkserver) DeleteBlocks(_ context.Context, in *bfspb.DeleteBlock
 	return &bfspb.DeleteBlocksResponse{}, nil
 }
 
+// ReplicateBlock refuses: the fleet makes no repair copies (the
+// nameserver's repair retries them later, which these tests do not wait
+// for).
+func (cs *fakeChunkserver) ReplicateBlock(context.Context, *bfspb.ReplicateBlockRequest, ...grpc.CallOption) (*bfspb.ReplicateBlockResponse, error) {
+	return &bfspb.ReplicateBlockResponse{Status: bfspb.StatusCode_RESOURCE_EXHAUSTED, Message: "the fake fleet makes no copies"}, nil
+}
+
 // write lands a client's bytes on the replica of block: it grows to size
 // unless it is sealed (I4). It says what happened.
 func (cs *fakeChunkserver) write(block, size int64) string {

@@ -26,10 +26,19 @@ func (s *Server) Decommission(_ context.Context, req *bfspb.DecommissionRequest)
 	}
 	resp := &bfspb.DecommissionResponse{}
 	now := s.cfg.Clock.Now()
+	changed := false
 	for _, addr := range req.Addresses {
 		if s.blocks.SetDraining(addr, !req.Cancel) {
 			glog.Infof("%s of chunkserver %s", verb, addr)
+			changed = true
 		}
+	}
+	if changed {
+		// Replicas stopped (or started) counting: the repair copies the
+		// blocks now short of replicas, or trims those now over.
+		s.repair.Rescan()
+	}
+	for _, addr := range req.Addresses {
 		if r, ok := s.serverRow(addr); ok {
 			resp.Chunkservers = append(resp.Chunkservers, s.chunkserverInfo(r, now))
 		} else {

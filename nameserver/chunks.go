@@ -90,6 +90,13 @@ func (s *Server) BlockReport(_ context.Context, req *bfspb.BlockReportRequest) (
 		code, msg := reportCodes.Of(err)
 		return &bfspb.BlockReportResponse{Status: code, Message: msg}, nil
 	}
+	if first && !req.More {
+		// A chunkserver back from the dead may leave blocks with too
+		// many replicas. One pass over all blocks costs less than a
+		// lookup of each block a big chunkserver holds. What a later
+		// report changes, the repair's periodic pass finds.
+		s.repair.Rescan()
+	}
 	s.noteSealed(addr, req.Blocks)
 	// A replica may have missed the close of its file while its
 	// chunkserver was away (unsealed), or the nameserver may have died
@@ -124,14 +131,20 @@ func (s *Server) BlockReceived(_ context.Context, req *bfspb.BlockReceivedReques
 	}
 	s.noteSealed(addr, req.Blocks)
 	s.closer.Reconcile(addr, req.Blocks)
+	ids := make([]int64, len(req.Blocks))
+	for i, b := range req.Blocks {
+		ids[i] = b.BlockId
+	}
+	s.repair.Received(ids...)
 	return &bfspb.BlockReceivedResponse{}, nil
 }
 
 // ReportBadReplicas marks replicas that failed a checksum corrupt: they
 // stop counting and readers are no longer sent to them (while a good one
-// remains). They are kept: nothing replaces them yet, and a corrupt
-// replica may still hold the only copy of some chunks. Replicas of blocks
-// that belong to no live file are ignored.
+// remains). The repair copies their blocks from a good replica and then
+// deletes them; until the block has its full count elsewhere they are
+// kept (a corrupt replica may still hold the only copy of some chunks).
+// Replicas of blocks that belong to no live file are ignored.
 func (s *Server) ReportBadReplicas(_ context.Context, req *bfspb.ReportBadReplicasRequest) (*bfspb.ReportBadReplicasResponse, error) {
 	reporter := req.Address
 	if reporter == "" {
@@ -150,8 +163,9 @@ func (s *Server) ReportBadReplicas(_ context.Context, req *bfspb.ReportBadReplic
 			continue
 		}
 		if s.blocks.MarkCorrupt(blockmap.BlockID(r.BlockId), r.Address) {
-			glog.Errorf("replica of block %d on %s is corrupt (reported by %s: %s): it no longer counts; kept until it can be replaced",
+			glog.Errorf("replica of block %d on %s is corrupt (reported by %s: %s): it no longer counts; kept until it is replaced",
 				r.BlockId, r.Address, reporter, r.Reason)
+			s.repair.Check(r.BlockId)
 		}
 	}
 	return &bfspb.ReportBadReplicasResponse{}, nil
@@ -181,9 +195,13 @@ func (s *Server) watchChunkservers() {
 			return
 		case <-t.C():
 		}
-		for _, d := range s.blocks.Expire(s.cfg.Clock.Now(), s.cfg.DeadTimeout) {
-			glog.Warningf("chunkserver %s (%d) is dead: silent for over %v", d.Addr, d.ID, s.cfg.DeadTimeout)
+		dead := s.blocks.Expire(s.cfg.Clock.Now(), s.cfg.DeadTimeout)
+		for _, d := range dead {
+			glog.Warningf("chunkserver %s (%d) is dead: silent for over %v; its %d replicas are to be copied", d.Addr, d.ID, s.cfg.DeadTimeout, d.Blocks)
 			s.dead.add(d)
+		}
+		if len(dead) > 0 {
+			s.repair.Rescan()
 		}
 		s.closer.Recheck()
 	}
@@ -207,7 +225,7 @@ func (s *Server) dropBlocks(blocks []*bfspb.BlockMeta) {
 			}
 		}
 		s.blocks.Forget(blockmap.BlockID(b.Id))
-		s.repairs.forget(b.Id)
+		s.repair.Forget(b.Id)
 	}
 	if s.safe.On() {
 		// The first block report after safe mode calls them obsolete.

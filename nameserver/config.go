@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/bfs-go/bfs/internal/clock"
+	"github.com/bfs-go/bfs/nameserver/repair"
 	"github.com/bfs-go/bfs/proto/bfspb"
 )
 
@@ -43,6 +44,14 @@ type Config struct {
 	// replication: the write proceeds degraded and the block is queued for
 	// repair. 0 means 1.
 	MinReplication int
+	// RepairInterval is how often every block's replicas are checked
+	// (nameserver/repair); checks also follow every event that changes a
+	// block's replicas. 0 means repair.DefaultInterval.
+	RepairInterval time.Duration
+	// RepairMaxCopies bounds the repair copies in flight in the cluster,
+	// RepairMaxCopiesPerServer those of one chunkserver, as source and as
+	// target together. 0 means the defaults (32, 2).
+	RepairMaxCopies, RepairMaxCopiesPerServer int
 	// Clock is the source of time; the real clock if nil.
 	Clock clock.Clock
 	// TestingKnobs are seams for tests; the zero value is production.
@@ -61,7 +70,8 @@ type TestingKnobs struct {
 	BeforeTruncate func(ctx context.Context, addr string, block, size int64)
 	// DialChunkserver, if set, replaces the gRPC client of the chunkserver
 	// at addr for every call the nameserver makes to one (CreateBlock,
-	// Seal, Truncate, GetBlockInfo, DeleteBlocks): a fleet of fakes.
+	// Seal, Truncate, GetBlockInfo, DeleteBlocks, ReplicateBlock): a
+	// fleet of fakes.
 	DialChunkserver func(addr string) (bfspb.ChunkServerClient, error)
 	// DeletePage, if positive, replaces DefaultDeletePage.
 	DeletePage int
@@ -82,6 +92,11 @@ func DefaultConfig() Config {
 		SafeModeThreshold: DefaultSafeModeThreshold,
 		MinFreeBytes:      1 << 30,
 		MinReplication:    1,
+		RepairInterval:    repair.DefaultInterval,
+		// Two copies at once per chunkserver leave its disk and network
+		// to its clients; 32 in all keep a big cluster's repair going.
+		RepairMaxCopies:          repair.DefaultMaxCopies,
+		RepairMaxCopiesPerServer: repair.DefaultMaxCopiesPerServer,
 	}
 }
 
@@ -130,6 +145,10 @@ func (c *Config) validate() error {
 	}
 	if c.MinReplication == 0 {
 		c.MinReplication = 1
+	}
+	if c.RepairInterval < 0 || c.RepairMaxCopies < 0 || c.RepairMaxCopiesPerServer < 0 {
+		return fmt.Errorf("nameserver: negative repair interval (%v) or copy bounds (%d, %d per chunkserver)",
+			c.RepairInterval, c.RepairMaxCopies, c.RepairMaxCopiesPerServer)
 	}
 	if c.Clock == nil {
 		c.Clock = clock.Real{}

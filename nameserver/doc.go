@@ -13,10 +13,10 @@
 // is reported to cleaned (locks.go).
 //
 // Goroutines: the session manager's expiry loop, the chunkserver liveness
-// loop, the Cleaner's cleanings, the Closer's seals and truncations, and
-// the server's own task group (releasing the locks of ended sessions,
-// deletes of replicas) all stop in Close, and none starts once Close has
-// begun.
+// loop, the repair scheduler's loop and copies, the Cleaner's cleanings,
+// the Closer's seals and truncations, and the server's own task group
+// (releasing the locks of ended sessions, deletes of replicas) all stop
+// in Close, and none starts once Close has begun.
 //
 // A Server is a library: New opens the data directory, Serve answers on a
 // listener until its context ends or Close is called, Close stops every
@@ -30,16 +30,32 @@
 // those creates are in flight (see chunkserver/doc.go, I4); the Closer's
 // deletes go through the same deleteReplicas.
 //
-// Placement and degraded writes (files.go, repair.go). AddBlock picks the
+// Placement and degraded writes (files.go). AddBlock picks the
 // write set with blockmap.Map.Pick under the --min-free-bytes floor. With
 // fewer eligible chunkservers than the file's replication but at least
 // --min-replication, the block starts with fewer replicas: the file keeps
-// its replication, the block goes into the repair queue (gauge
-// bfs_nameserver_under_replicated_blocks), and Stat, List and
-// GetFileLocation answer the live replica count beside the target, so
-// nothing claims more replicas than exist. The repair scheduler that is to
-// drain the queue once the file is closed is not built yet; the queue is
-// in memory, and removing the file drops its block from it.
+// its replication, the repair scheduler counts the block (gauge
+// bfs_nameserver_under_replicated_blocks) and repairs it once the file is
+// closed, and Stat, List and GetFileLocation answer the live replica
+// count beside the target, so nothing claims more replicas than exist.
+//
+// Re-replication (repairseams.go, nameserver/repair). The repair.Scheduler
+// keeps every block at its file's replication: it copies under-replicated
+// blocks chunkserver to chunkserver (ReplicateBlock), fewest replicas
+// left first, deletes corrupt replicas once replaced and trims excess
+// ones. It sees the server through the interfaces repairseams.go
+// implements: the namespace's blocks (namespace.Store.FileBlocks, Block),
+// the block map under the placement policy (blockmap.Map.PickFor), the
+// chunkservers (deletes go through deleteReplicas). It is told of a
+// chunkserver declared dead (Rescan, from watchChunkservers), a replica
+// marked corrupt, a file closed (fileStore.CloseFile, every close path),
+// the end of a registration's first full block report (Rescan: a
+// chunkserver back from the dead may leave replicas in excess) and a new
+// sealed replica (Received), and checks every block each
+// --repair-interval. --repair-max-copies and
+// --repair-max-copies-per-server bound the copies in flight. Its state is
+// in memory: after a restart the block reports and the first pass
+// rebuild it; removing a file drops its block from it (Forget).
 //
 // Cluster identity and replica deletion (chunks.go, safemode.go). The
 // namespace creates a random cluster id when it formats its data
@@ -76,7 +92,8 @@
 // compare one replica, as its chunkserver describes it, with the
 // namespace's own record of the file, not a guess from missing reports,
 // and no later block report would make up for them.
-// Re-replication, when it comes, must be held the same way.
+// Re-replication is held the same way: no copy, no trim and no delete of
+// a corrupt replica while safe mode is on (repair.Config.Hold).
 //
 // Corrupt replicas: ReportBadReplicas (from a chunkserver's scrubber, or
 // from a client that read around a bad replica) marks a replica of a live
@@ -84,15 +101,16 @@
 // bfs_nameserver_corrupt_replicas gauge, stops counting and is no longer
 // given to readers by GetFileLocation (unless every replica of the block
 // is marked; see nameserver/blockmap). Block reports do not clear the
-// mark. The replica is kept, not deleted: nothing replaces it from a good
-// copy yet (re-replication does not exist), and once it does, the repair
-// is what deletes the corrupt replica. Reports for blocks of no live file
-// are ignored.
+// mark. The report asks the repair to check the block: it copies the
+// block from a good replica, and only once the block has its full count
+// of good replicas elsewhere drops the corrupt one from the map and
+// deletes it. Reports for blocks of no live file are ignored.
 //
 // Decommission, the chunkserver report and fsck (admin.go,
 // chunkservers.go, fsck.go). Decommission marks chunkservers draining in
 // the block map (blockmap.Map.SetDraining): no new block goes to them and
-// their replicas stop counting, so re-replication copies them away. Only
+// their replicas stop counting, so the repair (asked to rescan every block
+// when a mark changes) copies them away. Only
 // an address the nameserver knows (live, remembered dead, or already
 // draining) is accepted; a request naming an unknown one changes
 // nothing. ListChunkservers reports every chunkserver known, by address:

@@ -62,9 +62,9 @@ func (s *Server) addBlock(ctx context.Context, req *bfspb.AddBlockRequest) (*bfs
 	}
 	s.closer.NoteOpen(res.Info.EntryId, res.Info)
 	if len(addrs) < int(info.Replication) {
-		glog.Warningf("%s: block %d written degraded to %d of %d replicas (%v); queued for repair",
+		glog.Warningf("%s: block %d written degraded to %d of %d replicas (%v); repaired once the file is closed",
 			p, meta.Id, len(addrs), info.Replication, addrs)
-		s.repairs.add(meta.Id)
+		s.repair.Check(meta.Id)
 	}
 	if err := s.createReplicas(ctx, meta.Id, addrs); err != nil {
 		return nil, err

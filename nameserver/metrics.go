@@ -29,6 +29,7 @@ type metrics struct {
 	// than the writer claimed synced.
 	claimMismatch prometheus.Counter
 	locks         lockMetrics
+	repairs       repairMetrics
 }
 
 // lockMetrics are the lock domain's collectors (BUILD.md lists them).
@@ -159,11 +160,13 @@ func newMetrics(liveSessions func() float64) *metrics {
 			Name: "bfs_nameserver_sync_claim_mismatch_total",
 			Help: "File closes in which a replica of the block held fewer bytes than its writer claimed synced; the length came from the replicas.",
 		}),
-		locks: newLockMetrics(),
+		locks:   newLockMetrics(),
+		repairs: newRepairMetrics(),
 	}
 	m.registry.MustRegister(m.sessions, m.pebble, m.claimMismatch,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.registry.MustRegister(m.locks.collectors()...)
+	m.registry.MustRegister(m.repairs.collectors()...)
 	return m
 }
 

@@ -71,8 +71,13 @@ func (d *deleteSink) waitFor(t *testing.T, n int) [][]int64 {
 
 // sinkClient is the sink as the nameserver's in-process chunkserver client.
 type sinkClient struct {
-	bfspb.ChunkServerClient // nil: only DeleteBlocks is called
+	bfspb.ChunkServerClient // nil: only DeleteBlocks and ReplicateBlock are called
 	sink                    *deleteSink
+}
+
+// ReplicateBlock refuses the repair's copies: the sink holds no bytes.
+func (sinkClient) ReplicateBlock(context.Context, *bfspb.ReplicateBlockRequest, ...grpc.CallOption) (*bfspb.ReplicateBlockResponse, error) {
+	return &bfspb.ReplicateBlockResponse{Status: bfspb.StatusCode_RESOURCE_EXHAUSTED, Message: "a sink makes no copies"}, nil
 }
 
 func (c sinkClient) DeleteBlocks(_ context.Context, req *bfspb.DeleteBlocksRequest, _ ...grpc.CallOption) (*bfspb.DeleteBlocksResponse, error) {

@@ -32,6 +32,9 @@ const rpcTimeout = 5 * time.Second
 type fileStore struct {
 	*namespace.Store
 	clock clock.Clock
+	// closed is told the block of every file closed: the repair checks
+	// it (a degraded write is repaired once its file is closed).
+	closed func(block int64)
 }
 
 func (f fileStore) CloseFile(cmd *bfspb.CloseFileCmd) error {
@@ -39,6 +42,9 @@ func (f fileStore) CloseFile(cmd *bfspb.CloseFileCmd) error {
 		TimeNs: f.clock.Now().UnixNano(),
 		Op:     &bfspb.Command_CloseFile{CloseFile: cmd},
 	})
+	if err == nil && cmd.BlockId != 0 {
+		f.closed(cmd.BlockId)
+	}
 	return err
 }
 

@@ -23,6 +23,7 @@ import (
 	"github.com/bfs-go/bfs/nameserver/blockmap"
 	"github.com/bfs-go/bfs/nameserver/fileclose"
 	"github.com/bfs-go/bfs/nameserver/namespace"
+	"github.com/bfs-go/bfs/nameserver/repair"
 	"github.com/bfs-go/bfs/nameserver/session"
 	"github.com/bfs-go/bfs/proto/bfspb"
 )
@@ -57,8 +58,8 @@ type Server struct {
 	peers    *connpool.Pool
 	creates  createTracker
 	safe     *safeMode
-	// repairs holds the blocks written degraded (see repairQueue).
-	repairs *repairQueue
+	// repair keeps the blocks' replica counts up (nameserver/repair).
+	repair *repair.Scheduler
 	// dead remembers the chunkservers declared dead, for the report.
 	dead   *deadList
 	watch  *watchers
@@ -106,7 +107,6 @@ func newServer(cfg Config, dataLock *os.File) (*Server, error) {
 		peers:        connpool.New(grpc.WithTransportCredentials(insecure.NewCredentials())),
 		watch:        newWatchers(),
 		tasks:        taskgroup.New(),
-		repairs:      newRepairQueue(),
 		dead:         newDeadList(),
 	}
 	s.metrics = newMetrics(func() float64 { return float64(len(s.sessions.List())) })
@@ -123,7 +123,6 @@ func newServer(cfg Config, dataLock *os.File) (*Server, error) {
 	s.ns = ns
 	s.metrics.lockGauges(ns.Locks().Counts, s.cleaningCounts)
 	s.metrics.corruptGauge(s.blocks.CorruptCount)
-	s.metrics.registry.MustRegister(s.repairs.collectors()...)
 	s.metrics.registry.MustRegister(newChunkserverCollector(s))
 	// If a step below fails, what was started stops in Close's order.
 	stops := []func(){func() { ns.Close() }, func() { s.peers.Close() }}
@@ -136,6 +135,10 @@ func newServer(cfg Config, dataLock *os.File) (*Server, error) {
 	if err := s.startSafeMode(); err != nil {
 		return fail(err)
 	}
+	if err := s.startRepair(); err != nil {
+		return fail(err)
+	}
+	stops = append(stops, s.repair.Close)
 	if err := s.startCleaning(); err != nil {
 		return fail(err)
 	}
@@ -171,7 +174,7 @@ func newServer(cfg Config, dataLock *os.File) (*Server, error) {
 func (s *Server) startCleaning() error {
 	var err error
 	s.closer, err = fileclose.New(fileclose.Config{
-		Files:           fileStore{Store: s.ns, clock: s.cfg.Clock},
+		Files:           fileStore{Store: s.ns, clock: s.cfg.Clock, closed: func(b int64) { s.repair.Check(b) }},
 		Replicas:        s.blocks,
 		Chunkservers:    chunkservers{s},
 		Clock:           s.cfg.Clock,
@@ -244,6 +247,7 @@ func (s *Server) Close() error {
 		s.grpc.Stop()
 		<-s.livenessDone
 		s.sessions.Close()
+		s.repair.Close()
 		s.stopCleaning()
 		s.peers.Close()
 		s.closeErr = s.ns.Close()

@@ -29,6 +29,8 @@ type cluster struct {
 	// nsFlags are extra flags of the nameserver.
 	nsFlags []string
 	cs      []*process // nil for a chunkserver that is down
+	// csFlags are extra flags of every chunkserver.
+	csFlags []string
 	// csAddrs are the chunkservers' addresses, kept across restarts.
 	csAddrs []string
 	probes  int
@@ -38,7 +40,13 @@ type cluster struct {
 // waits until the chunkservers have registered.
 func startCluster(t *testing.T, n int, nsFlags ...string) *cluster {
 	t.Helper()
-	c := &cluster{t: t, dir: t.TempDir(), nsFlags: nsFlags, cs: make([]*process, n), csAddrs: make([]string, n)}
+	return startClusterWith(t, n, nil, nsFlags...)
+}
+
+// startClusterWith is startCluster with csFlags for every chunkserver.
+func startClusterWith(t *testing.T, n int, csFlags []string, nsFlags ...string) *cluster {
+	t.Helper()
+	c := &cluster{t: t, dir: t.TempDir(), nsFlags: nsFlags, csFlags: csFlags, cs: make([]*process, n), csAddrs: make([]string, n)}
 	c.ns = c.startNameServer("127.0.0.1:0")
 	c.nsAddr = c.ns.addr
 	for i := range n {
@@ -55,10 +63,13 @@ func (c *cluster) startNameServer(addr string) *process {
 	return startDaemon(c.t, append(args, c.nsFlags...)...)
 }
 
-func (c *cluster) startChunkserver(i int, addr string) *process {
+// startChunkserver starts chunkserver i with the cluster's csFlags and
+// extra.
+func (c *cluster) startChunkserver(i int, addr string, extra ...string) *process {
 	c.t.Helper()
-	return startDaemon(c.t, "chunkserver", "--data", filepath.Join(c.dir, fmt.Sprintf("chunkserver-%d", i)),
-		"--listen", addr, "--metrics", "", "--nameserver", c.nsAddr)
+	args := []string{"chunkserver", "--data", filepath.Join(c.dir, fmt.Sprintf("chunkserver-%d", i)),
+		"--listen", addr, "--metrics", "", "--nameserver", c.nsAddr}
+	return startDaemon(c.t, slices.Concat(args, c.csFlags, extra)...)
 }
 
 // killNameServer kills the nameserver with SIGKILL.

@@ -14,10 +14,16 @@
 // from the reported replicas, so a later block report or BlockReceived
 // does not clear it; only DropReplica (the replica is being deleted) and
 // Forget (the block is gone) do. Corrupt lists the marked replicas so
-// that the delete of a removed file reaches them too. Nothing replaces a
-// corrupt replica yet (there is no re-replication): it is kept, not
-// deleted, until a repair exists. The marks, like the rest, are lost
-// with a nameserver restart; the scrubbers report the replicas again.
+// that the delete of a removed file reaches them too. The repair
+// (nameserver/repair) replaces a corrupt replica from a good copy and
+// then drops it (DropReplica) and deletes it. The marks, like the rest,
+// are lost with a nameserver restart; the scrubbers report the replicas
+// again.
+//
+// Repair targets: PickFor (repair.go) chooses the chunkserver a copy of
+// an existing block goes to, under the same Policy as Pick, never one
+// that holds a replica of the block (in any state) and preferring a host
+// none of its replicas is on.
 //
 // Decommission: SetDraining marks a chunkserver's address draining. The
 // mark is kept by address (it holds across the chunkserver's restarts).

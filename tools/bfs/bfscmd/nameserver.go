@@ -41,6 +41,11 @@ func (e *env) nameserverCommand() *cobra.Command {
 	f.Int64Var(&cfg.MinFreeBytes, "min-free-bytes", cfg.MinFreeBytes, "a chunkserver with less free disk space is never picked for a new block (0 for no floor)")
 	f.IntVar(&cfg.MinReplication, "min-replication", cfg.MinReplication,
 		"fewest replicas a new block may start with when fewer live chunkservers exist than its file's replication")
+	f.DurationVar(&cfg.RepairInterval, "repair-interval", cfg.RepairInterval,
+		"how often every block's replica count is checked (repairs also follow chunkserver deaths and returns, corrupt reports and closes)")
+	f.IntVar(&cfg.RepairMaxCopies, "repair-max-copies", cfg.RepairMaxCopies, "repair copies in flight in the whole cluster")
+	f.IntVar(&cfg.RepairMaxCopiesPerServer, "repair-max-copies-per-server", cfg.RepairMaxCopiesPerServer,
+		"repair copies in flight per chunkserver, as source and as target together")
 	f.DurationVar(&cfg.MinSessionTTL, "min-session-ttl", cfg.MinSessionTTL, "shortest session TTL a client may ask for")
 	f.DurationVar(&cfg.MaxSessionTTL, "max-session-ttl", cfg.MaxSessionTTL, "longest session TTL a client may ask for")
 	addGlogFlags(f)
