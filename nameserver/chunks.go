@@ -195,10 +195,9 @@ func (s *Server) watchChunkservers() {
 			return
 		case <-t.C():
 		}
-		dead := s.blocks.Expire(s.cfg.Clock.Now(), s.cfg.DeadTimeout)
+		dead := s.dead.expire(func() []blockmap.Server { return s.blocks.Expire(s.cfg.Clock.Now(), s.cfg.DeadTimeout) })
 		for _, d := range dead {
 			glog.Warningf("chunkserver %s (%d) is dead: silent for over %v; its %d replicas are to be copied", d.Addr, d.ID, s.cfg.DeadTimeout, d.Blocks)
-			s.dead.add(d)
 		}
 		if len(dead) > 0 {
 			s.repair.Rescan()

@@ -40,6 +40,10 @@ func newDeadList() *deadList {
 func (d *deadList) add(dead ...blockmap.Server) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.addLocked(dead...)
+}
+
+func (d *deadList) addLocked(dead ...blockmap.Server) {
 	for _, s := range dead {
 		d.mu.servers[s.Addr] = s
 	}
@@ -54,30 +58,32 @@ func (d *deadList) add(dead ...blockmap.Server) {
 	}
 }
 
+// expire calls expire (the block map's Expire) and records the
+// chunkservers it declares dead, both under the list's mutex, so that a
+// reader (view) never sees a chunkserver gone from the map and not yet
+// in the list.
+func (d *deadList) expire(expire func() []blockmap.Server) []blockmap.Server {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	dead := expire()
+	d.addLocked(dead...)
+	return dead
+}
+
+// view calls fn with the dead chunkservers by address, under the list's
+// mutex: what fn reads of the block map is consistent with them. fn must
+// not keep the map.
+func (d *deadList) view(fn func(dead map[string]blockmap.Server)) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	fn(d.mu.servers)
+}
+
 // remove forgets the chunkserver at addr (it registered again).
 func (d *deadList) remove(addr string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	delete(d.mu.servers, addr)
-}
-
-// get returns the record of the dead chunkserver at addr.
-func (d *deadList) get(addr string) (blockmap.Server, bool) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	s, ok := d.mu.servers[addr]
-	return s, ok
-}
-
-// list returns the dead chunkservers.
-func (d *deadList) list() []blockmap.Server {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	out := make([]blockmap.Server, 0, len(d.mu.servers))
-	for _, s := range d.mu.servers {
-		out = append(out, s)
-	}
-	return out
 }
 
 // serverRow is one chunkserver of the report before its drain is judged.
@@ -88,33 +94,37 @@ type serverRow struct {
 
 // serverRows returns every chunkserver known, live and dead, by address.
 func (s *Server) serverRows() []serverRow {
-	live := s.blocks.Servers()
-	rows := make([]serverRow, 0, len(live))
-	seen := make(map[string]bool, len(live))
-	for _, l := range live {
-		rows = append(rows, serverRow{Server: l})
-		seen[l.Addr] = true
-	}
-	for _, d := range s.dead.list() {
-		if !seen[d.Addr] {
-			d.Draining = s.blocks.Draining(d.Addr)
-			rows = append(rows, serverRow{Server: d, dead: true})
+	var rows []serverRow
+	s.dead.view(func(dead map[string]blockmap.Server) {
+		live := s.blocks.Servers()
+		rows = make([]serverRow, 0, len(live)+len(dead))
+		seen := make(map[string]bool, len(live))
+		for _, l := range live {
+			rows = append(rows, serverRow{Server: l})
+			seen[l.Addr] = true
 		}
-	}
+		for _, d := range dead {
+			if !seen[d.Addr] {
+				d.Draining = s.blocks.Draining(d.Addr)
+				rows = append(rows, serverRow{Server: d, dead: true})
+			}
+		}
+	})
 	slices.SortFunc(rows, func(a, b serverRow) int { return strings.Compare(a.Addr, b.Addr) })
 	return rows
 }
 
 // serverRow returns the chunkserver at addr, live or dead.
-func (s *Server) serverRow(addr string) (serverRow, bool) {
-	if l, ok := s.blocks.Registered(addr); ok {
-		return serverRow{Server: l}, true
-	}
-	if d, ok := s.dead.get(addr); ok {
-		d.Draining = s.blocks.Draining(addr)
-		return serverRow{Server: d, dead: true}, true
-	}
-	return serverRow{}, false
+func (s *Server) serverRow(addr string) (row serverRow, ok bool) {
+	s.dead.view(func(dead map[string]blockmap.Server) {
+		if l, live := s.blocks.Registered(addr); live {
+			row, ok = serverRow{Server: l}, true
+		} else if d, gone := dead[addr]; gone {
+			d.Draining = s.blocks.Draining(addr)
+			row, ok = serverRow{Server: d, dead: true}, true
+		}
+	})
+	return row, ok
 }
 
 // chunkserverInfo describes a chunkserver for the report, judging whether
@@ -238,11 +248,13 @@ func (c *chunkserverCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.free, prometheus.GaugeValue, float64(l.Free), l.Addr)
 	}
 	dead := 0
-	for _, d := range c.s.dead.list() {
-		if _, back := c.s.blocks.Registered(d.Addr); !back {
-			dead++
+	c.s.dead.view(func(gone map[string]blockmap.Server) {
+		for addr := range gone {
+			if _, back := c.s.blocks.Registered(addr); !back {
+				dead++
+			}
 		}
-	}
+	})
 	ch <- prometheus.MustNewConstMetric(c.cnt, prometheus.GaugeValue, float64(len(live)-draining), "live")
 	ch <- prometheus.MustNewConstMetric(c.cnt, prometheus.GaugeValue, float64(draining), "draining")
 	ch <- prometheus.MustNewConstMetric(c.cnt, prometheus.GaugeValue, float64(dead), "dead")

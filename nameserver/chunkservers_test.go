@@ -2,6 +2,7 @@ package nameserver
 
 import (
 	"fmt"
+	"maps"
 	"testing"
 	"time"
 
@@ -14,21 +15,28 @@ import (
 // longest is forgotten, and one that registers again leaves the list.
 func TestDeadListBounded(t *testing.T) {
 	d := newDeadList()
+	snapshot := func() map[string]blockmap.Server {
+		var out map[string]blockmap.Server
+		d.view(func(m map[string]blockmap.Server) { out = maps.Clone(m) })
+		return out
+	}
 	start := time.Unix(1000, 0)
 	for i := range maxDeadRecords + 2 {
 		d.add(blockmap.Server{Addr: fmt.Sprintf("cs%d:1", i), LastBeat: start.Add(time.Duration(i) * time.Second)})
 	}
-	require.Len(t, d.list(), maxDeadRecords)
-	_, ok := d.get("cs0:1")
-	require.False(t, ok, "the oldest is forgotten first")
-	_, ok = d.get("cs1:1")
-	require.False(t, ok)
-	s, ok := d.get("cs2:1")
-	require.True(t, ok)
-	require.Equal(t, start.Add(2*time.Second), s.LastBeat)
+	dead := snapshot()
+	require.Len(t, dead, maxDeadRecords)
+	require.NotContains(t, dead, "cs0:1", "the oldest is forgotten first")
+	require.NotContains(t, dead, "cs1:1")
+	require.Equal(t, start.Add(2*time.Second), dead["cs2:1"].LastBeat)
 
 	d.remove("cs2:1")
-	_, ok = d.get("cs2:1")
-	require.False(t, ok)
-	require.Len(t, d.list(), maxDeadRecords-1)
+	dead = snapshot()
+	require.NotContains(t, dead, "cs2:1")
+	require.Len(t, dead, maxDeadRecords-1)
+
+	// Expire and record happen at once for a reader.
+	got := d.expire(func() []blockmap.Server { return []blockmap.Server{{Addr: "late:1", LastBeat: start.Add(time.Hour)}} })
+	require.Len(t, got, 1)
+	require.Contains(t, snapshot(), "late:1")
 }

@@ -171,7 +171,8 @@ func TestFsckAfterChunkserverLoss(t *testing.T) {
 	cl.StopChunkserver(i)
 	require.Eventually(t, func() bool {
 		servers, err := c.Chunkservers(ctx)
-		return err == nil && byAddr(t, servers, only).State == sdk.ChunkserverDead
+		i := slices.IndexFunc(servers, func(s sdk.Chunkserver) bool { return s.Address == only })
+		return err == nil && i >= 0 && servers[i].State == sdk.ChunkserverDead
 	}, 30*time.Second, 10*time.Millisecond)
 	require.Equal(t, "1", gauge(t, maddr, `bfs_nameserver_chunkservers{state="dead"}`))
 	require.Equal(t, "2", gauge(t, maddr, `bfs_nameserver_chunkservers{state="live"}`))

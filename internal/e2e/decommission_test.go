@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -18,14 +16,6 @@ import (
 	"github.com/bfs-go/bfs/internal/e2e/tablet"
 	"github.com/bfs-go/bfs/sdk"
 )
-
-// repairBuilt reports whether this tree has the re-replication scheduler
-// (nameserver/repair), without which nothing copies a draining
-// chunkserver's replicas away.
-func repairBuilt() bool {
-	_, err := os.Stat(filepath.Join("..", "..", "nameserver", "repair"))
-	return err == nil
-}
 
 // bfsCommand runs the bfs binary against the cluster's nameserver and
 // returns its stdout, failing the test unless it exits 0.
@@ -119,12 +109,6 @@ func TestDecommissionUnderReadLoad(t *testing.T) {
 	require.NotContains(t, newBlk.Replicas, victim)
 	require.Len(t, newBlk.Replicas, 3)
 
-	if !repairBuilt() {
-		stopReaders()
-		require.Zero(t, failures.Load())
-		require.Positive(t, reads.Load())
-		t.Skip("needs re-replication: nameserver/repair is not in this tree, so nothing copies the draining chunkserver's replicas away")
-	}
 	waitFor(t, 2*time.Minute, victim+" to be safe to remove", func() bool {
 		return c.chunkserverState(victim) == "decommissioned"
 	})
