@@ -1,7 +1,8 @@
 // Package e2e holds end-to-end tests that run the real binaries as
 // processes, for what only a real process can show: kill -9, restart on the
-// same data, nothing acknowledged lost, and a tablet server frozen with
-// SIGSTOP while the master fails it over.
+// same data, nothing acknowledged lost, a tablet server frozen with
+// SIGSTOP while the master fails it over, and a chunkserver drained by
+// the bfs binary's admin commands while readers keep reading.
 //
 // TestMain builds, with -race, the bfs binary (nameserver, chunkserver)
 // and internal/e2e/tabletserver, a minimal tablet server that reports
