@@ -29,17 +29,17 @@ type suiteEntry struct {
 // 256 MiB puts are most of it.
 func newAllCmd(c *common) *cobra.Command {
 	locks, io, seal, fence, expiry := &locksOptions{}, defaultIOOptions(), defaultSealOptions(), defaultFenceOptions(), defaultExpiryOptions()
-	capi, scale := defaultCAPIOptions(), defaultScaleOptions()
+	capi, scale, repair := defaultCAPIOptions(), defaultScaleOptions(), defaultRepairOptions()
 	var plotDir string
 	cmd := &cobra.Command{
 		Use:   "all",
-		Short: "Run meta, locks, io, seal, fence, expiry, capi and scale, each on a fresh cluster, printing every table and a summary against the targets",
-		Long: `Run meta, locks, io, seal, fence, expiry, capi and scale, each on a fresh
+		Short: "Run meta, locks, io, seal, fence, expiry, capi, scale and repair, each on a fresh cluster, printing every table and a summary against the targets",
+		Long: `Run meta, locks, io, seal, fence, expiry, capi, scale and repair, each on a fresh
 cluster, print every table as it completes, then one summary of the figures
 the issues name against their targets. --duration applies to meta, locks and
 capi's lock cycles, --clients to meta and locks, --vs-etcd to locks; the
 other benchmarks take their flags with a prefix (--io-size, --seal-blocks,
---fence-files, --expiry-ttl, --capi-size, --scale-locks, ...). capi needs
+--fence-files, --expiry-ttl, --capi-size, --scale-locks, --repair-size, ...). capi needs
 gcc. --csv gets every
 result; --plot-dir gets every benchmark's chart as <benchmark>.png.
 A benchmark that fails does not stop the others; the exit code says so.`,
@@ -53,6 +53,7 @@ A benchmark that fails does not stop the others; the exit code says so.`,
 	expiry.register(f, "expiry-")
 	capi.register(f, "capi-")
 	scale.register(f, "scale-")
+	repair.register(f, "repair-")
 	f.StringVar(&plotDir, "plot-dir", "", "also draw every benchmark's chart into this directory, as <benchmark>.png")
 	suite := []suiteEntry{
 		{"meta", noValidation, runMeta, metaChart, nil},
@@ -63,6 +64,7 @@ A benchmark that fails does not stop the others; the exit code says so.`,
 		{"expiry", func() error { return expiry.validate("expiry-") }, expiry.run, expiryChart, nil},
 		{"capi", func() error { return capi.validate("capi-") }, capi.run, capiChart, nil},
 		{"scale", func() error { return scale.validate("scale-") }, scale.run, scaleChart, c.scaleTarget},
+		{"repair", func() error { return repair.validate("repair-") }, repair.run, repairChart, repair.target},
 	}
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error { return c.runSuite(cmd.Context(), suite, plotDir) }
 	return cmd

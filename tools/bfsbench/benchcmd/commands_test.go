@@ -354,3 +354,16 @@ func TestScale(t *testing.T) {
 		}
 	}
 }
+
+func TestRepair(t *testing.T) {
+	t.Parallel()
+	png := filepath.Join(t.TempDir(), "repair.png")
+	out, rows := run(t, "repair", "--size", "12MiB", "--file-size", "1MiB", "--plot", png)
+	checkPNG(t, png)
+	for _, name := range []string{"raw write", "raw read", "repair", "repair / (raw write / 2)"} {
+		want(t, rows, name, "1", "", "value")
+	}
+	if !strings.Contains(out, "repair / (raw write / 2)") {
+		t.Errorf("table:\n%s", out)
+	}
+}

@@ -53,6 +53,15 @@
 //     (lockcmd.Main in this process, lines counted), each checked to see
 //     them all; the nameserver's VmRSS is read before and after the locks,
 //     and their difference divided by the locks is the RSS per lock.
+//   - repair: a sandbox of four chunkservers gets --size bytes in files of
+//     --file-size with replication 3; the raw disk's sequential write and
+//     read are measured as in io; the chunkservers' files are dropped from
+//     the page cache and the chunkserver holding most replicas is stopped.
+//     From the nameserver declaring it dead (a 1 s dead timeout) until
+//     every file's blocks have 3 live replicas again (SDK Stat), the bytes
+//     of the replicas it held over the time taken is the repair
+//     throughput, set against raw write / 2 (each copy reads once and
+//     writes once on the one disk).
 //   - all: each of the above on a fresh cluster, with defaults sized for
 //     under five minutes on two cores, etcd included; --plot-dir gets every
 //     chart.

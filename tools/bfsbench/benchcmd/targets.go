@@ -40,13 +40,14 @@ const (
 	ioTarget         = 0.7  // put over raw write / replication, and get over raw read
 	etcdTarget       = 3.0  // bfs over etcd lock+unlock throughput at 64 clients
 	capiTarget       = 0.8  // libbfs (C) over the Go SDK, lock+unlock and 1 MiB writes
+	repairTarget     = 0.5  // re-replication over raw write / 2 (a copy reads once and writes once)
 	fenceTargetLabel = "≤ 1s at K=1000"
 )
 
 // verdicts returns the summary of results, in the order of the suite.
 func verdicts(results []bench.Result) []verdict {
 	var vs []verdict
-	for _, f := range []func([]bench.Result) []verdict{metaVerdicts, locksVerdicts, ioVerdicts, sealVerdicts, fenceVerdicts, expiryVerdicts, capiVerdicts, scaleVerdicts} {
+	for _, f := range []func([]bench.Result) []verdict{metaVerdicts, locksVerdicts, ioVerdicts, sealVerdicts, fenceVerdicts, expiryVerdicts, capiVerdicts, scaleVerdicts, repairVerdicts} {
 		vs = append(vs, f(results)...)
 	}
 	return vs
@@ -250,4 +251,17 @@ func renderTargets(w io.Writer, vs []verdict) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", v.figure, v.measured, target, judged)
 	}
 	return tw.Flush()
+}
+
+func repairVerdicts(results []bench.Result) []verdict {
+	var vs []verdict
+	if r, ok := find(results, repairRow, 1, ""); ok {
+		vs = append(vs, verdict{figure: "repair (re-replication after a chunkserver is lost)", measured: fmt.Sprintf("%.1f MB/s", r.Value)})
+	}
+	if r, ok := find(results, repairRatioRow, 1, ""); ok {
+		v := verdict{figure: repairRatioRow, measured: fmt.Sprintf("%.2fx", r.Value)}
+		v.target, v.met = atLeast(r.Value, repairTarget, "x")
+		vs = append(vs, v)
+	}
+	return vs
 }
