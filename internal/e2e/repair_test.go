@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -289,6 +290,11 @@ func TestDegradedPutsReachFullReplication(t *testing.T) {
 			t.Fatalf("%s: replication %d, %d live replicas; want 3 and 2", p, fi.Replication, fi.LiveReplicas)
 		}
 	}
+	before := c.fsck()
+	if before.Totals.UnderReplicatedBlocks != int64(len(want)) || before.Totals.MissingBlocks != 0 || len(before.Files) != len(want) {
+		t.Fatalf("bfs fsck with one chunkserver down: %d files listed, totals %+v; want the %d files' blocks under-replicated, none missing",
+			len(before.Files), before.Totals, len(want))
+	}
 	c.restartChunkserver(1)
 	waitFor(t, 30*time.Second, "every file to reach 3 live replicas", func() bool {
 		for p := range want {
@@ -301,4 +307,35 @@ func TestDegradedPutsReachFullReplication(t *testing.T) {
 	for p, data := range want {
 		requireBytes(t, data, readFile(t, cl, p), "%s after the repair", p)
 	}
+	after := c.fsck()
+	if !after.Healthy || len(after.Files) != 0 || after.Totals.UnderReplicatedBlocks != 0 {
+		t.Fatalf("bfs fsck after the repair: %d files listed, totals %+v; want healthy", len(after.Files), after.Totals)
+	}
+	t.Logf("3 chunkservers, one down: %d puts with 2 live replicas, fsck listed %d under-replicated blocks; back to 3 and fsck healthy after it returned",
+		len(want), before.Totals.UnderReplicatedBlocks)
+}
+
+// fsckReport is what bfs fsck -o json prints.
+type fsckReport struct {
+	Healthy bool `json:"healthy"`
+	Files   []struct {
+		Path string `json:"path"`
+	} `json:"files"`
+	Totals struct {
+		Blocks                int64 `json:"blocks"`
+		UnderReplicatedBlocks int64 `json:"under_replicated_blocks"`
+		MissingBlocks         int64 `json:"missing_blocks"`
+		CorruptBlocks         int64 `json:"corrupt_blocks"`
+	} `json:"totals"`
+}
+
+// fsck runs bfs fsck -o json on the whole namespace (it exits 0: no block
+// may be missing).
+func (c *cluster) fsck() fsckReport {
+	c.t.Helper()
+	var r fsckReport
+	if err := json.Unmarshal(c.bfsCommand("fsck", "/", "-o", "json"), &r); err != nil {
+		c.t.Fatalf("bfs fsck -o json: %v", err)
+	}
+	return r
 }
