@@ -226,22 +226,22 @@ func (s *Server) dropBlocks(blocks []*bfspb.BlockMeta) {
 		s.blocks.Forget(blockmap.BlockID(b.Id))
 		s.repair.Forget(b.Id)
 	}
-	if s.safe.On() {
-		// The first block report after safe mode calls them obsolete.
-		glog.V(1).Infof("safe mode: not deleting the replicas of %d removed blocks", len(blocks))
-		return
-	}
 	for addr, ids := range byAddr {
 		s.deleteReplicas(addr, ids)
 	}
 }
 
 // deleteReplicas tells the chunkserver at addr to delete replicas. Best
-// effort: block reports catch whatever this misses. The delete of a block
-// whose creates are in flight waits until they have ended (see
-// createReplicas).
+// effort: block reports catch whatever this misses. In safe mode the
+// delete is held until it ends; the delete of a block whose creates are
+// in flight waits until they have ended (see createReplicas).
 func (s *Server) deleteReplicas(addr string, ids []int64) {
-	ids = slices.DeleteFunc(slices.Clone(ids), func(id int64) bool { return s.creates.hold(addr, id) })
+	ids = slices.Clone(ids)
+	if s.safe.later(func() { s.deleteReplicas(addr, ids) }) {
+		glog.V(1).Infof("safe mode: holding the delete of %d replicas on %s until it ends", len(ids), addr)
+		return
+	}
+	ids = slices.DeleteFunc(ids, func(id int64) bool { return s.creates.hold(addr, id) })
 	if len(ids) == 0 {
 		return
 	}

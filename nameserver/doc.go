@@ -82,16 +82,15 @@
 // fails keeps the replica.
 //
 // Safe mode: a nameserver starts in safe mode, holding every replica
-// deletion (no obsolete answer, no DeleteBlocks; the next block report
-// after it ends names the replicas again) until the block reports have
-// named at least one replica of Config.SafeModeThreshold (default 99.9 %)
-// of the blocks the namespace knew at start, or an operator calls
-// LeaveSafeMode (bfs admin safemode leave). An empty namespace leaves at
-// once. Not held: truncations to a closed file's length, and the
-// deletes of replicas found shorter than a closed file (fileclose): both
-// compare one replica, as its chunkserver describes it, with the
-// namespace's own record of the file, not a guess from missing reports,
-// and no later block report would make up for them.
+// deletion and truncation (no obsolete answer; every DeleteBlocks and
+// Truncate asked for meanwhile, by a removed file or by the closer's
+// reconcile, is kept and sent when safe mode ends: safeMode.later) until
+// the block reports have named at least one replica of
+// Config.SafeModeThreshold (default 99.9 %) of the blocks the namespace
+// knew at start, or an operator calls LeaveSafeMode (bfs admin safemode
+// leave). An empty namespace leaves at once. A held truncate answers the
+// closer at once: the replica is correct up to the file's length, which
+// is all a reader is given, until it is cut.
 // Re-replication is held the same way: no copy, no trim and no delete of
 // a corrupt replica while safe mode is on (repair.Config.Hold).
 //

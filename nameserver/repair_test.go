@@ -251,3 +251,65 @@ func TestSafeModeHoldsRepair(t *testing.T) {
 		10*time.Second, 10*time.Millisecond)
 	require.GreaterOrEqual(t, counter(t, maddr, "bfs_nameserver_repair_copies_total"), short)
 }
+
+// TestSafeModeHoldsRemovedFilesDeletes: replica deletes asked for in safe mode (here,
+// a file removed) are held, not dropped, and carried out as soon as safe
+// mode ends, without waiting for the next block reports.
+func TestSafeModeHoldsRemovedFilesDeletes(t *testing.T) {
+	cl, _ := repairCluster(t, 4)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c, err := sdk.Dial(ctx, cl.NameServerAddr)
+	require.NoError(t, err)
+	defer c.Close()
+	files := writeFiles(ctx, t, c, 4)
+	w, err := c.Create(ctx, "/single", sdk.Replication(1))
+	require.NoError(t, err)
+	_, err = w.Write([]byte("one replica"))
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+	gone := replicasOf(ctx, t, c, "/single")[0]
+	// A file with no replica on the chunkserver about to stop: its
+	// replicas stay reachable.
+	var victim string
+	for p := range files {
+		if !slices.Contains(replicasOf(ctx, t, c, p), gone) {
+			victim = p
+		}
+	}
+	if victim == "" {
+		t.Skipf("every file has a replica on %s", gone)
+	}
+	loc, err := c.Locate(ctx, victim)
+	require.NoError(t, err)
+	block := loc.Blocks[0]
+
+	// Restarted with /single's only chunkserver down, the nameserver
+	// stays in safe mode.
+	cl.StopChunkserver(slices.Index(cl.ChunkserverAddrs(), gone))
+	cl.RestartNameServer()
+	ns := bfspb.NewNameServerClient(dial(t, cl.NameServerAddr))
+	require.Eventually(t, func() bool {
+		sm, err := ns.GetSafeMode(ctx, &bfspb.GetSafeModeRequest{})
+		return err == nil && sm.On && sm.ReportedBlocks == int64(len(files))
+	}, 30*time.Second, 10*time.Millisecond)
+	require.NoError(t, c.Remove(ctx, victim))
+	held := func() int {
+		n := 0
+		for _, addr := range block.Replicas {
+			info, err := bfspb.NewChunkServerClient(dial(t, addr)).GetBlockInfo(ctx, &bfspb.GetBlockInfoRequest{BlockId: block.ID})
+			require.NoError(t, err)
+			if info.Status == bfspb.StatusCode_OK {
+				n++
+			}
+		}
+		return n
+	}
+	time.Sleep(200 * time.Millisecond) // a delete sent at once would have landed
+	require.Equal(t, len(block.Replicas), held(), "a replica deleted in safe mode")
+
+	_, err = ns.LeaveSafeMode(ctx, &bfspb.LeaveSafeModeRequest{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return held() == 0 }, 10*time.Second, 10*time.Millisecond,
+		"the held deletes are carried out once safe mode ends")
+}

@@ -15,11 +15,13 @@ import (
 // that must have a reported replica before safe mode ends by itself.
 const DefaultSafeModeThreshold = 0.999
 
-// safeMode holds every replica deletion after a start until the block
-// reports cover enough of the blocks the namespace knows, or an operator
-// ends it: a nameserver that has heard from few chunkservers cannot tell
-// a missing replica from a lost one, and must not act on what it does
-// not know yet. It is safe for concurrent use.
+// safeMode holds every replica deletion and truncation after a start
+// until the block reports cover enough of the blocks the namespace knows,
+// or an operator ends it: a nameserver that has heard from few
+// chunkservers cannot tell a missing replica from a lost one, and must
+// not act on what it does not know yet. Deletes and truncates asked for
+// meanwhile are held (later) and carried out when it ends; the repair
+// scheduler waits for it too. It is safe for concurrent use.
 type safeMode struct {
 	// on is read on every delete; it only ever goes from true to false.
 	on        atomic.Bool
@@ -35,6 +37,9 @@ type safeMode struct {
 		reported int64
 		// byOperator is true if an operator ended safe mode.
 		byOperator bool
+		// held are the replica deletes and truncates asked for while in
+		// safe mode, run when it ends (see later).
+		held []func()
 	}
 }
 
@@ -57,7 +62,7 @@ func newSafeMode(threshold float64, known []int64) *safeMode {
 	m.mu.known = int64(len(m.mu.pending))
 	m.on.Store(true)
 	m.mu.Lock()
-	m.checkLocked()
+	m.checkLocked() // nothing is held yet
 	m.mu.Unlock()
 	return m
 }
@@ -65,32 +70,63 @@ func newSafeMode(threshold float64, known []int64) *safeMode {
 // On reports whether replica deletion is held.
 func (m *safeMode) On() bool { return m.on.Load() }
 
+// later holds fn, an action on replicas (a delete, a truncate), until
+// safe mode ends, and reports whether it did; if safe mode is over it
+// returns false and the caller acts at once. fn must not block: it runs
+// on the goroutine that ends safe mode.
+func (m *safeMode) later(fn func()) bool {
+	if !m.On() {
+		return false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.mu.pending == nil {
+		return false
+	}
+	m.mu.held = append(m.mu.held, fn)
+	return true
+}
+
 // Reported notes that a chunkserver holds a replica of each of ids.
 func (m *safeMode) Reported(ids []int64) {
 	if !m.On() {
 		return
 	}
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	if m.mu.pending == nil {
+		m.mu.Unlock()
 		return
 	}
 	for _, id := range ids {
 		delete(m.mu.pending, id)
 	}
-	m.checkLocked()
+	held := m.checkLocked()
+	m.mu.Unlock()
+	runHeld(held)
 }
 
 // Leave ends safe mode at an operator's word.
 func (m *safeMode) Leave() {
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	if m.mu.pending == nil {
+		m.mu.Unlock()
 		return
 	}
 	m.mu.byOperator = true
 	glog.Warningf("safe mode left by an operator with %d of %d known blocks reported", m.reportedLocked(), m.mu.known)
-	m.endLocked()
+	held := m.endLocked()
+	m.mu.Unlock()
+	runHeld(held)
+}
+
+// runHeld runs the actions held during safe mode, once it is over.
+func runHeld(held []func()) {
+	if len(held) > 0 {
+		glog.Infof("safe mode over: carrying out %d replica deletes and truncates held meanwhile", len(held))
+	}
+	for _, fn := range held {
+		fn()
+	}
 }
 
 // Status returns the current state.
@@ -108,18 +144,24 @@ func (m *safeMode) reportedLocked() int64 {
 	return m.mu.known - int64(len(m.mu.pending))
 }
 
-func (m *safeMode) checkLocked() {
+// checkLocked ends safe mode if enough blocks are reported, returning
+// the actions it held.
+func (m *safeMode) checkLocked() []func() {
 	if float64(m.reportedLocked()) < m.threshold*float64(m.mu.known) {
-		return
+		return nil
 	}
 	glog.Infof("safe mode over: %d of %d known blocks reported (threshold %v)", m.reportedLocked(), m.mu.known, m.threshold)
-	m.endLocked()
+	return m.endLocked()
 }
 
-// endLocked keeps the final count of reported blocks for Status.
-func (m *safeMode) endLocked() {
+// endLocked keeps the final count of reported blocks for Status and
+// returns the actions held, for the caller to run once it unlocks.
+func (m *safeMode) endLocked() []func() {
 	m.mu.reported, m.mu.pending = m.reportedLocked(), nil
 	m.on.Store(false)
+	held := m.mu.held
+	m.mu.held = nil
+	return held
 }
 
 // collectors exports the state as gauges.
