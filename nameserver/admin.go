@@ -15,7 +15,9 @@ const tokenChunkservers = 'c'
 
 // Decommission starts or ends the draining of chunkservers. Every address
 // must be known (live, dead since the nameserver started, or draining);
-// otherwise nothing changes. Asking again is harmless.
+// otherwise nothing changes. Asking again is harmless. The drain is
+// recorded in the namespace (DrainCmd) before it takes effect, so it
+// survives a restart.
 func (s *Server) Decommission(_ context.Context, req *bfspb.DecommissionRequest) (*bfspb.DecommissionResponse, error) {
 	verb := "decommission"
 	if req.Cancel {
@@ -23,6 +25,12 @@ func (s *Server) Decommission(_ context.Context, req *bfspb.DecommissionRequest)
 	}
 	if code, msg := s.checkDecommission(verb, req.Addresses); code != bfspb.StatusCode_OK {
 		return &bfspb.DecommissionResponse{Status: code, Message: msg}, nil
+	}
+	// Recorded first, so that the drain outlives a restart.
+	if _, err := s.ns.Apply(&bfspb.Command{TimeNs: s.cfg.Clock.Now().UnixNano(),
+		Op: &bfspb.Command_Drain{Drain: &bfspb.DrainCmd{Addresses: req.Addresses, Cancel: req.Cancel}}}); err != nil {
+		code, msg := statusOf(err)
+		return &bfspb.DecommissionResponse{Status: code, Message: verb + ": " + msg}, nil
 	}
 	resp := &bfspb.DecommissionResponse{}
 	now := s.cfg.Clock.Now()
@@ -48,6 +56,22 @@ func (s *Server) Decommission(_ context.Context, req *bfspb.DecommissionRequest)
 		}
 	}
 	return resp, nil
+}
+
+// loadDraining marks draining the chunkservers the namespace records as
+// being decommissioned, before any registers.
+func (s *Server) loadDraining() error {
+	addrs, err := s.ns.Draining()
+	if err != nil {
+		return err
+	}
+	for _, addr := range addrs {
+		s.blocks.SetDraining(addr, true)
+	}
+	if len(addrs) > 0 {
+		glog.Infof("chunkservers being decommissioned: %s", strings.Join(addrs, ", "))
+	}
+	return nil
 }
 
 // checkDecommission refuses a request with no address, an empty one, or

@@ -2,6 +2,7 @@ package nameserver_test
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"slices"
 	"testing"
@@ -239,4 +240,37 @@ func TestFsckAfterChunkserverLoss(t *testing.T) {
 	servers, err := c.Chunkservers(ctx)
 	require.NoError(t, err)
 	require.Equal(t, sdk.ChunkserverLive, byAddr(t, servers, only).State)
+}
+
+// TestDecommissionSurvivesRestart: a drain is recorded in the namespace,
+// so a restarted nameserver still sends no new block to the chunkserver,
+// until the decommission is cancelled.
+func TestDecommissionSurvivesRestart(t *testing.T) {
+	cl := testcluster.Start(t, testcluster.WithChunkservers(4))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c, err := sdk.Dial(ctx, cl.NameServerAddr)
+	require.NoError(t, err)
+	defer c.Close()
+	drained := cl.ChunkserverAddrs()[0]
+	_, err = c.Decommission(ctx, drained)
+	require.NoError(t, err)
+
+	cl.RestartNameServer()
+	require.Eventually(t, func() bool { return cl.NameServer().LiveChunkservers() == 4 }, 30*time.Second, 10*time.Millisecond)
+	servers, err := c.Chunkservers(ctx)
+	require.NoError(t, err)
+	require.True(t, byAddr(t, servers, drained).Draining, "the drain after a restart")
+	for i := range 8 {
+		require.NotContains(t, put(ctx, t, c, fmt.Sprintf("/after-%d", i), 3), drained)
+	}
+
+	_, err = c.CancelDecommission(ctx, drained)
+	require.NoError(t, err)
+	cl.RestartNameServer()
+	require.Eventually(t, func() bool { return cl.NameServer().LiveChunkservers() == 4 }, 30*time.Second, 10*time.Millisecond)
+	servers, err = c.Chunkservers(ctx)
+	require.NoError(t, err)
+	require.False(t, byAddr(t, servers, drained).Draining, "a cancelled drain after a restart")
+	require.Contains(t, put(ctx, t, c, "/back", 4), drained)
 }

@@ -106,8 +106,10 @@
 // deletes it. Reports for blocks of no live file are ignored.
 //
 // Decommission, the chunkserver report and fsck (admin.go,
-// chunkservers.go, fsck.go). Decommission marks chunkservers draining in
-// the block map (blockmap.Map.SetDraining): no new block goes to them and
+// chunkservers.go, fsck.go). Decommission records the drain in the
+// namespace (DrainCmd, read back at start by loadDraining) and marks the
+// chunkservers draining in the block map (blockmap.Map.SetDraining): no
+// new block goes to them and
 // their replicas stop counting, so the repair (asked to rescan every block
 // when a mark changes) copies them away. Only
 // an address the nameserver knows (live, remembered dead, or already
@@ -118,8 +120,8 @@
 // when it registers again. A draining chunkserver is decommissioned (safe
 // to remove) when every block it holds has, on other chunkservers,
 // counting replicas at least its file's replication, or belongs to no
-// live file; the report counts the blocks still short. Drain marks and
-// the dead list are in memory: a restarted nameserver has neither. Fsck
+// live file; the report counts the blocks still short. The dead list is
+// in memory: a restarted nameserver starts it empty. Fsck
 // walks the namespace under a path (namespace.Store.Walk) a bounded
 // stretch per request, the page token being the last path walked, and
 // judges each block of each file against the block map: missing (no

@@ -135,6 +135,9 @@ func newServer(cfg Config, dataLock *os.File) (*Server, error) {
 	if err := s.startSafeMode(); err != nil {
 		return fail(err)
 	}
+	if err := s.loadDraining(); err != nil {
+		return fail(err)
+	}
 	if err := s.startRepair(); err != nil {
 		return fail(err)
 	}

@@ -20,6 +20,7 @@ var ungated = map[protoreflect.Name]bool{
 	"lock_dir":        true,
 	"unlock_dir":      true,
 	"finish_cleaning": true,
+	"drain":           true,
 }
 
 // TestEveryCommandIsDescribed lists every op a bfspb.Command can carry
@@ -117,4 +118,30 @@ func TestOperatorSession(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, IsOperatorSession(res.Lock.Session))
 	require.Equal(t, OperatorSession(uint64(res.Lock.Epoch)), res.Lock.Session)
+}
+
+// TestDrainIsRecorded: DrainCmd records and clears draining addresses,
+// and they survive a reopen.
+func TestDrainIsRecorded(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(Options{Dir: dir})
+	require.NoError(t, err)
+	drain := func(cancel bool, addrs ...string) error {
+		_, err := s.Apply(&bfspb.Command{Op: &bfspb.Command_Drain{Drain: &bfspb.DrainCmd{Addresses: addrs, Cancel: cancel}}})
+		return err
+	}
+	require.NoError(t, drain(false, "b:1", "a:1", "c:1"))
+	require.NoError(t, drain(true, "c:1", "never:1"))
+	require.ErrorIs(t, drain(false, "d:1", ""), ErrInvalid)
+	got, err := s.Draining()
+	require.NoError(t, err)
+	require.Equal(t, []string{"a:1", "b:1"}, got)
+	require.NoError(t, s.Close())
+
+	s, err = Open(Options{Dir: dir})
+	require.NoError(t, err)
+	defer s.Close()
+	got, err = s.Draining()
+	require.NoError(t, err)
+	require.Equal(t, []string{"a:1", "b:1"}, got, "after a reopen")
 }

@@ -2,6 +2,7 @@ package namespace
 
 import (
 	"encoding/binary"
+	"slices"
 )
 
 // Every key the nameserver stores is built here. The first byte is the
@@ -36,7 +37,12 @@ var (
 	// keyClusterID holds the cluster id, written once when the store is
 	// formatted (see ClusterID).
 	keyClusterID = []byte{prefixSystem, 'c', 'l', 'u', 's', 't', 'e', 'r'}
+	// keyDrain, followed by a chunkserver's address, marks it draining
+	// (see Draining).
+	keyDrain = []byte{prefixSystem, 'd', 'r', 'a', 'i', 'n', 0}
 )
+
+func drainKey(addr string) []byte { return append(slices.Clip(keyDrain), addr...) }
 
 // entryKey returns the key of the entry name in directory parent.
 func entryKey(parent uint64, name string) []byte {

@@ -45,6 +45,7 @@ type Command struct {
 	//	*Command_LockDir
 	//	*Command_UnlockDir
 	//	*Command_FinishCleaning
+	//	*Command_Drain
 	Op isCommand_Op `protobuf_oneof:"op"`
 	// The fences the request carried: the command applies only if each is
 	// still LOCKED at its epoch by the command's session (SPEC §6).
@@ -223,6 +224,15 @@ func (x *Command) GetFinishCleaning() *FinishCleaningCmd {
 	return nil
 }
 
+func (x *Command) GetDrain() *DrainCmd {
+	if x != nil {
+		if x, ok := x.Op.(*Command_Drain); ok {
+			return x.Drain
+		}
+	}
+	return nil
+}
+
 func (x *Command) GetFences() []*Fence {
 	if x != nil {
 		return x.Fences
@@ -290,6 +300,10 @@ type Command_FinishCleaning struct {
 	FinishCleaning *FinishCleaningCmd `protobuf:"bytes,15,opt,name=finish_cleaning,json=finishCleaning,proto3,oneof"`
 }
 
+type Command_Drain struct {
+	Drain *DrainCmd `protobuf:"bytes,17,opt,name=drain,proto3,oneof"`
+}
+
 func (*Command_Mkdir) isCommand_Op() {}
 
 func (*Command_Create) isCommand_Op() {}
@@ -317,6 +331,8 @@ func (*Command_LockDir) isCommand_Op() {}
 func (*Command_UnlockDir) isCommand_Op() {}
 
 func (*Command_FinishCleaning) isCommand_Op() {}
+
+func (*Command_Drain) isCommand_Op() {}
 
 type MkdirCmd struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
@@ -1416,11 +1432,65 @@ func (x *CleaningRecord) GetStartedNs() int64 {
 	return 0
 }
 
+// DrainCmd records that chunkservers are being decommissioned (or no
+// longer are), so that the drain survives a nameserver restart.
+type DrainCmd struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Addresses     []string               `protobuf:"bytes,1,rep,name=addresses,proto3" json:"addresses,omitempty"`
+	Cancel        bool                   `protobuf:"varint,2,opt,name=cancel,proto3" json:"cancel,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DrainCmd) Reset() {
+	*x = DrainCmd{}
+	mi := &file_command_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DrainCmd) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DrainCmd) ProtoMessage() {}
+
+func (x *DrainCmd) ProtoReflect() protoreflect.Message {
+	mi := &file_command_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DrainCmd.ProtoReflect.Descriptor instead.
+func (*DrainCmd) Descriptor() ([]byte, []int) {
+	return file_command_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *DrainCmd) GetAddresses() []string {
+	if x != nil {
+		return x.Addresses
+	}
+	return nil
+}
+
+func (x *DrainCmd) GetCancel() bool {
+	if x != nil {
+		return x.Cancel
+	}
+	return false
+}
+
 var File_command_proto protoreflect.FileDescriptor
 
 const file_command_proto_rawDesc = "" +
 	"\n" +
-	"\rcommand.proto\x12\x03bfs\x1a\bfs.proto\"\x8e\x06\n" +
+	"\rcommand.proto\x12\x03bfs\x1a\bfs.proto\"\xb5\x06\n" +
 	"\aCommand\x12\x17\n" +
 	"\atime_ns\x18\x01 \x01(\x03R\x06timeNs\x12%\n" +
 	"\x05mkdir\x18\x02 \x01(\v2\r.bfs.MkdirCmdH\x00R\x05mkdir\x12(\n" +
@@ -1442,7 +1512,8 @@ const file_command_proto_rawDesc = "" +
 	"\block_dir\x18\r \x01(\v2\x0f.bfs.LockDirCmdH\x00R\alockDir\x122\n" +
 	"\n" +
 	"unlock_dir\x18\x0e \x01(\v2\x11.bfs.UnlockDirCmdH\x00R\tunlockDir\x12A\n" +
-	"\x0ffinish_cleaning\x18\x0f \x01(\v2\x16.bfs.FinishCleaningCmdH\x00R\x0efinishCleaning\x12\"\n" +
+	"\x0ffinish_cleaning\x18\x0f \x01(\v2\x16.bfs.FinishCleaningCmdH\x00R\x0efinishCleaning\x12%\n" +
+	"\x05drain\x18\x11 \x01(\v2\r.bfs.DrainCmdH\x00R\x05drain\x12\"\n" +
 	"\x06fences\x18\x10 \x03(\v2\n" +
 	".bfs.FenceR\x06fencesB\x04\n" +
 	"\x02op\"}\n" +
@@ -1537,7 +1608,10 @@ const file_command_proto_rawDesc = "" +
 	"\x05files\x18\x03 \x03(\x04R\x05files\x12\x12\n" +
 	"\x04dirs\x18\x04 \x03(\x04R\x04dirs\x12\x1d\n" +
 	"\n" +
-	"started_ns\x18\x05 \x01(\x03R\tstartedNsB#Z!github.com/bfs-go/bfs/proto/bfspbb\x06proto3"
+	"started_ns\x18\x05 \x01(\x03R\tstartedNs\"@\n" +
+	"\bDrainCmd\x12\x1c\n" +
+	"\taddresses\x18\x01 \x03(\tR\taddresses\x12\x16\n" +
+	"\x06cancel\x18\x02 \x01(\bR\x06cancelB#Z!github.com/bfs-go/bfs/proto/bfspbb\x06proto3"
 
 var (
 	file_command_proto_rawDescOnce sync.Once
@@ -1551,7 +1625,7 @@ func file_command_proto_rawDescGZIP() []byte {
 	return file_command_proto_rawDescData
 }
 
-var file_command_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_command_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_command_proto_goTypes = []any{
 	(*Command)(nil),           // 0: bfs.Command
 	(*MkdirCmd)(nil),          // 1: bfs.MkdirCmd
@@ -1570,8 +1644,9 @@ var file_command_proto_goTypes = []any{
 	(*UnlockDirCmd)(nil),      // 14: bfs.UnlockDirCmd
 	(*FinishCleaningCmd)(nil), // 15: bfs.FinishCleaningCmd
 	(*CleaningRecord)(nil),    // 16: bfs.CleaningRecord
-	(*Fence)(nil),             // 17: bfs.Fence
-	(*BlockMeta)(nil),         // 18: bfs.BlockMeta
+	(*DrainCmd)(nil),          // 17: bfs.DrainCmd
+	(*Fence)(nil),             // 18: bfs.Fence
+	(*BlockMeta)(nil),         // 19: bfs.BlockMeta
 }
 var file_command_proto_depIdxs = []int32{
 	1,  // 0: bfs.Command.mkdir:type_name -> bfs.MkdirCmd
@@ -1588,14 +1663,15 @@ var file_command_proto_depIdxs = []int32{
 	13, // 11: bfs.Command.lock_dir:type_name -> bfs.LockDirCmd
 	14, // 12: bfs.Command.unlock_dir:type_name -> bfs.UnlockDirCmd
 	15, // 13: bfs.Command.finish_cleaning:type_name -> bfs.FinishCleaningCmd
-	17, // 14: bfs.Command.fences:type_name -> bfs.Fence
-	7,  // 15: bfs.OpenSessionCmd.session:type_name -> bfs.SessionRecord
-	18, // 16: bfs.AddBlockCmd.block:type_name -> bfs.BlockMeta
-	17, // [17:17] is the sub-list for method output_type
-	17, // [17:17] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	17, // 14: bfs.Command.drain:type_name -> bfs.DrainCmd
+	18, // 15: bfs.Command.fences:type_name -> bfs.Fence
+	7,  // 16: bfs.OpenSessionCmd.session:type_name -> bfs.SessionRecord
+	19, // 17: bfs.AddBlockCmd.block:type_name -> bfs.BlockMeta
+	18, // [18:18] is the sub-list for method output_type
+	18, // [18:18] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_command_proto_init() }
@@ -1619,6 +1695,7 @@ func file_command_proto_init() {
 		(*Command_LockDir)(nil),
 		(*Command_UnlockDir)(nil),
 		(*Command_FinishCleaning)(nil),
+		(*Command_Drain)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1626,7 +1703,7 @@ func file_command_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_command_proto_rawDesc), len(file_command_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   17,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
