@@ -82,15 +82,17 @@
 // fails keeps the replica.
 //
 // Safe mode: a nameserver starts in safe mode, holding every replica
-// deletion and truncation (no obsolete answer; every DeleteBlocks and
-// Truncate asked for meanwhile, by a removed file or by the closer's
-// reconcile, is kept and sent when safe mode ends: safeMode.later) until
-// the block reports have named at least one replica of
-// Config.SafeModeThreshold (default 99.9 %) of the blocks the namespace
-// knew at start, or an operator calls LeaveSafeMode (bfs admin safemode
-// leave). An empty namespace leaves at once. A held truncate answers the
-// closer at once: the replica is correct up to the file's length, which
-// is all a reader is given, until it is cut.
+// deletion (no obsolete answer; every DeleteBlocks asked for meanwhile,
+// by a removed file or by the closer's reconcile, is kept and sent when
+// safe mode ends: safeMode.later) until the block reports have named at
+// least one replica of Config.SafeModeThreshold (default 99.9 %) of the
+// blocks the namespace knew at start, or an operator calls LeaveSafeMode
+// (bfs admin safemode leave). An empty namespace leaves at once. Not
+// held: the truncation of a replica to its closed file's length. A
+// cleaning must see its replicas cut before the directory is UNLOCKED
+// (I5), and the cut compares one replica, as its chunkserver describes
+// it, with the namespace's own record of the file, not a guess from
+// missing reports.
 // Re-replication is held the same way: no copy, no trim and no delete of
 // a corrupt replica while safe mode is on (repair.Config.Hold).
 //

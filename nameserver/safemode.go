@@ -15,13 +15,13 @@ import (
 // that must have a reported replica before safe mode ends by itself.
 const DefaultSafeModeThreshold = 0.999
 
-// safeMode holds every replica deletion and truncation after a start
-// until the block reports cover enough of the blocks the namespace knows,
-// or an operator ends it: a nameserver that has heard from few
-// chunkservers cannot tell a missing replica from a lost one, and must
-// not act on what it does not know yet. Deletes and truncates asked for
-// meanwhile are held (later) and carried out when it ends; the repair
-// scheduler waits for it too. It is safe for concurrent use.
+// safeMode holds every replica deletion after a start until the block
+// reports cover enough of the blocks the namespace knows, or an operator
+// ends it: a nameserver that has heard from few chunkservers cannot tell
+// a missing replica from a lost one, and must not act on what it does
+// not know yet. Deletes asked for meanwhile are held (later) and carried
+// out when it ends; the repair scheduler waits for it too. It is safe
+// for concurrent use.
 type safeMode struct {
 	// on is read on every delete; it only ever goes from true to false.
 	on        atomic.Bool
@@ -37,8 +37,8 @@ type safeMode struct {
 		reported int64
 		// byOperator is true if an operator ended safe mode.
 		byOperator bool
-		// held are the replica deletes and truncates asked for while in
-		// safe mode, run when it ends (see later).
+		// held are the replica deletes asked for while in safe mode, run
+		// when it ends (see later).
 		held []func()
 	}
 }
@@ -70,7 +70,7 @@ func newSafeMode(threshold float64, known []int64) *safeMode {
 // On reports whether replica deletion is held.
 func (m *safeMode) On() bool { return m.on.Load() }
 
-// later holds fn, an action on replicas (a delete, a truncate), until
+// later holds fn, an action on replicas (a delete), until
 // safe mode ends, and reports whether it did; if safe mode is over it
 // returns false and the caller acts at once. fn must not block: it runs
 // on the goroutine that ends safe mode.
@@ -122,7 +122,7 @@ func (m *safeMode) Leave() {
 // runHeld runs the actions held during safe mode, once it is over.
 func runHeld(held []func()) {
 	if len(held) > 0 {
-		glog.Infof("safe mode over: carrying out %d replica deletes and truncates held meanwhile", len(held))
+		glog.Infof("safe mode over: carrying out %d replica deletes held meanwhile", len(held))
 	}
 	for _, fn := range held {
 		fn()

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/golang/glog"
-
 	"github.com/bfs-go/bfs/dirlock"
 	"github.com/bfs-go/bfs/internal/clock"
 	"github.com/bfs-go/bfs/nameserver/fileclose"
@@ -69,25 +67,11 @@ func (c chunkservers) Seal(ctx context.Context, addr string, block int64) error 
 	return err
 }
 
-// Truncate cuts a replica, or, in safe mode, holds the cut until safe
-// mode ends and answers nil: the replica is correct up to the file's
-// length meanwhile, which is all a reader is given.
+// Truncate cuts a replica to its closed file's length. It is not held in
+// safe mode: a cleaning must see its replicas cut before the directory is
+// UNLOCKED (I5), and the cut compares one replica with the namespace's own
+// record of the file, not a guess from missing reports.
 func (c chunkservers) Truncate(ctx context.Context, addr string, block, size int64) error {
-	held := c.s.safe.later(func() {
-		c.s.tasks.Go(func(ctx context.Context) {
-			if err := c.truncate(ctx, addr, block, size); err != nil {
-				glog.Warningf("truncate of block %d on %s to %d held in safe mode: %v; the replica stays long until its next report", block, addr, size, err)
-			}
-		})
-	})
-	if held {
-		glog.V(1).Infof("safe mode: holding the truncate of block %d on %s to %d until it ends", block, addr, size)
-		return nil
-	}
-	return c.truncate(ctx, addr, block, size)
-}
-
-func (c chunkservers) truncate(ctx context.Context, addr string, block, size int64) error {
 	if hook := c.s.cfg.TestingKnobs.BeforeTruncate; hook != nil {
 		hook(ctx, addr, block, size)
 	}

@@ -4540,7 +4540,8 @@ type GetSafeModeResponse struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	Status  StatusCode             `protobuf:"varint,1,opt,name=status,proto3,enum=bfs.StatusCode" json:"status,omitempty"`
 	Message string                 `protobuf:"bytes,15,opt,name=message,proto3" json:"message,omitempty"`
-	// While on, the nameserver deletes no replica and truncates none.
+	// While on, the nameserver deletes no replica and copies none (a replica
+	// longer than its closed file is still cut to its length).
 	On bool `protobuf:"varint,2,opt,name=on,proto3" json:"on,omitempty"`
 	// Blocks the namespace knows, and how many of them have at least one
 	// reported replica.
