@@ -206,6 +206,42 @@ func TestDegradedWriteRepairedAfterClose(t *testing.T) {
 	require.Equal(t, 3, fi.LiveReplicas)
 }
 
+// singleReplicaOn writes files of replication 1 until one lands on a
+// chunkserver other than those in avoid, and returns where it landed: the
+// only holder of a block, which keeps a restarted nameserver in safe mode
+// while it is down.
+func singleReplicaOn(ctx context.Context, t *testing.T, c *sdk.Client, avoid []string) string {
+	t.Helper()
+	for i := range 32 {
+		p := fmt.Sprintf("/single-%d", i)
+		w, err := c.Create(ctx, p, sdk.Replication(1))
+		require.NoError(t, err)
+		_, err = w.Write([]byte("one replica"))
+		require.NoError(t, err)
+		require.NoError(t, w.Close())
+		if addr := replicasOf(ctx, t, c, p)[0]; !slices.Contains(avoid, addr) {
+			return addr
+		}
+	}
+	t.Fatalf("32 files of one replica, all on %v", avoid)
+	return ""
+}
+
+// restartInSafeMode stops the chunkserver at gone and restarts the
+// nameserver, which stays in safe mode (the block only gone held is not
+// reported), and waits until the others have reported every other block.
+func restartInSafeMode(ctx context.Context, t *testing.T, cl *testcluster.Cluster, gone string) bfspb.NameServerClient {
+	t.Helper()
+	cl.StopChunkserver(slices.Index(cl.ChunkserverAddrs(), gone))
+	cl.RestartNameServer()
+	ns := bfspb.NewNameServerClient(dial(t, cl.NameServerAddr))
+	require.Eventually(t, func() bool {
+		sm, err := ns.GetSafeMode(ctx, &bfspb.GetSafeModeRequest{})
+		return err == nil && sm.On && sm.ReportedBlocks == sm.KnownBlocks-1 && cl.NameServer().LiveChunkservers() == len(cl.ChunkserverAddrs())-1
+	}, 30*time.Second, 10*time.Millisecond)
+	return ns
+}
+
 // TestSafeModeHoldsRepair: after a restart with a chunkserver gone, safe
 // mode (a block known only to it is unreported) holds every copy; once an
 // operator leaves it, the blocks short of a replica are repaired, and the
@@ -218,12 +254,7 @@ func TestSafeModeHoldsRepair(t *testing.T) {
 	require.NoError(t, err)
 	defer c.Close()
 	files := writeFiles(ctx, t, c, 8)
-	w, err := c.Create(ctx, "/single", sdk.Replication(1))
-	require.NoError(t, err)
-	_, err = w.Write([]byte("one replica"))
-	require.NoError(t, err)
-	require.NoError(t, w.Close())
-	gone := replicasOf(ctx, t, c, "/single")[0]
+	gone := singleReplicaOn(ctx, t, c, nil)
 	short := 0
 	for p := range files {
 		if slices.Contains(replicasOf(ctx, t, c, p), gone) {
@@ -232,13 +263,7 @@ func TestSafeModeHoldsRepair(t *testing.T) {
 	}
 	require.Positive(t, short, "some file has a replica on %s", gone)
 
-	cl.StopChunkserver(slices.Index(cl.ChunkserverAddrs(), gone))
-	cl.RestartNameServer()
-	ns := bfspb.NewNameServerClient(dial(t, cl.NameServerAddr))
-	require.Eventually(t, func() bool {
-		sm, err := ns.GetSafeMode(ctx, &bfspb.GetSafeModeRequest{})
-		return err == nil && sm.On && sm.ReportedBlocks == int64(len(files)) && cl.NameServer().LiveChunkservers() == 3
-	}, 30*time.Second, 10*time.Millisecond)
+	ns := restartInSafeMode(ctx, t, cl, gone)
 	require.Zero(t, counter(t, maddr, "bfs_nameserver_repair_copies_total"), "a copy in safe mode")
 	for p := range files {
 		require.LessOrEqual(t, len(replicasOf(ctx, t, c, p)), 3)
@@ -262,37 +287,15 @@ func TestSafeModeHoldsRemovedFilesDeletes(t *testing.T) {
 	c, err := sdk.Dial(ctx, cl.NameServerAddr)
 	require.NoError(t, err)
 	defer c.Close()
-	files := writeFiles(ctx, t, c, 4)
-	w, err := c.Create(ctx, "/single", sdk.Replication(1))
-	require.NoError(t, err)
-	_, err = w.Write([]byte("one replica"))
-	require.NoError(t, err)
-	require.NoError(t, w.Close())
-	gone := replicasOf(ctx, t, c, "/single")[0]
-	// A file with no replica on the chunkserver about to stop: its
-	// replicas stay reachable.
-	var victim string
-	for p := range files {
-		if !slices.Contains(replicasOf(ctx, t, c, p), gone) {
-			victim = p
-		}
-	}
-	if victim == "" {
-		t.Skipf("every file has a replica on %s", gone)
-	}
+	writeFiles(ctx, t, c, 1)
+	victim := "/f0"
 	loc, err := c.Locate(ctx, victim)
 	require.NoError(t, err)
 	block := loc.Blocks[0]
-
-	// Restarted with /single's only chunkserver down, the nameserver
-	// stays in safe mode.
-	cl.StopChunkserver(slices.Index(cl.ChunkserverAddrs(), gone))
-	cl.RestartNameServer()
-	ns := bfspb.NewNameServerClient(dial(t, cl.NameServerAddr))
-	require.Eventually(t, func() bool {
-		sm, err := ns.GetSafeMode(ctx, &bfspb.GetSafeModeRequest{})
-		return err == nil && sm.On && sm.ReportedBlocks == int64(len(files))
-	}, 30*time.Second, 10*time.Millisecond)
+	// The chunkserver to stop holds none of victim's replicas: they stay
+	// reachable.
+	gone := singleReplicaOn(ctx, t, c, block.Replicas)
+	ns := restartInSafeMode(ctx, t, cl, gone)
 	require.NoError(t, c.Remove(ctx, victim))
 	held := func() int {
 		n := 0

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -85,7 +84,7 @@ func TestFullDiskAmongFour(t *testing.T) {
 				for j := range data {
 					data[j] = byte(rand.Uint32())
 				}
-				err := put(ctx, cl, p, data)
+				err := putFile(cl, p, data)
 				mu.Lock()
 				if err != nil {
 					failed = append(failed, fmt.Sprintf("%s: %v", p, err))
@@ -123,7 +122,7 @@ func TestFullDiskAmongFour(t *testing.T) {
 	for i := range 8 {
 		p := fmt.Sprintf("/full/after-%d", i)
 		data := bytes.Repeat([]byte{byte(i)}, size)
-		if err := put(ctx, cl, p, data); err != nil {
+		if err := putFile(cl, p, data); err != nil {
 			t.Fatalf("put %s after the disk filled: %v", p, err)
 		}
 		loc, _ := locate(t, cl, p)
@@ -170,17 +169,4 @@ func fillDisk(t *testing.T, dir string) {
 			t.Fatal(err)
 		}
 	}
-}
-
-// put writes data to a new file at path and closes it.
-func put(ctx context.Context, c *sdk.Client, path string, data []byte) error {
-	w, err := c.Create(ctx, path)
-	if err != nil {
-		return err
-	}
-	if _, err := w.Write(data); err != nil {
-		w.CloseContext(ctx)
-		return err
-	}
-	return w.CloseContext(ctx)
 }

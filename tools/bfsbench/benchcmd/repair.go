@@ -86,9 +86,6 @@ starts its own cluster.`,
 // failure detection and a frequent repair scan, so that the measurement
 // is of the copies, not of the timers.
 func (o *repairOptions) target(ctx context.Context) (*cluster, error) {
-	if o.copyRate < 0 {
-		return nil, fmt.Errorf("--copy-rate must not be negative")
-	}
 	dir, err := os.MkdirTemp("", "bfsbench-repair-")
 	if err != nil {
 		return nil, err
@@ -228,25 +225,6 @@ func (o *repairOptions) run(ctx context.Context, c *common, cl *cluster) ([]benc
 			formatSize(lost), repairChunkservers, took.Round(time.Millisecond), o.maxCopies, rate, b.dropNote())),
 		row(repairRatioRow, repair/(rawWrite/2), "x", "repair throughput over half the raw disk's write throughput (each copy reads once and writes once on this one disk); target ≥ 0.5x"),
 	}, nil
-}
-
-// poll calls cond every 20 ms until it is true, fails, or d passes.
-func poll(ctx context.Context, d time.Duration, what string, cond func() (bool, error)) error {
-	ctx, cancel := context.WithTimeout(ctx, d)
-	defer cancel()
-	t := time.NewTicker(20 * time.Millisecond)
-	defer t.Stop()
-	for {
-		ok, err := cond()
-		if err != nil || ok {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for %s: %w", what, ctx.Err())
-		case <-t.C:
-		}
-	}
 }
 
 func repairChart(results []bench.Result) (*plot.Plot, error) {

@@ -190,18 +190,28 @@ func (c *common) target(ctx context.Context) (*cluster, error) {
 // and a block allocated before then fails ("not enough live
 // chunkservers"). The nameserver offers nothing to wait on, so this polls.
 func waitChunkservers(ctx context.Context, sb *sandbox.Sandbox, n int) error {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	return poll(ctx, 30*time.Second, fmt.Sprintf("%d chunkservers to register", n), func() (bool, error) {
+		return sb.NameServer().LiveChunkservers() >= n, nil
+	})
+}
+
+// poll calls cond every 20 ms until it is true, fails, or d passes.
+func poll(ctx context.Context, d time.Duration, what string, cond func() (bool, error)) error {
+	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for sb.NameServer().LiveChunkservers() < n {
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for {
+		ok, err := cond()
+		if err != nil || ok {
+			return err
+		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("waiting for %d chunkservers to register (%d did): %w", n, sb.NameServer().LiveChunkservers(), ctx.Err())
-		case <-tick.C:
+			return fmt.Errorf("waiting for %s: %w", what, ctx.Err())
+		case <-t.C:
 		}
 	}
-	return nil
 }
 
 // runFunc measures one benchmark against a cluster.
