@@ -205,9 +205,11 @@ func TestPriority(t *testing.T) {
 		s.Check(b)
 		s.checkDirty()
 	}
+	f.gate = make(chan struct{}) // the first copy stays in flight until the check
 	s.dispatch()
 	st := s.Stats()
 	require.Equal(t, Stats{UnderReplicated: 3, Queued: 3, InFlight: 1}, st)
+	close(f.gate)
 	var order []int64
 	for range 6 {
 		waitIdle(t, s)
