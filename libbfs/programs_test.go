@@ -16,7 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/bfs-go/bfs/internal/cbuild"
-	"github.com/bfs-go/bfs/internal/testcluster"
+	"github.com/bfs-go/bfs/cluster/testcluster"
 )
 
 // The C and C++ test programs (testdata/) run as child processes against

@@ -18,8 +18,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/bfs-go/bfs/chunkserver"
-	"github.com/bfs-go/bfs/internal/sandbox"
-	"github.com/bfs-go/bfs/internal/testcluster"
+	"github.com/bfs-go/bfs/cluster/sandbox"
+	"github.com/bfs-go/bfs/cluster/testcluster"
 	"github.com/bfs-go/bfs/proto/bfspb"
 	"github.com/bfs-go/bfs/sdk"
 )

@@ -9,7 +9,7 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/bfs-go/bfs/internal/sandbox"
+	"github.com/bfs-go/bfs/cluster/sandbox"
 	"github.com/bfs-go/bfs/sdk"
 )
 

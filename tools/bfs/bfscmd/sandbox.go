@@ -10,7 +10,7 @@ import (
 	"github.com/golang/glog"
 	"github.com/spf13/cobra"
 
-	"github.com/bfs-go/bfs/internal/sandbox"
+	"github.com/bfs-go/bfs/cluster/sandbox"
 )
 
 func (e *env) sandboxCommand() *cobra.Command {

@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/bfs-go/bfs/internal/cbuild"
-	"github.com/bfs-go/bfs/internal/sandbox"
+	"github.com/bfs-go/bfs/cluster/sandbox"
 	"github.com/bfs-go/bfs/sdk"
 )
 

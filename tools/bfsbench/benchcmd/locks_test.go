@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/bfs-go/bfs/internal/bench"
-	"github.com/bfs-go/bfs/internal/sandbox"
+	"github.com/bfs-go/bfs/cluster/sandbox"
 	"github.com/bfs-go/bfs/sdk"
 )
 

@@ -16,7 +16,7 @@ import (
 
 	"github.com/bfs-go/bfs/chunkserver"
 	"github.com/bfs-go/bfs/internal/bench"
-	"github.com/bfs-go/bfs/internal/sandbox"
+	"github.com/bfs-go/bfs/cluster/sandbox"
 	"github.com/bfs-go/bfs/nameserver"
 	"github.com/bfs-go/bfs/sdk"
 )

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/bfs-go/bfs/internal/testcluster"
+	"github.com/bfs-go/bfs/cluster/testcluster"
 	"github.com/bfs-go/bfs/tools/lockctl/lockcmd"
 )
 

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/bfs-go/bfs/chunkserver"
-	"github.com/bfs-go/bfs/internal/sandbox"
+	"github.com/bfs-go/bfs/cluster/sandbox"
 	"github.com/bfs-go/bfs/nameserver"
 )
 

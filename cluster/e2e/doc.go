@@ -5,8 +5,8 @@
 // the bfs binary's admin commands while readers keep reading.
 //
 // TestMain builds, with -race, the bfs binary (nameserver, chunkserver)
-// and internal/e2e/tabletserver, a minimal tablet server that reports
-// every step as a JSON line (package internal/e2e/tablet). A data race
+// and cluster/e2e/tabletserver, a minimal tablet server that reports
+// every step as a JSON line (package cluster/e2e/tablet). A data race
 // any of these processes reports fails the test that started it.
 //
 // The helpers: startProcess and startDaemon run a program and kill it at

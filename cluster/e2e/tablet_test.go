@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bfs-go/bfs/internal/e2e/tablet"
+	"github.com/bfs-go/bfs/cluster/e2e/tablet"
 )
 
 // tabletProc is a tablet server process and the events it has reported.

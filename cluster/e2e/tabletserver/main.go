@@ -1,5 +1,5 @@
 // Command tabletserver is the tablet server the end-to-end tests run as a
-// process (see package internal/e2e/tablet): it locks a tablet directory
+// process (see package cluster/e2e/tablet): it locks a tablet directory
 // and its locality groups, writes files in them and reports every step as
 // a JSON line on stdout.
 //
@@ -15,7 +15,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/bfs-go/bfs/internal/e2e/tablet"
+	"github.com/bfs-go/bfs/cluster/e2e/tablet"
 )
 
 func main() {

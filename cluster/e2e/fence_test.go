@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/bfs-go/bfs/internal/e2e/tablet"
+	"github.com/bfs-go/bfs/cluster/e2e/tablet"
 	"github.com/bfs-go/bfs/sdk"
 )
 

@@ -5,7 +5,7 @@
 // after every append. It reports every step as one JSON line (an Event):
 // each lock and its epoch, each append and the offset synced, and each
 // operation it attempted and whether the file system accepted it. The
-// tests run it as a process (internal/e2e/tabletserver) so that they can
+// tests run it as a process (cluster/e2e/tabletserver) so that they can
 // freeze it (SIGSTOP), resume it or kill -9 it, as a tablet server that
 // is partitioned, slow or dead.
 //

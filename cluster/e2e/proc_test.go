@@ -34,7 +34,7 @@ func TestMain(m *testing.M) {
 	bfsBin = filepath.Join(dir, "bfs")
 	tabletBin = filepath.Join(dir, "tabletserver")
 	build := exec.Command("go", "build", "-race", "-o", dir+string(filepath.Separator),
-		"github.com/bfs-go/bfs/tools/bfs", "github.com/bfs-go/bfs/internal/e2e/tabletserver")
+		"github.com/bfs-go/bfs/tools/bfs", "github.com/bfs-go/bfs/cluster/e2e/tabletserver")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building the binaries:", err)
