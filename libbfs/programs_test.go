@@ -15,8 +15,8 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/bfs-go/bfs/internal/cbuild"
 	"github.com/bfs-go/bfs/cluster/testcluster"
+	"github.com/bfs-go/bfs/internal/cbuild"
 )
 
 // The C and C++ test programs (testdata/) run as child processes against

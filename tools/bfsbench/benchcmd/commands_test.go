@@ -12,8 +12,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bfs-go/bfs/internal/cbuild"
 	"github.com/bfs-go/bfs/cluster/sandbox"
+	"github.com/bfs-go/bfs/internal/cbuild"
 	"github.com/bfs-go/bfs/sdk"
 )
 

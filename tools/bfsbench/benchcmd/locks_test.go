@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bfs-go/bfs/internal/bench"
 	"github.com/bfs-go/bfs/cluster/sandbox"
+	"github.com/bfs-go/bfs/internal/bench"
 	"github.com/bfs-go/bfs/sdk"
 )
 

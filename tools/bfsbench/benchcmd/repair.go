@@ -15,8 +15,8 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"github.com/bfs-go/bfs/chunkserver"
-	"github.com/bfs-go/bfs/internal/bench"
 	"github.com/bfs-go/bfs/cluster/sandbox"
+	"github.com/bfs-go/bfs/internal/bench"
 	"github.com/bfs-go/bfs/nameserver"
 	"github.com/bfs-go/bfs/sdk"
 )

@@ -12,8 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/bfs-go/bfs/internal/bench"
 	"github.com/bfs-go/bfs/cluster/sandbox"
+	"github.com/bfs-go/bfs/internal/bench"
 	"github.com/bfs-go/bfs/sdk"
 )
 
