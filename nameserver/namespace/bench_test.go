@@ -2,50 +2,34 @@ package namespace
 
 import (
 	"fmt"
-	"sync/atomic"
 	"testing"
 )
 
-// BenchmarkCreateDelete measures durable create+delete pairs straight on
-// the store (no RPC), with b.SetParallelism goroutines per CPU.
+// BenchmarkCreateDelete measures create+delete pairs straight on the
+// store (no RPC, no command log), applied one at a time as a log applies
+// them: what the state machine costs per command.
 func BenchmarkCreateDelete(b *testing.B) {
-	for _, par := range []int{1, 32} {
-		b.Run(fmt.Sprintf("par=%d", par), func(b *testing.B) {
-			s, err := Open(Options{Dir: b.TempDir()})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer s.Close()
-			if err := mkdir(s, "/d", false); err != nil {
-				b.Fatal(err)
-			}
-			var n atomic.Int64
-			b.SetParallelism(par)
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					p := fmt.Sprintf("/d/f%d", n.Add(1))
-					if err := create(s, p, false); err != nil {
-						b.Error(err)
-						return
-					}
-					if err := del(s, p); err != nil {
-						b.Error(err)
-						return
-					}
-				}
-			})
-		})
+	s := open(b, b.TempDir())
+	if err := mkdir(s, "/d", false); err != nil {
+		b.Fatal(err)
+	}
+	n := 0
+	for b.Loop() {
+		n++
+		p := fmt.Sprintf("/d/f%d", n)
+		if err := create(s, p, false); err != nil {
+			b.Fatal(err)
+		}
+		if err := del(s, p); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
 
 // BenchmarkStat measures Stat of a file six directories deep, the shape
 // of a table store's tablet files.
 func BenchmarkStat(b *testing.B) {
-	s, err := Open(Options{Dir: b.TempDir()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
+	s := open(b, b.TempDir())
 	const dir = "/table/t1/tablet0001/lg0/data"
 	if err := mkdir(s, dir, true); err != nil {
 		b.Fatal(err)

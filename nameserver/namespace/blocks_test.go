@@ -15,14 +15,15 @@ import (
 // with each file's replication and open state.
 func TestFileBlocks(t *testing.T) {
 	s := open(t, t.TempDir())
+	openSessions(t, s, "s1")
 	require.NoError(t, mkdir(s, "/d", false))
 	newBlock := func(path string, open bool) int64 {
-		res, err := apply1(t, s, &bfspb.CreateCmd{Path: path, Id: s.AllocIDs(1)[0], SessionId: "s1", OpenForWrite: true, Replication: 3})
+		res, err := apply1(t, s, &bfspb.CreateCmd{Path: path, SessionId: "s1", OpenForWrite: true, Replication: 3})
 		require.NoError(t, err)
 		entry := res.Info.EntryId
-		blk := &bfspb.BlockMeta{Id: int64(s.AllocIDs(1)[0]), Version: 1, WriteSet: []string{"a", "b"}}
-		_, err = apply1(t, s, &bfspb.AddBlockCmd{Path: path, SessionId: "s1", Block: blk})
+		res, err = apply1(t, s, &bfspb.AddBlockCmd{Path: path, SessionId: "s1", Block: &bfspb.BlockMeta{Version: 1, WriteSet: []string{"a", "b"}}})
 		require.NoError(t, err)
+		blk := res.Info.Blocks[0]
 		if !open {
 			_, err = apply1(t, s, &bfspb.CloseFileCmd{Path: path, EntryId: entry, BlockId: blk.Id, BlockSize: 42})
 			require.NoError(t, err)
@@ -58,10 +59,8 @@ func TestFileBlocks(t *testing.T) {
 // files of one block each (the entries are written straight to Pebble).
 func BenchmarkFileBlocks(b *testing.B) {
 	const files = 1_000_000
-	s, err := Open(Options{Dir: b.TempDir()})
-	require.NoError(b, err)
-	defer s.Close()
-	ids := s.AllocIDs(2 * files)
+	s := open(b, b.TempDir())
+	ids := seedIDs(b, s, 2*files)
 	for i := 0; i < files; i += 10_000 {
 		batch := s.db.NewBatch()
 		for j := i; j < min(i+10_000, files); j++ {

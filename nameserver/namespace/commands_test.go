@@ -21,6 +21,8 @@ var ungated = map[protoreflect.Name]bool{
 	"unlock_dir":      true,
 	"finish_cleaning": true,
 	"drain":           true,
+	"format":          true,
+	"member":          true,
 }
 
 // TestEveryCommandIsDescribed lists every op a bfspb.Command can carry
@@ -74,9 +76,9 @@ func TestEveryCommandIsDescribed(t *testing.T) {
 
 func TestCommandsWithoutDescriptionOrGateAreRefused(t *testing.T) {
 	s := open(t, t.TempDir())
-	_, err := s.Apply(&bfspb.Command{})
+	_, err := s.apply(&bfspb.Command{})
 	require.ErrorIs(t, err, ErrInvalid, "an empty command")
-	_, err = s.Apply(&bfspb.Command{Op: &bfspb.Command_OpenSession{}})
+	_, err = s.apply(&bfspb.Command{Op: &bfspb.Command_OpenSession{}})
 	require.ErrorIs(t, err, ErrInvalid, "an op without its message")
 	require.ErrorIs(t, gateUnset.check(dirlock.NewTable(), []string{"/x"}, "s", nil), ErrInvalid)
 	require.ErrorIs(t, GateMove.check(dirlock.NewTable(), []string{"/x"}, "s", nil), ErrInvalid, "a move names two paths")
@@ -87,6 +89,7 @@ func TestCommandsWithoutDescriptionOrGateAreRefused(t *testing.T) {
 // locks, over normalized paths only.
 func TestGate(t *testing.T) {
 	s := open(t, t.TempDir())
+	openSessions(t, s, "A")
 	require.NoError(t, mkdir(s, "/t/d", true))
 	res, err := lockDir(s, "/t", "A")
 	require.NoError(t, err)
@@ -113,8 +116,7 @@ func TestOperatorSession(t *testing.T) {
 	require.True(t, IsOperatorSession(id))
 	require.False(t, IsOperatorSession("0123456789abcdef0123456789abcdef"), "a client's session")
 	st := open(t, t.TempDir())
-	res, err := st.Apply(&bfspb.Command{Op: &bfspb.Command_LockDir{LockDir: &bfspb.LockDirCmd{
-		Path: "/", Holder: "ops", Operator: true}}})
+	res, err := st.apply(cmdOf(1, &bfspb.LockDirCmd{Path: "/", Holder: "ops", Operator: true}))
 	require.NoError(t, err)
 	require.True(t, IsOperatorSession(res.Lock.Session))
 	require.Equal(t, OperatorSession(uint64(res.Lock.Epoch)), res.Lock.Session)
@@ -127,7 +129,7 @@ func TestDrainIsRecorded(t *testing.T) {
 	s, err := Open(Options{Dir: dir})
 	require.NoError(t, err)
 	drain := func(cancel bool, addrs ...string) error {
-		_, err := s.Apply(&bfspb.Command{Op: &bfspb.Command_Drain{Drain: &bfspb.DrainCmd{Addresses: addrs, Cancel: cancel}}})
+		_, err := s.apply(cmdOf(1, &bfspb.DrainCmd{Addresses: addrs, Cancel: cancel}))
 		return err
 	}
 	require.NoError(t, drain(false, "b:1", "a:1", "c:1"))

@@ -105,9 +105,7 @@ func newBatch(t *testing.T) *pebble.Batch {
 func TestLookupsAfterDirectoryChanges(t *testing.T) {
 	for _, entries := range []int{0, 2} { // 0: the default; 2: constant eviction
 		t.Run(fmt.Sprintf("entries=%d", entries), func(t *testing.T) {
-			s, err := Open(Options{Dir: t.TempDir(), DirCacheEntries: entries})
-			require.NoError(t, err)
-			t.Cleanup(func() { s.Close() })
+			s := openWith(t, Options{Dir: t.TempDir(), DirCacheEntries: entries})
 			stat := func(p string) error { _, err := s.Stat(p); return err }
 
 			require.NoError(t, mkdir(s, "/a/b/c", true))

@@ -8,28 +8,11 @@ import (
 	"github.com/bfs-go/bfs/proto/bfspb"
 )
 
-func apply1(t *testing.T, s *Store, op any) (*Result, error) {
-	t.Helper()
-	cmd := &bfspb.Command{TimeNs: 7}
-	switch o := op.(type) {
-	case *bfspb.CreateCmd:
-		cmd.Op = &bfspb.Command_Create{Create: o}
-	case *bfspb.AddBlockCmd:
-		cmd.Op = &bfspb.Command_AddBlock{AddBlock: o}
-	case *bfspb.SyncBlockCmd:
-		cmd.Op = &bfspb.Command_SyncBlock{SyncBlock: o}
-	case *bfspb.CloseFileCmd:
-		cmd.Op = &bfspb.Command_CloseFile{CloseFile: o}
-	default:
-		t.Fatalf("unknown op %T", op)
-	}
-	return s.Apply(cmd)
-}
-
 func TestOpenFileLifecycle(t *testing.T) {
 	s := open(t, t.TempDir())
+	openSessions(t, s, "s1", "s2")
 	require.NoError(t, mkdir(s, "/d", false))
-	res, err := apply1(t, s, &bfspb.CreateCmd{Path: "/d/f", Id: s.AllocIDs(1)[0], SessionId: "s1", OpenForWrite: true})
+	res, err := apply1(t, s, &bfspb.CreateCmd{Path: "/d/f", SessionId: "s1", OpenForWrite: true})
 	require.NoError(t, err)
 	id := res.Info.EntryId
 
@@ -40,16 +23,20 @@ func TestOpenFileLifecycle(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, none)
 
-	blk := &bfspb.BlockMeta{Id: int64(s.AllocIDs(1)[0]), WriteSet: []string{"a", "b", "c"}}
-	_, err = apply1(t, s, &bfspb.AddBlockCmd{Path: "/d/f", SessionId: "s2", Block: blk})
+	_, err = apply1(t, s, &bfspb.AddBlockCmd{Path: "/d/f", SessionId: "s2", Block: &bfspb.BlockMeta{WriteSet: []string{"a", "b", "c"}}})
 	require.ErrorIs(t, err, ErrNotOpen, "another session cannot add a block")
-	_, err = apply1(t, s, &bfspb.AddBlockCmd{Path: "/d/f", SessionId: "s1", Block: blk})
+	res, err = apply1(t, s, &bfspb.AddBlockCmd{Path: "/d/f", SessionId: "s1", Block: &bfspb.BlockMeta{WriteSet: []string{"a", "b", "c"}}})
 	require.NoError(t, err)
-	// A retried AddBlock keeps the first block.
+	blk := res.Info.Blocks[0]
+	require.Equal(t, int64(id)+1, blk.Id, "the block's id is the next one")
+	require.Equal(t, []string{"a", "b", "c"}, blk.WriteSet)
+	// A retried AddBlock keeps the first block, and takes no id.
 	res, err = apply1(t, s, &bfspb.AddBlockCmd{Path: "/d/f", SessionId: "s1",
-		Block: &bfspb.BlockMeta{Id: 999, WriteSet: []string{"x"}}})
+		Block: &bfspb.BlockMeta{WriteSet: []string{"x"}}})
 	require.NoError(t, err)
+	require.Len(t, res.Info.Blocks, 1)
 	require.Equal(t, blk.Id, res.Info.Blocks[0].Id)
+	require.Equal(t, uint64(blk.Id), s.lastID.Load())
 	owner, err := s.BlockOwner(blk.Id)
 	require.NoError(t, err)
 	require.Equal(t, id, owner)
@@ -92,14 +79,15 @@ func TestOpenFileLifecycle(t *testing.T) {
 
 func TestDeleteOpenFileClearsIndex(t *testing.T) {
 	s := open(t, t.TempDir())
-	_, err := apply1(t, s, &bfspb.CreateCmd{Path: "/f", Id: s.AllocIDs(1)[0], SessionId: "s1", OpenForWrite: true})
+	openSessions(t, s, "s1")
+	_, err := apply1(t, s, &bfspb.CreateCmd{Path: "/f", SessionId: "s1", OpenForWrite: true})
 	require.NoError(t, err)
 	// Overwriting an open file drops it from the open-file index.
-	_, err = apply1(t, s, &bfspb.CreateCmd{Path: "/f", Id: s.AllocIDs(1)[0], Overwrite: true})
+	_, err = apply1(t, s, &bfspb.CreateCmd{Path: "/f", Overwrite: true})
 	require.NoError(t, err)
 	open, err := s.OpenFiles("")
 	require.NoError(t, err)
 	require.Empty(t, open)
-	_, err = apply1(t, s, &bfspb.CreateCmd{Path: "/g", Id: s.AllocIDs(1)[0], OpenForWrite: true})
+	_, err = apply1(t, s, &bfspb.CreateCmd{Path: "/g", OpenForWrite: true})
 	require.ErrorIs(t, err, ErrInvalid, "open for write needs a session")
 }

@@ -1,8 +1,6 @@
 package namespace
 
 import (
-	"fmt"
-	"sync"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -13,24 +11,9 @@ import (
 	"github.com/bfs-go/bfs/proto/bfspb"
 )
 
-func lockDir(s *Store, path, session string) (*Result, error) {
-	return s.Apply(&bfspb.Command{TimeNs: 5, Op: &bfspb.Command_LockDir{LockDir: &bfspb.LockDirCmd{
-		Path: path, SessionId: session, Holder: "h-" + session}}})
-}
-
-func unlockDir(s *Store, path, session string, force bool) (*Result, error) {
-	return s.Apply(&bfspb.Command{TimeNs: 6, Op: &bfspb.Command_UnlockDir{UnlockDir: &bfspb.UnlockDirCmd{
-		Path: path, SessionId: session, Force: force, Reason: "holder"}}})
-}
-
-func createAs(s *Store, path, session string, open bool) error {
-	_, err := s.Apply(&bfspb.Command{TimeNs: 1, Op: &bfspb.Command_Create{Create: &bfspb.CreateCmd{
-		Path: path, Id: s.AllocIDs(1)[0], SessionId: session, OpenForWrite: open}}})
-	return err
-}
-
 func TestLockGatesMutations(t *testing.T) {
 	s := open(t, t.TempDir())
+	openSessions(t, s, "A", "B")
 	require.NoError(t, mkdir(s, "/tera/t1/lg0", true))
 	res, err := lockDir(s, "/tera/t1", "A")
 	require.NoError(t, err)
@@ -51,7 +34,7 @@ func TestLockGatesMutations(t *testing.T) {
 	require.ErrorIs(t, rmdir(s, "/tera", true), dirlock.ErrLocked, "recursive delete above a lock")
 	require.ErrorIs(t, rename(s, "/tera/t1/f", "/tera/moved"), dirlock.ErrLocked, "rename out of a locked subtree")
 	require.ErrorIs(t, rename(s, "/tera/other", "/tera/t1/x"), dirlock.ErrLocked, "rename into a locked subtree")
-	_, err = s.Apply(&bfspb.Command{Op: &bfspb.Command_Chmod{Chmod: &bfspb.ChmodCmd{Path: "/tera/t1", Mode: 0o700}}})
+	_, err = s.apply(cmdOf(1, &bfspb.ChmodCmd{Path: "/tera/t1", Mode: 0o700}))
 	require.ErrorIs(t, err, dirlock.ErrLocked)
 
 	info, err := s.Stat("/tera/t1")
@@ -78,10 +61,12 @@ func TestCleaningRecordsOpenFilesAndSurvivesReopen(t *testing.T) {
 	dir := t.TempDir()
 	s, err := Open(Options{Dir: dir})
 	require.NoError(t, err)
+	require.NoError(t, format(s))
+	openSessions(t, s, "A")
 	require.NoError(t, mkdir(s, "/t/lg0", true))
 	_, err = lockDir(s, "/t", "A")
 	require.NoError(t, err)
-	_, err = lockDir(s, "/t/lg0", "A")
+	nested, err := lockDir(s, "/t/lg0", "A")
 	require.NoError(t, err)
 	require.NoError(t, createAs(s, "/t/lg0/open1", "A", true))
 	require.NoError(t, createAs(s, "/t/open2", "A", true))
@@ -110,16 +95,17 @@ func TestCleaningRecordsOpenFilesAndSurvivesReopen(t *testing.T) {
 	require.Len(t, cl, 1)
 	require.Equal(t, "/t", cl[0].Path)
 	require.Len(t, cl[0].Record.Files, 2)
-	require.Greater(t, s.allocEpoch(), epoch+1, "epochs never go back after a restart")
+	require.NoError(t, mkdir(s, "/other", false))
+	next, err := lockDir(s, "/other", "A")
+	require.NoError(t, err)
+	require.Greater(t, next.Lock.Epoch, nested.Lock.Epoch, "epochs never go back after a restart")
 
-	_, err = s.Apply(&bfspb.Command{TimeNs: 9, Op: &bfspb.Command_FinishCleaning{FinishCleaning: &bfspb.FinishCleaningCmd{
-		Path: "/t", EntryId: cl[0].Dir.EntryId, Epoch: epoch + 100}}})
+	_, err = s.apply(cmdOf(9, &bfspb.FinishCleaningCmd{Path: "/t", EntryId: cl[0].Dir.EntryId, Epoch: epoch + 100}))
 	require.ErrorIs(t, err, dirlock.ErrStaleEpoch)
-	res, err = s.Apply(&bfspb.Command{TimeNs: 9, Op: &bfspb.Command_FinishCleaning{FinishCleaning: &bfspb.FinishCleaningCmd{
-		Path: "/t", EntryId: cl[0].Dir.EntryId, Epoch: epoch, BytesTruncated: 7}}})
+	res, err = s.apply(cmdOf(9, &bfspb.FinishCleaningCmd{Path: "/t", EntryId: cl[0].Dir.EntryId, Epoch: epoch, BytesTruncated: 7}))
 	require.NoError(t, err)
 	require.Equal(t, dirlock.Unlocked, res.Lock.Status)
-	require.Empty(t, s.Locks().List("/", false, 0))
+	require.Equal(t, []string{"/other"}, lockPaths(s))
 	cl, err = s.Cleanings()
 	require.NoError(t, err)
 	require.Empty(t, cl)
@@ -130,11 +116,6 @@ func TestCleaningRecordsOpenFilesAndSurvivesReopen(t *testing.T) {
 	require.EqualValues(t, 7, hist[0].BytesTruncated)
 }
 
-func renameAs(s *Store, src, dst, session string) error {
-	_, err := s.Apply(&bfspb.Command{Op: &bfspb.Command_Rename{Rename: &bfspb.RenameCmd{Src: src, Dst: dst, SessionId: session}}})
-	return err
-}
-
 // TestHolderRenamesAndDeletesInsideItsLock: the holder renames and
 // deletes freely inside its lock, but no lock moves: a locked directory,
 // or one above a lock, cannot be renamed, not even by the holder (the
@@ -142,6 +123,7 @@ func renameAs(s *Store, src, dst, session string) error {
 // directory; its locks end with it, and the result says which ended.
 func TestHolderRenamesAndDeletesInsideItsLock(t *testing.T) {
 	s := open(t, t.TempDir())
+	openSessions(t, s, "A")
 	require.NoError(t, mkdir(s, "/t/a/b", true))
 	require.NoError(t, mkdir(s, "/t/c", false))
 	_, err := lockDir(s, "/t", "A")
@@ -161,7 +143,7 @@ func TestHolderRenamesAndDeletesInsideItsLock(t *testing.T) {
 	_, ok := s.Locks().Get("/t/a/b")
 	require.True(t, ok, "the nested lock stayed where it was")
 
-	res, err := s.Apply(&bfspb.Command{Op: &bfspb.Command_DeleteDir{DeleteDir: &bfspb.DeleteDirCmd{Path: "/t/a", Recursive: true, SessionId: "A"}}})
+	res, err := s.apply(cmdOf(1, &bfspb.DeleteDirCmd{Path: "/t/a", Recursive: true, SessionId: "A"}))
 	require.NoError(t, err)
 	_, ok = s.Locks().Get("/t/a/b")
 	require.False(t, ok)
@@ -174,6 +156,7 @@ func TestHolderRenamesAndDeletesInsideItsLock(t *testing.T) {
 
 func TestHistoryIsBounded(t *testing.T) {
 	s := open(t, t.TempDir())
+	openSessions(t, s, "A")
 	require.NoError(t, mkdir(s, "/d", false))
 	for range MaxHistory + 10 {
 		_, err := lockDir(s, "/d", "A")
@@ -189,15 +172,6 @@ func TestHistoryIsBounded(t *testing.T) {
 	}
 }
 
-func finishCleaningOf(s *Store, path string, epoch uint64) (*Result, error) {
-	info, err := s.Stat(path)
-	if err != nil {
-		return nil, err
-	}
-	return s.Apply(&bfspb.Command{TimeNs: 9, Op: &bfspb.Command_FinishCleaning{FinishCleaning: &bfspb.FinishCleaningCmd{
-		Path: path, EntryId: info.EntryId, Epoch: epoch}}})
-}
-
 // TestParentUnlockTakesOverNestedCleaning: a tablet server unlocks its
 // locality group (CLEANING, a file still open in it), then the master
 // force-unlocks the tablet above. The tablet's cleaning takes the
@@ -207,6 +181,7 @@ func finishCleaningOf(s *Store, path string, epoch uint64) (*Result, error) {
 func TestParentUnlockTakesOverNestedCleaning(t *testing.T) {
 	dir := t.TempDir()
 	s := open(t, dir)
+	openSessions(t, s, "S", "T")
 	require.NoError(t, mkdir(s, "/a/b", true))
 	a, err := lockDir(s, "/a", "S")
 	require.NoError(t, err)
@@ -218,8 +193,7 @@ func TestParentUnlockTakesOverNestedCleaning(t *testing.T) {
 	require.Equal(t, dirlock.Cleaning, res.Lock.Status)
 	f := res.Cleaning.Files
 
-	res, err = s.Apply(&bfspb.Command{TimeNs: 6, Op: &bfspb.Command_UnlockDir{UnlockDir: &bfspb.UnlockDirCmd{
-		Path: "/a", Force: true, Epoch: uint64(a.Lock.Epoch), Reason: "force"}}})
+	res, err = s.apply(cmdOf(6, &bfspb.UnlockDirCmd{Path: "/a", Force: true, Epoch: uint64(a.Lock.Epoch), Reason: "force"}))
 	require.NoError(t, err)
 	require.Equal(t, dirlock.Cleaning, res.Lock.Status)
 	require.Equal(t, f, res.Cleaning.Files, "the tablet's cleaning waits for the group's file")
@@ -263,44 +237,6 @@ func TestParentUnlockTakesOverNestedCleaning(t *testing.T) {
 	require.Equal(t, dirlock.Locked, l.Status)
 }
 
-// TestEpochsOfADirectoryGrowInCommitOrder: lock grants of one directory,
-// racing with forced unlocks, commit with epochs that only grow, as the
-// store reports them (OnLockChange, in commit order). An epoch taken
-// before waiting for the directory would let an older grant commit after
-// a newer one.
-func TestEpochsOfADirectoryGrowInCommitOrder(t *testing.T) {
-	var mu sync.Mutex
-	var granted []dirlock.Epoch
-	s, err := Open(Options{Dir: t.TempDir(), OnLockChange: func(cmd *bfspb.Command, res *Result) {
-		if cmd.GetLockDir() == nil {
-			return
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		for _, l := range res.SetLocks {
-			granted = append(granted, l.Epoch)
-		}
-	}})
-	require.NoError(t, err)
-	defer s.Close()
-	require.NoError(t, mkdir(s, "/t", false))
-	var wg sync.WaitGroup
-	for i := range 8 {
-		wg.Go(func() {
-			for range 50 {
-				_, _ = lockDir(s, "/t", fmt.Sprintf("s%d", i))
-				_, _ = s.Apply(&bfspb.Command{Op: &bfspb.Command_UnlockDir{UnlockDir: &bfspb.UnlockDirCmd{
-					Path: "/t", Force: true, Reason: "force"}}})
-			}
-		})
-	}
-	wg.Wait()
-	require.NotEmpty(t, granted)
-	for i := 1; i < len(granted); i++ {
-		require.Greater(t, granted[i], granted[i-1], "grant %d of /t", i)
-	}
-}
-
 // TestCleaningRecordOfAMissingDirectoryIsIgnored: a cleaning record whose
 // directory is gone (it cannot happen through Apply) is skipped at
 // startup rather than keeping the namespace from opening.
@@ -312,4 +248,13 @@ func TestCleaningRecordOfAMissingDirectoryIsIgnored(t *testing.T) {
 	cl, err := s.Cleanings()
 	require.NoError(t, err)
 	require.Empty(t, cl)
+}
+
+// lockPaths lists the paths of the lock table.
+func lockPaths(s *Store) []string {
+	var out []string
+	for _, l := range s.Locks().List("/", false, 0) {
+		out = append(out, l.Path)
+	}
+	return out
 }

@@ -13,12 +13,15 @@ import (
 // directory, each writer a session of its own per directory) with
 // putEntry, in large batches, then reopens the store so that whatever it
 // keeps in memory is built as after a restart. Applying n creates one
-// synced batch at a time would take minutes for what the benchmarks only
+// command at a time would take minutes for what the benchmarks only
 // need as a backdrop.
 func seedOpenFiles(b *testing.B, dir string, n int) *Store {
 	b.Helper()
 	s, err := Open(Options{Dir: dir})
 	if err != nil {
+		b.Fatal(err)
+	}
+	if err := format(s); err != nil {
 		b.Fatal(err)
 	}
 	if err := mkdir(s, "/elsewhere", false); err != nil {
@@ -29,17 +32,20 @@ func seedOpenFiles(b *testing.B, dir string, n int) *Store {
 		b.Fatal(err)
 	}
 	const perDir = 100
+	ids := seedIDs(b, s, n+(n+perDir-1)/perDir)
 	batch := s.db.NewBatch()
 	var parent uint64
 	for i := 0; i < n; i++ {
 		if i%perDir == 0 {
-			d := newEntry(top.EntryId, fmt.Sprintf("d%05d", i/perDir), s.AllocIDs(1)[0], bfspb.FileType_FILE_TYPE_DIR, DefaultDirMode, 1)
+			d := newEntry(top.EntryId, fmt.Sprintf("d%05d", i/perDir), ids[0], bfspb.FileType_FILE_TYPE_DIR, DefaultDirMode, 1)
 			if err := putEntry(batch, d); err != nil {
 				b.Fatal(err)
 			}
 			parent = d.EntryId
+			ids = ids[1:]
 		}
-		f := newEntry(parent, fmt.Sprintf("f%d", i), s.AllocIDs(1)[0], bfspb.FileType_FILE_TYPE_FILE, DefaultFileMode, 1)
+		f := newEntry(parent, fmt.Sprintf("f%d", i), ids[0], bfspb.FileType_FILE_TYPE_FILE, DefaultFileMode, 1)
+		ids = ids[1:]
 		f.WriterSession = fmt.Sprintf("w%d", i/perDir)
 		if err := putEntry(batch, f); err != nil {
 			b.Fatal(err)
@@ -71,6 +77,7 @@ func BenchmarkUnlockEmptyDir(b *testing.B) {
 		b.Run(fmt.Sprintf("open=%d", n), func(b *testing.B) {
 			s := seedOpenFiles(b, b.TempDir(), n)
 			defer s.Close()
+			openSessions(b, s, "A")
 			if err := mkdir(s, "/empty", false); err != nil {
 				b.Fatal(err)
 			}
@@ -98,6 +105,7 @@ func BenchmarkLockEmptyDir(b *testing.B) {
 		b.Run(fmt.Sprintf("open=%d", n), func(b *testing.B) {
 			s := seedOpenFiles(b, b.TempDir(), n)
 			defer s.Close()
+			openSessions(b, s, "A")
 			if err := mkdir(s, "/empty", false); err != nil {
 				b.Fatal(err)
 			}

@@ -13,6 +13,7 @@ import (
 // never "unlocked".
 func TestUnlockOfMissingPath(t *testing.T) {
 	s := open(t, t.TempDir())
+	openSessions(t, s, "A")
 	require.NoError(t, mkdir(s, "/d", false))
 	require.NoError(t, createAs(s, "/d/f", "", false))
 
