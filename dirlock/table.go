@@ -244,6 +244,15 @@ func (t *Table) Subtree(path string) []Lock {
 	return out
 }
 
+// Reset forgets every lock (before the table is filled again from a
+// restored store).
+func (t *Table) Reset() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.mu.byPath = make(map[string]*Lock)
+	t.mu.paths, t.mu.locked = nil, 0
+}
+
 // Set records a lock in its new state (LOCKED or CLEANING).
 func (t *Table) Set(l Lock) {
 	t.mu.Lock()

@@ -18,7 +18,8 @@ const tokenChunkservers = 'c'
 // otherwise nothing changes. Asking again is harmless. The drain is
 // recorded in the namespace (DrainCmd) before it takes effect, so it
 // survives a restart.
-func (s *Server) Decommission(_ context.Context, req *bfspb.DecommissionRequest) (*bfspb.DecommissionResponse, error) {
+func (srv *Server) Decommission(ctx context.Context, req *bfspb.DecommissionRequest) (*bfspb.DecommissionResponse, error) {
+	s := srv.termOf(ctx)
 	verb := "decommission"
 	if req.Cancel {
 		verb = "cancel decommission"
@@ -27,7 +28,7 @@ func (s *Server) Decommission(_ context.Context, req *bfspb.DecommissionRequest)
 		return &bfspb.DecommissionResponse{Status: code, Message: msg}, nil
 	}
 	// Recorded first, so that the drain outlives a restart.
-	if _, err := s.ns.Apply(&bfspb.Command{TimeNs: s.cfg.Clock.Now().UnixNano(),
+	if _, err := s.propose(&bfspb.Command{
 		Op: &bfspb.Command_Drain{Drain: &bfspb.DrainCmd{Addresses: req.Addresses, Cancel: req.Cancel}}}); err != nil {
 		code, msg := statusOf(err)
 		return &bfspb.DecommissionResponse{Status: code, Message: verb + ": " + msg}, nil
@@ -60,7 +61,7 @@ func (s *Server) Decommission(_ context.Context, req *bfspb.DecommissionRequest)
 
 // loadDraining marks draining the chunkservers the namespace records as
 // being decommissioned, before any registers.
-func (s *Server) loadDraining() error {
+func (s *term) loadDraining() error {
 	addrs, err := s.ns.Draining()
 	if err != nil {
 		return err
@@ -76,7 +77,7 @@ func (s *Server) loadDraining() error {
 
 // checkDecommission refuses a request with no address, an empty one, or
 // one the nameserver does not know.
-func (s *Server) checkDecommission(verb string, addrs []string) (bfspb.StatusCode, string) {
+func (s *term) checkDecommission(verb string, addrs []string) (bfspb.StatusCode, string) {
 	if len(addrs) == 0 {
 		return bfspb.StatusCode_INVALID_ARGUMENT, verb + ": no chunkserver address given"
 	}
@@ -98,7 +99,8 @@ func (s *Server) checkDecommission(verb string, addrs []string) (bfspb.StatusCod
 
 // ListChunkservers reports one page of the chunkservers known, by
 // address.
-func (s *Server) ListChunkservers(_ context.Context, req *bfspb.ListChunkserversRequest) (*bfspb.ListChunkserversResponse, error) {
+func (srv *Server) ListChunkservers(ctx context.Context, req *bfspb.ListChunkserversRequest) (*bfspb.ListChunkserversResponse, error) {
+	s := srv.termOf(ctx)
 	after, err := parsePageToken(tokenChunkservers, req.PageToken)
 	if err != nil {
 		code, msg := statusOf(err)

@@ -16,7 +16,8 @@ import (
 
 // Register records a chunkserver and tells it how often to heartbeat and
 // report.
-func (s *Server) Register(_ context.Context, req *bfspb.RegisterRequest) (*bfspb.RegisterResponse, error) {
+func (srv *Server) Register(ctx context.Context, req *bfspb.RegisterRequest) (*bfspb.RegisterResponse, error) {
+	s := srv.termOf(ctx)
 	if req.Address == "" {
 		return &bfspb.RegisterResponse{Status: bfspb.StatusCode_INVALID_ARGUMENT, Message: "register: empty address"}, nil
 	}
@@ -41,7 +42,8 @@ func (s *Server) Register(_ context.Context, req *bfspb.RegisterRequest) (*bfspb
 }
 
 // HeartBeat keeps a chunkserver alive.
-func (s *Server) HeartBeat(_ context.Context, req *bfspb.HeartBeatRequest) (*bfspb.HeartBeatResponse, error) {
+func (srv *Server) HeartBeat(ctx context.Context, req *bfspb.HeartBeatRequest) (*bfspb.HeartBeatResponse, error) {
+	s := srv.termOf(ctx)
 	u := blockmap.Usage{Capacity: req.CapacityBytes, Used: req.UsedBytes, Free: req.FreeBytes}
 	if !s.blocks.Heartbeat(blockmap.ServerID(req.ChunkserverId), req.Address, u, s.cfg.Clock.Now()) {
 		return &bfspb.HeartBeatResponse{Status: bfspb.StatusCode_UNAVAILABLE, Reregister: true,
@@ -54,7 +56,8 @@ func (s *Server) HeartBeat(_ context.Context, req *bfspb.HeartBeatRequest) (*bfs
 // blockmap.Map.ReportPage: the last page replaces what it holds) and
 // answers which of the page's blocks the namespace positively knows to
 // belong to no file (see obsolete); in safe mode it answers none.
-func (s *Server) BlockReport(_ context.Context, req *bfspb.BlockReportRequest) (*bfspb.BlockReportResponse, error) {
+func (srv *Server) BlockReport(ctx context.Context, req *bfspb.BlockReportRequest) (*bfspb.BlockReportResponse, error) {
+	s := srv.termOf(ctx)
 	replicas := make(map[blockmap.BlockID]blockmap.Replica, len(req.Blocks))
 	resp := &bfspb.BlockReportResponse{ClusterId: s.ns.ClusterID()}
 	ids := make([]int64, len(req.Blocks))
@@ -120,7 +123,8 @@ var reportCodes = statuscode.Table{
 }
 
 // BlockReceived records replicas a chunkserver has sealed.
-func (s *Server) BlockReceived(_ context.Context, req *bfspb.BlockReceivedRequest) (*bfspb.BlockReceivedResponse, error) {
+func (srv *Server) BlockReceived(ctx context.Context, req *bfspb.BlockReceivedRequest) (*bfspb.BlockReceivedResponse, error) {
+	s := srv.termOf(ctx)
 	replicas := make(map[blockmap.BlockID]blockmap.Replica, len(req.Blocks))
 	for _, b := range req.Blocks {
 		replicas[blockmap.BlockID(b.BlockId)] = replicaOf(b)
@@ -145,7 +149,8 @@ func (s *Server) BlockReceived(_ context.Context, req *bfspb.BlockReceivedReques
 // deletes them; until the block has its full count elsewhere they are
 // kept (a corrupt replica may still hold the only copy of some chunks).
 // Replicas of blocks that belong to no live file are ignored.
-func (s *Server) ReportBadReplicas(_ context.Context, req *bfspb.ReportBadReplicasRequest) (*bfspb.ReportBadReplicasResponse, error) {
+func (srv *Server) ReportBadReplicas(ctx context.Context, req *bfspb.ReportBadReplicasRequest) (*bfspb.ReportBadReplicasResponse, error) {
+	s := srv.termOf(ctx)
 	reporter := req.Address
 	if reporter == "" {
 		reporter = "a client"
@@ -171,7 +176,7 @@ func (s *Server) ReportBadReplicas(_ context.Context, req *bfspb.ReportBadReplic
 	return &bfspb.ReportBadReplicasResponse{}, nil
 }
 
-func (s *Server) noteSealed(addr string, blocks []*bfspb.ReportedBlock) {
+func (s *term) noteSealed(addr string, blocks []*bfspb.ReportedBlock) {
 	for _, b := range blocks {
 		if b.Sealed {
 			s.closer.Received(addr, b.BlockId, b.Size)
@@ -185,7 +190,7 @@ func replicaOf(b *bfspb.ReportedBlock) blockmap.Replica {
 
 // watchChunkservers declares silent chunkservers dead, every heartbeat
 // interval, until the server stops.
-func (s *Server) watchChunkservers() {
+func (s *term) watchChunkservers() {
 	defer close(s.livenessDone)
 	for {
 		t := s.cfg.Clock.NewTimer(s.cfg.HeartbeatInterval)
@@ -208,7 +213,7 @@ func (s *Server) watchChunkservers() {
 
 // dropBlocks tells the chunkservers holding blocks of removed files to
 // delete them. Best effort: block reports catch whatever this misses.
-func (s *Server) dropBlocks(blocks []*bfspb.BlockMeta) {
+func (s *term) dropBlocks(blocks []*bfspb.BlockMeta) {
 	byAddr := map[string][]int64{}
 	for _, b := range blocks {
 		addrs := append([]string(nil), b.WriteSet...)
@@ -235,7 +240,7 @@ func (s *Server) dropBlocks(blocks []*bfspb.BlockMeta) {
 // effort: block reports catch whatever this misses. In safe mode the
 // delete is held until it ends; the delete of a block whose creates are
 // in flight waits until they have ended (see createReplicas).
-func (s *Server) deleteReplicas(addr string, ids []int64) {
+func (s *term) deleteReplicas(addr string, ids []int64) {
 	ids = slices.Clone(ids)
 	if s.safe.later(func() { s.deleteReplicas(addr, ids) }) {
 		glog.V(1).Infof("safe mode: holding the delete of %d replicas on %s until it ends", len(ids), addr)
@@ -273,7 +278,7 @@ func (s *Server) deletePage() int {
 // deletePageOn sends one page of deletes to the chunkserver at addr; it
 // reports whether the chunkserver answered, so a down chunkserver is not
 // sent the other pages.
-func (s *Server) deletePageOn(ctx context.Context, cl bfspb.ChunkServerClient, addr string, ids []int64) bool {
+func (s *term) deletePageOn(ctx context.Context, cl bfspb.ChunkServerClient, addr string, ids []int64) bool {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	resp, err := cl.DeleteBlocks(ctx, &bfspb.DeleteBlocksRequest{BlockIds: ids, ClusterId: s.ns.ClusterID()})
@@ -287,9 +292,13 @@ func (s *Server) deletePageOn(ctx context.Context, cl bfspb.ChunkServerClient, a
 	return true
 }
 
-// LiveChunkservers returns how many chunkservers are registered and alive.
+// LiveChunkservers returns how many chunkservers are registered with this
+// nameserver and alive (0 unless it leads).
 func (s *Server) LiveChunkservers() int {
-	return len(s.blocks.Servers())
+	if t := s.current(); t != nil {
+		return len(t.blocks.Servers())
+	}
+	return 0
 }
 
 // chunkserver returns a client of the chunkserver at addr.

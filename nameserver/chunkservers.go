@@ -93,7 +93,7 @@ type serverRow struct {
 }
 
 // serverRows returns every chunkserver known, live and dead, by address.
-func (s *Server) serverRows() []serverRow {
+func (s *term) serverRows() []serverRow {
 	var rows []serverRow
 	s.dead.view(func(dead map[string]blockmap.Server) {
 		live := s.blocks.Servers()
@@ -115,7 +115,7 @@ func (s *Server) serverRows() []serverRow {
 }
 
 // serverRow returns the chunkserver at addr, live or dead.
-func (s *Server) serverRow(addr string) (row serverRow, ok bool) {
+func (s *term) serverRow(addr string) (row serverRow, ok bool) {
 	s.dead.view(func(dead map[string]blockmap.Server) {
 		if l, live := s.blocks.Registered(addr); live {
 			row, ok = serverRow{Server: l}, true
@@ -129,7 +129,7 @@ func (s *Server) serverRow(addr string) (row serverRow, ok bool) {
 
 // chunkserverInfo describes a chunkserver for the report, judging whether
 // a draining one is safe to remove.
-func (s *Server) chunkserverInfo(r serverRow, now time.Time) *bfspb.ChunkserverInfo {
+func (s *term) chunkserverInfo(r serverRow, now time.Time) *bfspb.ChunkserverInfo {
 	info := &bfspb.ChunkserverInfo{
 		Address: r.Addr, Host: r.HostName(), Draining: r.Draining,
 		CapacityBytes: r.Capacity, UsedBytes: r.Used, FreeBytes: r.Free, Blocks: int64(r.Blocks),
@@ -154,7 +154,7 @@ func (s *Server) chunkserverInfo(r serverRow, now time.Time) *bfspb.ChunkserverI
 // not yet have their file's replication in counting replicas elsewhere.
 // A block of no live file needs nothing; a block whose file cannot be
 // read counts as still to move.
-func (s *Server) blocksToMove(addr string) int64 {
+func (s *term) blocksToMove(addr string) int64 {
 	var n int64
 	files := replicationCache{ns: s.ns, byEntry: map[uint64]uint32{}}
 	for _, b := range s.blocks.Held(addr) {
@@ -238,7 +238,11 @@ func (c *chunkserverCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *chunkserverCollector) Collect(ch chan<- prometheus.Metric) {
-	live := c.s.blocks.Servers()
+	t := c.s.current()
+	if t == nil {
+		return // a follower knows no chunkserver
+	}
+	live := t.blocks.Servers()
 	var draining int
 	for _, l := range live {
 		if l.Draining {
@@ -248,9 +252,9 @@ func (c *chunkserverCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.free, prometheus.GaugeValue, float64(l.Free), l.Addr)
 	}
 	dead := 0
-	c.s.dead.view(func(gone map[string]blockmap.Server) {
+	t.dead.view(func(gone map[string]blockmap.Server) {
 		for addr := range gone {
-			if _, back := c.s.blocks.Registered(addr); !back {
+			if _, back := t.blocks.Registered(addr); !back {
 				dead++
 			}
 		}

@@ -3,10 +3,12 @@ package nameserver
 import (
 	"context"
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/bfs-go/bfs/internal/clock"
 	"github.com/bfs-go/bfs/nameserver/repair"
+	"github.com/bfs-go/bfs/nameserver/replica"
 	"github.com/bfs-go/bfs/proto/bfspb"
 )
 
@@ -19,6 +21,26 @@ type Config struct {
 	ListenAddr string
 	// MetricsAddr is the HTTP address for Prometheus metrics; "" serves none.
 	MetricsAddr string
+	// Name is this nameserver's name in its group (--id).
+	Name string
+	// RaftListen is where it listens for its peers (--raft-listen);
+	// RaftAdvertise the address they dial (default: RaftListen's).
+	RaftListen, RaftAdvertise string
+	// Advertise is the client address it publishes in the member table
+	// (default: that of the listener Serve is given).
+	Advertise string
+	// InitialCluster is the group bootstrapped when the data directories
+	// are empty (--initial-cluster); empty: a one-voter group of itself.
+	InitialCluster []replica.Peer
+	// Join starts a member added to an existing group (bfs cluster add):
+	// it bootstraps nothing and waits for the leader.
+	Join bool
+	// Raft tunes the group's timing; zero values are replica's defaults.
+	Raft RaftConfig
+	// RaftListener, if set, is used instead of listening on RaftListen;
+	// RaftDial, if set, dials the peers (a test's proxy, TLS).
+	RaftListener net.Listener
+	RaftDial     func(ctx context.Context, addr string) (net.Conn, error)
 	// MinSessionTTL and MaxSessionTTL bound the TTL a client may ask for.
 	MinSessionTTL, MaxSessionTTL time.Duration
 	// HeartbeatInterval is how often chunkservers are told to heartbeat;
@@ -58,6 +80,13 @@ type Config struct {
 	TestingKnobs TestingKnobs
 }
 
+// RaftConfig tunes the group's timing and snapshots.
+type RaftConfig struct {
+	HeartbeatTimeout, ElectionTimeout, LeaderLeaseTimeout time.Duration
+	SnapshotInterval                                      time.Duration
+	SnapshotThreshold, TrailingLogs                       uint64
+}
+
 // TestingKnobs let tests hold a nameserver at chosen points.
 type TestingKnobs struct {
 	// BeforeClose, if set, is called when a file being closed has been
@@ -83,6 +112,8 @@ func DefaultConfig() Config {
 		DataDir:           "bfs-data/nameserver",
 		ListenAddr:        "127.0.0.1:8828",
 		MetricsAddr:       "127.0.0.1:8829",
+		Name:              "ns1",
+		RaftListen:        "127.0.0.1:8827",
 		MinSessionTTL:     time.Second,
 		MaxSessionTTL:     10 * time.Minute,
 		HeartbeatInterval: time.Second,
@@ -103,6 +134,12 @@ func DefaultConfig() Config {
 func (c *Config) validate() error {
 	if c.DataDir == "" {
 		return fmt.Errorf("nameserver: empty data directory")
+	}
+	if c.Name == "" {
+		return fmt.Errorf("nameserver: empty name (--id)")
+	}
+	if c.RaftListen == "" && c.RaftListener == nil {
+		return fmt.Errorf("nameserver: no raft address (--raft-listen)")
 	}
 	if c.MinSessionTTL == 0 {
 		c.MinSessionTTL = time.Second

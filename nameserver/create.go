@@ -37,7 +37,7 @@ var errNoSpace = errors.New("no space left on the chunkservers")
 // deletes of the block wait until the calls have ended, since a
 // DeleteBlocks that overtook a CreateBlock would leave a replica no file
 // points to, which a late packet could then write.
-func (s *Server) createReplicas(ctx context.Context, id int64, addrs []string) error {
+func (s *term) createReplicas(ctx context.Context, id int64, addrs []string) error {
 	ctx, cancel := context.WithTimeout(ctx, createTimeout)
 	defer cancel()
 	errs := make([]error, len(addrs))
@@ -63,7 +63,7 @@ func (s *Server) createReplicas(ctx context.Context, id int64, addrs []string) e
 	return nil
 }
 
-func (s *Server) createReplica(ctx context.Context, addr string, id int64) error {
+func (s *term) createReplica(ctx context.Context, addr string, id int64) error {
 	cl, err := s.chunkserver(addr)
 	if err != nil {
 		return err
@@ -84,7 +84,7 @@ func (s *Server) createReplica(ctx context.Context, addr string, id int64) error
 
 // endCreates ends a round of creates of block id and, once none is left,
 // sends the deletes that waited for them.
-func (s *Server) endCreates(id int64) {
+func (s *term) endCreates(id int64) {
 	for _, addr := range s.creates.end(id) {
 		s.deleteReplicas(addr, []int64{id})
 	}

@@ -20,13 +20,14 @@ var errNoServers = blockmap.ErrNotEnoughServers
 // it answers (a packet never creates one). A chunkserver that failed to
 // is still named; the writer drops it. If none of them managed to, the
 // answer is UNAVAILABLE and a retry creates them again.
-func (s *Server) AddBlock(ctx context.Context, req *bfspb.AddBlockRequest) (*bfspb.AddBlockResponse, error) {
+func (srv *Server) AddBlock(ctx context.Context, req *bfspb.AddBlockRequest) (*bfspb.AddBlockResponse, error) {
+	s := srv.termOf(ctx)
 	blk, err := s.addBlock(ctx, req)
 	code, msg := statusOf(err)
 	return &bfspb.AddBlockResponse{Status: code, Message: msg, Block: blk, Conflict: conflictOf(err)}, nil
 }
 
-func (s *Server) addBlock(ctx context.Context, req *bfspb.AddBlockRequest) (*bfspb.LocatedBlock, error) {
+func (s *term) addBlock(ctx context.Context, req *bfspb.AddBlockRequest) (*bfspb.LocatedBlock, error) {
 	p, err := cleanPath(req.Path)
 	if err != nil {
 		return nil, err
@@ -51,15 +52,20 @@ func (s *Server) addBlock(ctx context.Context, req *bfspb.AddBlockRequest) (*bfs
 	if err != nil {
 		return nil, err
 	}
-	meta := &bfspb.BlockMeta{Id: int64(s.ns.AllocIDs(1)[0]), Version: 1, WriteSet: addrs}
-	s.creates.begin(meta.Id)
-	defer s.endCreates(meta.Id)
+	meta := &bfspb.BlockMeta{Version: 1, WriteSet: addrs}
 	res, err := s.mutate(req.SessionId, req.Fences, &bfspb.Command{Op: &bfspb.Command_AddBlock{AddBlock: &bfspb.AddBlockCmd{
 		Path: p, SessionId: req.SessionId, Block: meta,
 	}}})
 	if err != nil {
 		return nil, err
 	}
+	// The id comes from the command. Deletes of the block wait for its
+	// creates from here on; one sent before (the file deleted at once)
+	// reached no replica yet, and the replica a create then makes is
+	// one no file points to, which the block reports find (BlockGone).
+	meta = res.Info.Blocks[0]
+	s.creates.begin(meta.Id)
+	defer s.endCreates(meta.Id)
 	s.closer.NoteOpen(res.Info.EntryId, res.Info)
 	if len(addrs) < int(info.Replication) {
 		glog.Warningf("%s: block %d written degraded to %d of %d replicas (%v); repaired once the file is closed",
@@ -76,7 +82,7 @@ func (s *Server) addBlock(ctx context.Context, req *bfspb.AddBlockRequest) (*bfs
 // replicas created again (a create changes nothing where one exists): the
 // first answer may have been lost, or UNAVAILABLE because no chunkserver
 // created its replica then.
-func (s *Server) addBlockAgain(ctx context.Context, b *bfspb.BlockMeta) (*bfspb.LocatedBlock, error) {
+func (s *term) addBlockAgain(ctx context.Context, b *bfspb.BlockMeta) (*bfspb.LocatedBlock, error) {
 	s.creates.begin(b.Id)
 	defer s.endCreates(b.Id)
 	// Checked after begin: a delete of the file from here on waits for
@@ -111,7 +117,8 @@ func locate(b *bfspb.BlockMeta, open bool, replicas []blockmap.Replica) *bfspb.L
 }
 
 // SyncBlock records how much of a block every replica has on disk.
-func (s *Server) SyncBlock(_ context.Context, req *bfspb.SyncBlockRequest) (*bfspb.SyncBlockResponse, error) {
+func (srv *Server) SyncBlock(ctx context.Context, req *bfspb.SyncBlockRequest) (*bfspb.SyncBlockResponse, error) {
+	s := srv.termOf(ctx)
 	res, err := s.withPath(req.Path, func(p string) (*namespace.Result, error) {
 		return s.mutate(req.SessionId, req.Fences, &bfspb.Command{Op: &bfspb.Command_SyncBlock{SyncBlock: &bfspb.SyncBlockCmd{
 			Path: p, SessionId: req.SessionId, BlockId: req.BlockId, Size: req.Size, Dropped: req.Dropped,
@@ -138,13 +145,14 @@ func (s *Server) SyncBlock(_ context.Context, req *bfspb.SyncBlockRequest) (*bfs
 // fenced writer is never told its finish went through). The close itself
 // is the nameserver's, driven by the replicas' reports, so a refused
 // finish still ends with the file closed.
-func (s *Server) FinishFile(ctx context.Context, req *bfspb.FinishFileRequest) (*bfspb.FinishFileResponse, error) {
+func (srv *Server) FinishFile(ctx context.Context, req *bfspb.FinishFileRequest) (*bfspb.FinishFileResponse, error) {
+	s := srv.termOf(ctx)
 	info, err := s.finishFile(ctx, req)
 	code, msg := statusOf(err)
 	return &bfspb.FinishFileResponse{Status: code, Message: msg, Info: info, Conflict: conflictOf(err)}, nil
 }
 
-func (s *Server) finishFile(ctx context.Context, req *bfspb.FinishFileRequest) (*bfspb.FileInfo, error) {
+func (s *term) finishFile(ctx context.Context, req *bfspb.FinishFileRequest) (*bfspb.FileInfo, error) {
 	p, err := cleanPath(req.Path)
 	if err != nil {
 		return nil, err
@@ -195,7 +203,8 @@ func (s *Server) finishFile(ctx context.Context, req *bfspb.FinishFileRequest) (
 }
 
 // GetFileLocation returns a file and where its blocks are.
-func (s *Server) GetFileLocation(_ context.Context, req *bfspb.GetFileLocationRequest) (*bfspb.GetFileLocationResponse, error) {
+func (srv *Server) GetFileLocation(ctx context.Context, req *bfspb.GetFileLocationRequest) (*bfspb.GetFileLocationResponse, error) {
+	s := srv.termOf(ctx)
 	info, err := s.ns.Stat(req.Path)
 	if err == nil && info.Type == bfspb.FileType_FILE_TYPE_DIR {
 		err = namespace.ErrIsDirectory
@@ -222,7 +231,7 @@ func (s *Server) placement() blockmap.Policy {
 // noteLive sets info's live replica count (see FileInfo.live_replicas)
 // for a closed file with a block. info is a fresh copy, never the
 // namespace's own.
-func (s *Server) noteLive(info *bfspb.FileInfo) {
+func (s *term) noteLive(info *bfspb.FileInfo) {
 	if info == nil || info.Type == bfspb.FileType_FILE_TYPE_DIR || info.WriterSession != "" || len(info.Blocks) == 0 {
 		return
 	}

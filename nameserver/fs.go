@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/bfs-go/bfs/internal/fspath"
 	"github.com/bfs-go/bfs/nameserver/namespace"
 	"github.com/bfs-go/bfs/nameserver/session"
 	"github.com/bfs-go/bfs/proto/bfspb"
@@ -13,9 +12,9 @@ import (
 // cleanPath normalizes a path from the wire.
 func cleanPath(p string) (string, error) { return namespace.CleanPath(p) }
 
-// mutate applies cmd on behalf of sessionID (empty: a caller without a
-// session) with the fences the request carried, stamping it with the time.
-func (s *Server) mutate(sessionID string, fences []*bfspb.Fence, cmd *bfspb.Command) (*namespace.Result, error) {
+// mutate proposes cmd on behalf of sessionID (empty: a caller without a
+// session) with the fences the request carried.
+func (s *term) mutate(sessionID string, fences []*bfspb.Fence, cmd *bfspb.Command) (*namespace.Result, error) {
 	if err := s.checkSession(sessionID); err != nil {
 		return nil, err
 	}
@@ -24,8 +23,7 @@ func (s *Server) mutate(sessionID string, fences []*bfspb.Fence, cmd *bfspb.Comm
 		return nil, err
 	}
 	cmd.Fences = f
-	cmd.TimeNs = s.cfg.Clock.Now().UnixNano()
-	res, err := s.ns.Apply(cmd)
+	res, err := s.propose(cmd)
 	if err == nil && len(res.Freed) > 0 {
 		s.dropBlocks(res.Freed)
 	}
@@ -66,7 +64,7 @@ func (s *Server) gate(path, sessionID string, fences []*bfspb.Fence) error {
 
 // checkSession refuses a session id that is not live; "" is a caller
 // without a session.
-func (s *Server) checkSession(sessionID string) error {
+func (s *term) checkSession(sessionID string) error {
 	if sessionID != "" && !s.sessions.Valid(session.ID(sessionID)) {
 		return errSessionInvalid
 	}
@@ -81,53 +79,47 @@ func infoOf(res *namespace.Result) *bfspb.FileInfo {
 }
 
 // Mkdir creates a directory, and with parents every missing ancestor.
-func (s *Server) Mkdir(_ context.Context, req *bfspb.MkdirRequest) (*bfspb.MkdirResponse, error) {
+func (srv *Server) Mkdir(ctx context.Context, req *bfspb.MkdirRequest) (*bfspb.MkdirResponse, error) {
+	s := srv.termOf(ctx)
 	res, err := s.mkdir(req)
 	code, msg := statusOf(err)
 	return &bfspb.MkdirResponse{Status: code, Message: msg, Conflict: conflictOf(err), Info: infoOf(res)}, nil
 }
 
-func (s *Server) mkdir(req *bfspb.MkdirRequest) (*namespace.Result, error) {
+func (s *term) mkdir(req *bfspb.MkdirRequest) (*namespace.Result, error) {
 	p, err := cleanPath(req.Path)
 	if err != nil {
 		return nil, err
 	}
-	n := 1
-	if req.Parents {
-		n = max(len(fspath.Split(p)), 1)
-	}
 	return s.mutate(req.SessionId, req.Fences, &bfspb.Command{Op: &bfspb.Command_Mkdir{Mkdir: &bfspb.MkdirCmd{
-		Path: p, Mode: req.Mode, Parents: req.Parents, Ids: s.ns.AllocIDs(n), SessionId: req.SessionId,
+		Path: p, Mode: req.Mode, Parents: req.Parents, SessionId: req.SessionId,
 	}}})
 }
 
 // Create creates a file, optionally open for write by the caller's session.
-func (s *Server) Create(_ context.Context, req *bfspb.CreateRequest) (*bfspb.CreateResponse, error) {
+func (srv *Server) Create(ctx context.Context, req *bfspb.CreateRequest) (*bfspb.CreateResponse, error) {
+	s := srv.termOf(ctx)
 	res, err := s.create(req)
 	code, msg := statusOf(err)
 	return &bfspb.CreateResponse{Status: code, Message: msg, Conflict: conflictOf(err), Info: infoOf(res)}, nil
 }
 
-func (s *Server) create(req *bfspb.CreateRequest) (*namespace.Result, error) {
+func (s *term) create(req *bfspb.CreateRequest) (*namespace.Result, error) {
 	p, err := cleanPath(req.Path)
 	if err != nil {
 		return nil, err
 	}
-	res, err := s.mutate(req.SessionId, req.Fences, &bfspb.Command{Op: &bfspb.Command_Create{Create: &bfspb.CreateCmd{
+	// A session that ends meanwhile is checked again when the command
+	// applies: after its CloseSession applied, nothing of it does.
+	return s.mutate(req.SessionId, req.Fences, &bfspb.Command{Op: &bfspb.Command_Create{Create: &bfspb.CreateCmd{
 		Path: p, Mode: req.Mode, Replication: req.Replication, Overwrite: req.Overwrite,
-		Id: s.ns.AllocIDs(1)[0], SessionId: req.SessionId, OpenForWrite: req.OpenForWrite,
+		SessionId: req.SessionId, OpenForWrite: req.OpenForWrite,
 	}}})
-	// The session may have ended between the check and the commit; its
-	// end did not see this file, so close it here.
-	if err == nil && req.OpenForWrite && !s.sessions.Valid(session.ID(req.SessionId)) {
-		s.tasks.Go(func(context.Context) { s.closer.Finish(res.Info.EntryId) })
-		return res, errSessionInvalid
-	}
-	return res, err
 }
 
 // Stat returns one entry.
-func (s *Server) Stat(_ context.Context, req *bfspb.StatRequest) (*bfspb.StatResponse, error) {
+func (srv *Server) Stat(ctx context.Context, req *bfspb.StatRequest) (*bfspb.StatResponse, error) {
+	s := srv.termOf(ctx)
 	info, err := s.ns.Stat(req.Path)
 	s.noteLive(info)
 	code, msg := statusOf(err)
@@ -135,7 +127,8 @@ func (s *Server) Stat(_ context.Context, req *bfspb.StatRequest) (*bfspb.StatRes
 }
 
 // List returns one page of a directory.
-func (s *Server) List(_ context.Context, req *bfspb.ListRequest) (*bfspb.ListResponse, error) {
+func (srv *Server) List(ctx context.Context, req *bfspb.ListRequest) (*bfspb.ListResponse, error) {
+	s := srv.termOf(ctx)
 	entries, more, err := s.ns.List(req.Path, req.StartAfter, int(req.Limit))
 	for _, e := range entries {
 		s.noteLive(e)
@@ -145,7 +138,8 @@ func (s *Server) List(_ context.Context, req *bfspb.ListRequest) (*bfspb.ListRes
 }
 
 // DeleteFile deletes a file.
-func (s *Server) DeleteFile(_ context.Context, req *bfspb.DeleteFileRequest) (*bfspb.DeleteFileResponse, error) {
+func (srv *Server) DeleteFile(ctx context.Context, req *bfspb.DeleteFileRequest) (*bfspb.DeleteFileResponse, error) {
+	s := srv.termOf(ctx)
 	_, err := s.withPath(req.Path, func(p string) (*namespace.Result, error) {
 		return s.mutate(req.SessionId, req.Fences, &bfspb.Command{Op: &bfspb.Command_DeleteFile{DeleteFile: &bfspb.DeleteFileCmd{
 			Path: p, SessionId: req.SessionId}}})
@@ -156,7 +150,8 @@ func (s *Server) DeleteFile(_ context.Context, req *bfspb.DeleteFileRequest) (*b
 
 // DeleteDir deletes a directory: an empty one, or with recursive its whole
 // subtree.
-func (s *Server) DeleteDir(_ context.Context, req *bfspb.DeleteDirRequest) (*bfspb.DeleteDirResponse, error) {
+func (srv *Server) DeleteDir(ctx context.Context, req *bfspb.DeleteDirRequest) (*bfspb.DeleteDirResponse, error) {
+	s := srv.termOf(ctx)
 	_, err := s.withPath(req.Path, func(p string) (*namespace.Result, error) {
 		return s.mutate(req.SessionId, req.Fences, &bfspb.Command{Op: &bfspb.Command_DeleteDir{DeleteDir: &bfspb.DeleteDirCmd{
 			Path: p, Recursive: req.Recursive, SessionId: req.SessionId}}})
@@ -166,13 +161,14 @@ func (s *Server) DeleteDir(_ context.Context, req *bfspb.DeleteDirRequest) (*bfs
 }
 
 // Rename moves a file or directory atomically.
-func (s *Server) Rename(_ context.Context, req *bfspb.RenameRequest) (*bfspb.RenameResponse, error) {
+func (srv *Server) Rename(ctx context.Context, req *bfspb.RenameRequest) (*bfspb.RenameResponse, error) {
+	s := srv.termOf(ctx)
 	err := s.rename(req)
 	code, msg := statusOf(err)
 	return &bfspb.RenameResponse{Status: code, Message: msg, Conflict: conflictOf(err)}, nil
 }
 
-func (s *Server) rename(req *bfspb.RenameRequest) error {
+func (s *term) rename(req *bfspb.RenameRequest) error {
 	src, err := cleanPath(req.Src)
 	if err != nil {
 		return err
@@ -187,7 +183,8 @@ func (s *Server) rename(req *bfspb.RenameRequest) error {
 }
 
 // Chmod changes the mode bits of an entry.
-func (s *Server) Chmod(_ context.Context, req *bfspb.ChmodRequest) (*bfspb.ChmodResponse, error) {
+func (srv *Server) Chmod(ctx context.Context, req *bfspb.ChmodRequest) (*bfspb.ChmodResponse, error) {
+	s := srv.termOf(ctx)
 	_, err := s.withPath(req.Path, func(p string) (*namespace.Result, error) {
 		return s.mutate(req.SessionId, req.Fences, &bfspb.Command{Op: &bfspb.Command_Chmod{Chmod: &bfspb.ChmodCmd{
 			Path: p, Mode: req.Mode, SessionId: req.SessionId}}})
@@ -197,7 +194,8 @@ func (s *Server) Chmod(_ context.Context, req *bfspb.ChmodRequest) (*bfspb.Chmod
 }
 
 // DiskUsage adds up a subtree.
-func (s *Server) DiskUsage(_ context.Context, req *bfspb.DiskUsageRequest) (*bfspb.DiskUsageResponse, error) {
+func (srv *Server) DiskUsage(ctx context.Context, req *bfspb.DiskUsageRequest) (*bfspb.DiskUsageResponse, error) {
+	s := srv.termOf(ctx)
 	u, err := s.ns.DiskUsage(req.Path)
 	code, msg := statusOf(err)
 	return &bfspb.DiskUsageResponse{Status: code, Message: msg, Bytes: u.Bytes, Files: u.Files, Dirs: u.Dirs}, nil

@@ -20,7 +20,8 @@ const (
 
 // Fsck checks one stretch of the namespace under a path: every block of
 // every file against the block map. See FsckResponse.
-func (s *Server) Fsck(_ context.Context, req *bfspb.FsckRequest) (*bfspb.FsckResponse, error) {
+func (srv *Server) Fsck(ctx context.Context, req *bfspb.FsckRequest) (*bfspb.FsckResponse, error) {
+	s := srv.termOf(ctx)
 	resp, err := s.fsck(req)
 	if err != nil {
 		code, msg := statusOf(err)
@@ -29,7 +30,7 @@ func (s *Server) Fsck(_ context.Context, req *bfspb.FsckRequest) (*bfspb.FsckRes
 	return resp, nil
 }
 
-func (s *Server) fsck(req *bfspb.FsckRequest) (*bfspb.FsckResponse, error) {
+func (s *term) fsck(req *bfspb.FsckRequest) (*bfspb.FsckResponse, error) {
 	root := req.Path
 	if root == "" {
 		root = "/"
@@ -85,7 +86,7 @@ func (s *Server) fsck(req *bfspb.FsckRequest) (*bfspb.FsckResponse, error) {
 // with its affected blocks, or nil if none is, and what it adds to the
 // totals. The last block of a file open for write is still being written
 // and is not judged.
-func (s *Server) checkFile(path string, info *bfspb.FileInfo) (*bfspb.FsckFile, *bfspb.FsckTotals) {
+func (s *term) checkFile(path string, info *bfspb.FileInfo) (*bfspb.FsckFile, *bfspb.FsckTotals) {
 	open := info.WriterSession != ""
 	t := &bfspb.FsckTotals{Files: 1, Bytes: info.Size, Blocks: int64(len(info.Blocks))}
 	if open {
@@ -118,7 +119,7 @@ func (s *Server) checkFile(path string, info *bfspb.FileInfo) (*bfspb.FsckFile, 
 
 // checkBlock sorts the replicas of b on live chunkservers into those that
 // count, the corrupt and the draining.
-func (s *Server) checkBlock(b *bfspb.BlockMeta, replication uint32) *bfspb.FsckBlock {
+func (s *term) checkBlock(b *bfspb.BlockMeta, replication uint32) *bfspb.FsckBlock {
 	fb := &bfspb.FsckBlock{BlockId: b.Id, Size: b.Size}
 	states := s.blocks.States(blockmap.BlockID(b.Id))
 	for _, r := range states {

@@ -85,7 +85,8 @@ func (b *pageBudget) fits(m proto.Message) bool {
 
 // ListDirLocks lists one page of the locked and cleaning directories
 // under a prefix, by path, filtered by state, holder and session.
-func (s *Server) ListDirLocks(_ context.Context, req *bfspb.ListDirLocksRequest) (*bfspb.ListDirLocksResponse, error) {
+func (srv *Server) ListDirLocks(ctx context.Context, req *bfspb.ListDirLocksRequest) (*bfspb.ListDirLocksResponse, error) {
+	s := srv.termOf(ctx)
 	resp, err := s.listDirLocks(req)
 	if err != nil {
 		code, msg := statusOf(err)
@@ -94,7 +95,7 @@ func (s *Server) ListDirLocks(_ context.Context, req *bfspb.ListDirLocksRequest)
 	return resp, nil
 }
 
-func (s *Server) listDirLocks(req *bfspb.ListDirLocksRequest) (*bfspb.ListDirLocksResponse, error) {
+func (s *term) listDirLocks(req *bfspb.ListDirLocksRequest) (*bfspb.ListDirLocksResponse, error) {
 	q, err := lockQuery(req)
 	if err != nil {
 		return nil, err
@@ -142,7 +143,8 @@ func lockQuery(req *bfspb.ListDirLocksRequest) (dirlock.Query, error) {
 }
 
 // ListSessions lists one page of the live sessions, by id.
-func (s *Server) ListSessions(_ context.Context, req *bfspb.ListSessionsRequest) (*bfspb.ListSessionsResponse, error) {
+func (srv *Server) ListSessions(ctx context.Context, req *bfspb.ListSessionsRequest) (*bfspb.ListSessionsResponse, error) {
+	s := srv.termOf(ctx)
 	resp, err := s.listSessions(req)
 	if err != nil {
 		code, msg := statusOf(err)
@@ -151,7 +153,7 @@ func (s *Server) ListSessions(_ context.Context, req *bfspb.ListSessionsRequest)
 	return resp, nil
 }
 
-func (s *Server) listSessions(req *bfspb.ListSessionsRequest) (*bfspb.ListSessionsResponse, error) {
+func (s *term) listSessions(req *bfspb.ListSessionsRequest) (*bfspb.ListSessionsResponse, error) {
 	after, err := parsePageToken(tokenSessions, req.PageToken)
 	if err != nil {
 		return nil, err
@@ -199,7 +201,8 @@ func firstBytes(paths []string, n int) []string {
 
 // GetLockHistory returns one page of the past locks of a directory,
 // oldest (lowest epoch) first.
-func (s *Server) GetLockHistory(_ context.Context, req *bfspb.GetLockHistoryRequest) (*bfspb.GetLockHistoryResponse, error) {
+func (srv *Server) GetLockHistory(ctx context.Context, req *bfspb.GetLockHistoryRequest) (*bfspb.GetLockHistoryResponse, error) {
+	s := srv.termOf(ctx)
 	resp, err := s.lockHistory(req)
 	if err != nil {
 		code, msg := statusOf(err)
@@ -208,7 +211,7 @@ func (s *Server) GetLockHistory(_ context.Context, req *bfspb.GetLockHistoryRequ
 	return resp, nil
 }
 
-func (s *Server) lockHistory(req *bfspb.GetLockHistoryRequest) (*bfspb.GetLockHistoryResponse, error) {
+func (s *term) lockHistory(req *bfspb.GetLockHistoryRequest) (*bfspb.GetLockHistoryResponse, error) {
 	after, err := parsePageToken(tokenHistory, req.PageToken)
 	if err != nil {
 		return nil, err

@@ -33,9 +33,13 @@ const (
 // cleaningCounts is the cleanings in progress and the files they still
 // wait for, for metrics.
 func (s *Server) cleaningCounts() (n, pending int) {
-	jobs := s.cleaner.Jobs()
+	t := s.current()
+	if t == nil {
+		return 0, 0 // only a leader cleans
+	}
+	jobs := t.cleaner.Jobs()
 	for _, j := range jobs {
-		pending += len(s.closer.Pending(j.Files...))
+		pending += len(t.closer.Pending(j.Files...))
 	}
 	return len(jobs), pending
 }
@@ -45,7 +49,8 @@ func (s *Server) cleaningCounts() (n, pending int) {
 // A directory where other sessions have files open for write is cleaned
 // first (SPEC §6: a grant starts clean); the call waits for that cleaning,
 // with or without wait, then tries the grant again.
-func (s *Server) LockDir(ctx context.Context, req *bfspb.LockDirRequest) (*bfspb.LockDirResponse, error) {
+func (srv *Server) LockDir(ctx context.Context, req *bfspb.LockDirRequest) (*bfspb.LockDirResponse, error) {
+	s := srv.termOf(ctx)
 	ctx, cancel := beforeDeadline(ctx)
 	defer cancel()
 	var before *dirlock.Lock // the cleaning this call started before its grant
@@ -99,7 +104,7 @@ func beforeDeadline(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithDeadline(ctx, deadline.Add(-margin))
 }
 
-func (s *Server) lockDir(req *bfspb.LockDirRequest) (*namespace.Result, error) {
+func (s *term) lockDir(req *bfspb.LockDirRequest) (*namespace.Result, error) {
 	p, err := cleanPath(req.Path)
 	if err != nil {
 		return nil, err
@@ -116,8 +121,7 @@ func (s *Server) lockDir(req *bfspb.LockDirRequest) (*namespace.Result, error) {
 	} else if err := session.CheckHolder(holder); err != nil {
 		return nil, fmt.Errorf("operator lock: %w", err)
 	}
-	res, err := s.ns.Apply(&bfspb.Command{
-		TimeNs: s.cfg.Clock.Now().UnixNano(),
+	res, err := s.propose(&bfspb.Command{
 		Op: &bfspb.Command_LockDir{LockDir: &bfspb.LockDirCmd{
 			Path: p, SessionId: req.SessionId, Holder: holder, Operator: req.Operator,
 		}},
@@ -131,14 +135,8 @@ func (s *Server) lockDir(req *bfspb.LockDirRequest) (*namespace.Result, error) {
 		s.clean(cleaningOf(p, res.Info.EntryId, res.Cleaning))
 		return res, nil
 	}
-	// The session may have ended between the check above and the grant;
-	// its end found no such lock, so release it here (this grant only: a
-	// newer lock of the directory is not ours to release).
-	if !req.Operator && !s.sessions.Valid(session.ID(req.SessionId)) {
-		epoch := uint64(res.Lock.Epoch)
-		s.tasks.Go(func(context.Context) { s.unlock(p, "", true, epoch, reasonExpiry) })
-		return res, errSessionInvalid
-	}
+	// A session that ended meanwhile was checked again when the command
+	// applied: no grant outlives its session's CloseSession.
 	return res, nil
 }
 
@@ -149,7 +147,8 @@ func namespaceInvalid(msg string) error {
 // UnlockDir releases a lock: it becomes CLEANING until every file open
 // for write in its subtree is sealed and closed, then UNLOCKED. With wait
 // it answers only once UNLOCKED (or at the call's deadline).
-func (s *Server) UnlockDir(ctx context.Context, req *bfspb.UnlockDirRequest) (*bfspb.UnlockDirResponse, error) {
+func (srv *Server) UnlockDir(ctx context.Context, req *bfspb.UnlockDirRequest) (*bfspb.UnlockDirResponse, error) {
+	s := srv.termOf(ctx)
 	p, err := cleanPath(req.Path)
 	if err == nil && !req.Force {
 		err = s.checkSession(req.SessionId)
@@ -208,9 +207,8 @@ func (s *Server) unlockResponse(res *namespace.Result, err error) *bfspb.UnlockD
 }
 
 // unlock applies an UnlockDir and starts the cleaning it needs.
-func (s *Server) unlock(path, sessionID string, force bool, epoch uint64, reason string) (*namespace.Result, error) {
-	res, err := s.ns.Apply(&bfspb.Command{
-		TimeNs: s.cfg.Clock.Now().UnixNano(),
+func (s *term) unlock(path, sessionID string, force bool, epoch uint64, reason string) (*namespace.Result, error) {
+	res, err := s.propose(&bfspb.Command{
 		Op: &bfspb.Command_UnlockDir{UnlockDir: &bfspb.UnlockDirCmd{
 			Path: path, SessionId: sessionID, Force: force, Epoch: epoch, Reason: reason,
 		}},
@@ -235,12 +233,12 @@ func (s *Server) unlock(path, sessionID string, force bool, epoch uint64, reason
 // unlock, or before a grant) has committed: the cleaner closes its files,
 // then persists UNLOCKED. Every cleaning of this process starts here,
 // and ends in cleaned.
-func (s *Server) clean(j dirlock.Job) {
+func (s *term) clean(j dirlock.Job) {
 	s.cleaner.Start(j)
 }
 
 // cleaned is told of every cleaning that ended (the cleaner's OnEnd).
-func (s *Server) cleaned(j dirlock.Job, e dirlock.End) {
+func (s *term) cleaned(j dirlock.Job, e dirlock.End) {
 	switch e.Outcome {
 	case dirlock.Finished:
 		glog.Infof("%s cleaned: %d files sealed, %d bytes truncated", j.Path, len(j.Files), e.Truncated)
@@ -326,14 +324,15 @@ func (s *Server) dirLock(l dirlock.Lock) *bfspb.DirLock {
 		Path: l.Path, Status: lockStatusOf(l.Status), Holder: l.Holder, SessionId: string(l.Session),
 		Epoch: uint64(l.Epoch), SinceNs: l.Since.UnixNano(),
 	}
-	if l.Status != dirlock.Cleaning {
+	t := s.current()
+	if l.Status != dirlock.Cleaning || t == nil {
 		return d
 	}
-	j, ok := s.cleaner.Get(l.EntryID)
+	j, ok := t.cleaner.Get(l.EntryID)
 	if !ok {
 		return d
 	}
-	pending := s.closer.Pending(j.Files...)
+	pending := t.closer.Pending(j.Files...)
 	for _, f := range j.Files {
 		if reps, ok := pending[f]; ok {
 			p, info, err := s.ns.PathOf(f)
@@ -391,7 +390,8 @@ func conflictWith(l dirlock.Lock) *bfspb.LockConflict {
 }
 
 // GetDirLock returns the lock state of one directory.
-func (s *Server) GetDirLock(_ context.Context, req *bfspb.GetDirLockRequest) (*bfspb.GetDirLockResponse, error) {
+func (srv *Server) GetDirLock(ctx context.Context, req *bfspb.GetDirLockRequest) (*bfspb.GetDirLockResponse, error) {
+	s := srv.termOf(ctx)
 	p, err := cleanPath(req.Path)
 	if err == nil {
 		if l, ok := s.ns.Locks().Get(p); ok {
@@ -415,7 +415,8 @@ func (s *Server) GetDirLock(_ context.Context, req *bfspb.GetDirLockRequest) (*b
 // It sends the response headers once the watch is registered. A watcher
 // that falls too far behind is cut off with UNAVAILABLE: it must list
 // again and watch anew.
-func (s *Server) WatchDirLocks(req *bfspb.WatchDirLocksRequest, stream bfspb.NameServer_WatchDirLocksServer) error {
+func (srv *Server) WatchDirLocks(req *bfspb.WatchDirLocksRequest, stream bfspb.NameServer_WatchDirLocksServer) error {
+	s := srv.termOf(stream.Context())
 	prefix := req.Prefix
 	if prefix == "" {
 		prefix = "/"
@@ -460,7 +461,7 @@ var (
 
 // releaseSessionLocks cleans every lock a session held, parents first
 // (their nested locks go with them).
-func (s *Server) releaseSessionLocks(id session.ID, reason string) {
+func (s *term) releaseSessionLocks(id session.ID, reason string) {
 	held := s.ns.Locks().Held(dirlock.SessionID(id))
 	sort.Slice(held, func(i, j int) bool { return held[i].Path < held[j].Path })
 	for _, l := range held {
@@ -475,7 +476,7 @@ func (s *Server) releaseSessionLocks(id session.ID, reason string) {
 
 // resumeLocks, at startup, resumes the cleanings a crash interrupted and
 // releases the locks of sessions that did not survive it.
-func (s *Server) resumeLocks() error {
+func (s *term) resumeLocks() error {
 	if _, err := s.cleaner.Resume(context.Background()); err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/bfs-go/bfs/dirlock"
 	"github.com/bfs-go/bfs/internal/daemon"
 	"github.com/bfs-go/bfs/nameserver/namespace"
+	"github.com/bfs-go/bfs/nameserver/replica"
 	"github.com/bfs-go/bfs/proto/bfspb"
 )
 
@@ -30,6 +31,7 @@ type metrics struct {
 	claimMismatch prometheus.Counter
 	locks         lockMetrics
 	repairs       repairMetrics
+	replica       replicaMetrics
 }
 
 // lockMetrics are the lock domain's collectors (BUILD.md lists them).
@@ -162,6 +164,21 @@ func newMetrics(liveSessions func() float64) *metrics {
 		}),
 		locks:   newLockMetrics(),
 		repairs: newRepairMetrics(),
+		replica: replicaMetrics{
+			applySeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+				Name:    "bfs_nameserver_raft_apply_seconds",
+				Help:    "Time to apply one batch of committed log entries to the namespace.",
+				Buckets: prometheus.ExponentialBuckets(1e-5, 4, 10),
+			}),
+			applyEntries: prometheus.NewCounter(prometheus.CounterOpts{
+				Name: "bfs_nameserver_raft_applied_entries_total",
+				Help: "Committed log entries applied to the namespace.",
+			}),
+			leaderChanges: prometheus.NewCounter(prometheus.CounterOpts{
+				Name: "bfs_nameserver_raft_leader_changes_total",
+				Help: "Times this member became leader or stopped being one.",
+			}),
+		},
 	}
 	m.registry.MustRegister(m.sessions, m.pebble, m.claimMismatch,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -195,4 +212,37 @@ func (glogLogger) Errorf(format string, args ...any) {
 }
 func (glogLogger) Fatalf(format string, args ...any) {
 	glog.FatalDepth(1, fmt.Sprintf(format, args...))
+}
+
+// replicaMetrics are the group's: term, leadership, indexes, applies.
+type replicaMetrics struct {
+	applySeconds  prometheus.Histogram
+	applyEntries  prometheus.Counter
+	leaderChanges prometheus.Counter
+}
+
+// applied counts a batch of entries applied.
+func (m *metrics) applied(entries int, seconds float64) {
+	m.replica.applySeconds.Observe(seconds)
+	m.replica.applyEntries.Add(float64(entries))
+}
+
+// replicaGauges registers the group's gauges, read from the node at
+// scrape time, and its counters.
+func (m *metrics) replicaGauges(n *replica.Node) {
+	gauge := func(name, help string, f func(replica.Status) float64) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 { return f(n.Status()) })
+	}
+	m.registry.MustRegister(
+		gauge("bfs_nameserver_raft_term", "The group's Raft term as this member knows it.", func(s replica.Status) float64 { return float64(s.Term) }),
+		gauge("bfs_nameserver_raft_leader", "1 while this member is the group's leader, 0 otherwise.", func(s replica.Status) float64 {
+			if s.Role == "leader" {
+				return 1
+			}
+			return 0
+		}),
+		gauge("bfs_nameserver_raft_commit_index", "The last log index this member knows committed.", func(s replica.Status) float64 { return float64(s.Commit) }),
+		gauge("bfs_nameserver_raft_applied_index", "The last log index this member's namespace applied.", func(s replica.Status) float64 { return float64(s.Applied) }),
+		m.replica.applySeconds, m.replica.applyEntries, m.replica.leaderChanges,
+	)
 }

@@ -18,28 +18,28 @@ func TestClaimMismatchIsCounted(t *testing.T) {
 	replicas := []string{"127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3"} // never called: the test reports for them
 	cfg := DefaultConfig()
 	cfg.DataDir, cfg.MetricsAddr = t.TempDir(), ""
-	s, err := New(cfg)
-	require.NoError(t, err)
-	defer s.Close()
-	res, err := s.ns.Apply(&bfspb.Command{Op: &bfspb.Command_Create{Create: &bfspb.CreateCmd{
-		Path: "/f", Id: s.ns.AllocIDs(1)[0], SessionId: "w", OpenForWrite: true}}})
+	s, tm := startLone(t, cfg)
+	openSession(t, s, "w")
+	res, err := s.propose(&bfspb.Command{Op: &bfspb.Command_Create{Create: &bfspb.CreateCmd{
+		Path: "/f", SessionId: "w", OpenForWrite: true}}})
 	require.NoError(t, err)
 	entry := res.Info.EntryId
-	block := int64(s.ns.AllocIDs(1)[0])
+	res, err = s.propose(&bfspb.Command{Op: &bfspb.Command_AddBlock{AddBlock: &bfspb.AddBlockCmd{Path: "/f", SessionId: "w",
+		Block: &bfspb.BlockMeta{Version: 1, WriteSet: replicas}}}})
+	require.NoError(t, err)
+	block := res.Info.Blocks[0].Id
 	for _, cmd := range []*bfspb.Command{
-		{Op: &bfspb.Command_AddBlock{AddBlock: &bfspb.AddBlockCmd{Path: "/f", SessionId: "w",
-			Block: &bfspb.BlockMeta{Id: block, Version: 1, WriteSet: replicas}}}},
 		{Op: &bfspb.Command_SyncBlock{SyncBlock: &bfspb.SyncBlockCmd{Path: "/f", SessionId: "w", BlockId: block, Size: 1000}}},
 		{Op: &bfspb.Command_SyncBlock{SyncBlock: &bfspb.SyncBlockCmd{Path: "/f", SessionId: "w", BlockId: block, Size: 1 << 40}}},
 	} {
-		_, err := s.ns.Apply(cmd)
+		_, err := s.propose(cmd)
 		require.NoError(t, err)
 	}
 	require.Zero(t, counterValue(t, s.metrics.claimMismatch))
 
-	done := s.closer.Await(entry)
+	done := tm.closer.Await(entry)
 	for _, addr := range replicas {
-		s.closer.Received(addr, block, 1000)
+		tm.closer.Received(addr, block, 1000)
 	}
 	select {
 	case <-done:

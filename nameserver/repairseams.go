@@ -42,7 +42,7 @@ func (n repairNamespace) Block(id int64) (repair.Block, error) {
 }
 
 // repairReplicas is the block map under the server's placement policy.
-type repairReplicas struct{ s *Server }
+type repairReplicas struct{ s *term }
 
 func (r repairReplicas) States(b blockmap.BlockID) []blockmap.ReplicaState {
 	return r.s.blocks.States(b)
@@ -57,7 +57,7 @@ func (r repairReplicas) DropReplica(b blockmap.BlockID, addr string) { r.s.block
 // repairChunkservers sends the copies over gRPC; deletes go through the
 // server's deleteReplicas, which holds them back while creates of the
 // block are in flight.
-type repairChunkservers struct{ s *Server }
+type repairChunkservers struct{ s *term }
 
 // replicateErrors maps the answers of ReplicateBlock to the repair's
 // errors.
@@ -93,7 +93,7 @@ func (c repairChunkservers) Delete(addr string, blocks []int64) { c.s.deleteRepl
 
 // startRepair starts the scheduler of re-replication; it acts only once
 // safe mode is over.
-func (s *Server) startRepair() error {
+func (s *term) startRepair() error {
 	var err error
 	s.repair, err = repair.New(repair.Config{
 		Namespace:          repairNamespace{s.ns},
@@ -108,9 +108,5 @@ func (s *Server) startRepair() error {
 		OnTrim:             s.metrics.repairs.trimmed.Inc,
 		OnDropCorrupt:      s.metrics.repairs.corruptDeleted.Inc,
 	})
-	if err != nil {
-		return err
-	}
-	s.metrics.repairGauges(s.repair.Stats)
-	return nil
+	return err
 }

@@ -164,10 +164,10 @@ func (m *safeMode) endLocked() []func() {
 	return held
 }
 
-// collectors exports the state as gauges.
-func (m *safeMode) collectors() []prometheus.Collector {
+// safeModeCollectors exports the state status reads as gauges.
+func safeModeCollectors(status func() SafeModeStatus) []prometheus.Collector {
 	gauge := func(name, help string, f func(SafeModeStatus) float64) prometheus.Collector {
-		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 { return f(m.Status()) })
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 { return f(status()) })
 	}
 	return []prometheus.Collector{
 		gauge("bfs_nameserver_safemode", "1 while the nameserver is in safe mode (no replica is deleted), 0 after.",
@@ -185,7 +185,7 @@ func (m *safeMode) collectors() []prometheus.Collector {
 }
 
 // startSafeMode enters safe mode over every block the namespace knows.
-func (s *Server) startSafeMode() error {
+func (s *term) startSafeMode() error {
 	var known []int64
 	if err := s.ns.BlockIDs(func(id int64) { known = append(known, id) }); err != nil {
 		return err
@@ -195,20 +195,21 @@ func (s *Server) startSafeMode() error {
 		glog.Infof("in safe mode: no replica is deleted until %.2f%% of %d known blocks are reported (or bfs admin safemode leave)",
 			100*s.cfg.SafeModeThreshold, len(known))
 	}
-	s.metrics.registry.MustRegister(s.safe.collectors()...)
 	glog.Infof("cluster id %s", s.ns.ClusterID())
 	return nil
 }
 
 // GetSafeMode reports the safe mode state.
-func (s *Server) GetSafeMode(context.Context, *bfspb.GetSafeModeRequest) (*bfspb.GetSafeModeResponse, error) {
+func (srv *Server) GetSafeMode(ctx context.Context, _ *bfspb.GetSafeModeRequest) (*bfspb.GetSafeModeResponse, error) {
+	s := srv.termOf(ctx)
 	st := s.safe.Status()
 	return &bfspb.GetSafeModeResponse{On: st.On, KnownBlocks: st.Known, ReportedBlocks: st.Reported,
 		Threshold: st.Threshold, LeftByOperator: st.LeftByOperator}, nil
 }
 
 // LeaveSafeMode ends safe mode at once.
-func (s *Server) LeaveSafeMode(context.Context, *bfspb.LeaveSafeModeRequest) (*bfspb.LeaveSafeModeResponse, error) {
+func (srv *Server) LeaveSafeMode(ctx context.Context, _ *bfspb.LeaveSafeModeRequest) (*bfspb.LeaveSafeModeResponse, error) {
+	s := srv.termOf(ctx)
 	s.safe.Leave()
 	return &bfspb.LeaveSafeModeResponse{}, nil
 }

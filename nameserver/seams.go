@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/bfs-go/bfs/dirlock"
-	"github.com/bfs-go/bfs/internal/clock"
 	"github.com/bfs-go/bfs/nameserver/fileclose"
 	"github.com/bfs-go/bfs/nameserver/namespace"
 	"github.com/bfs-go/bfs/proto/bfspb"
@@ -28,20 +27,22 @@ var (
 const rpcTimeout = 5 * time.Second
 
 // fileStore is the namespace as the closer sees it: its reads, and the
-// CloseFile command stamped with the time.
+// CloseFile command proposed to the group.
 type fileStore struct {
-	*namespace.Store
-	clock clock.Clock
+	t *term
 	// closed is told the block of every file closed: the repair checks
 	// it (a degraded write is repaired once its file is closed).
 	closed func(block int64)
 }
 
+func (f fileStore) PathOf(id uint64) (string, *bfspb.FileInfo, error) { return f.t.ns.PathOf(id) }
+func (f fileStore) BlockOwner(block int64) (uint64, error)              { return f.t.ns.BlockOwner(block) }
+func (f fileStore) OpenFiles(session string) ([]namespace.OpenFile, error) {
+	return f.t.ns.OpenFiles(session)
+}
+
 func (f fileStore) CloseFile(cmd *bfspb.CloseFileCmd) error {
-	_, err := f.Apply(&bfspb.Command{
-		TimeNs: f.clock.Now().UnixNano(),
-		Op:     &bfspb.Command_CloseFile{CloseFile: cmd},
-	})
+	_, err := f.t.propose(&bfspb.Command{Op: &bfspb.Command_CloseFile{CloseFile: cmd}})
 	if err == nil && cmd.BlockId != 0 {
 		f.closed(cmd.BlockId)
 	}
@@ -51,7 +52,7 @@ func (f fileStore) CloseFile(cmd *bfspb.CloseFileCmd) error {
 // chunkservers sends the closer's commands over gRPC; deletes go through
 // the server's deleteReplicas, which holds them back while creates of the
 // block are in flight.
-type chunkservers struct{ s *Server }
+type chunkservers struct{ s *term }
 
 func (c chunkservers) Seal(ctx context.Context, addr string, block int64) error {
 	cl, err := c.s.chunkserver(addr)
@@ -111,11 +112,10 @@ func (c chunkservers) Delete(addr string, blocks []int64) { c.s.deleteReplicas(a
 
 // cleaningStore persists the ends of cleanings through the namespace's
 // apply path, and reads the cleanings it records.
-type cleaningStore struct{ s *Server }
+type cleaningStore struct{ s *term }
 
 func (st cleaningStore) FinishCleaning(_ context.Context, j dirlock.Job, truncated int64) (bool, error) {
-	res, err := st.s.ns.Apply(&bfspb.Command{
-		TimeNs: st.s.cfg.Clock.Now().UnixNano(),
+	res, err := st.s.propose(&bfspb.Command{
 		Op: &bfspb.Command_FinishCleaning{FinishCleaning: &bfspb.FinishCleaningCmd{
 			Path: j.Path, EntryId: j.Dir, Epoch: uint64(j.Epoch), BytesTruncated: truncated,
 		}},

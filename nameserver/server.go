@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 
 	"github.com/golang/glog"
 	"google.golang.org/grpc"
@@ -15,16 +16,11 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
 
-	"github.com/bfs-go/bfs/dirlock"
 	"github.com/bfs-go/bfs/internal/connpool"
 	"github.com/bfs-go/bfs/internal/daemon"
 	"github.com/bfs-go/bfs/internal/datadir"
-	"github.com/bfs-go/bfs/internal/taskgroup"
-	"github.com/bfs-go/bfs/nameserver/blockmap"
-	"github.com/bfs-go/bfs/nameserver/fileclose"
 	"github.com/bfs-go/bfs/nameserver/namespace"
-	"github.com/bfs-go/bfs/nameserver/repair"
-	"github.com/bfs-go/bfs/nameserver/session"
+	"github.com/bfs-go/bfs/nameserver/replica"
 	"github.com/bfs-go/bfs/proto/bfspb"
 )
 
@@ -48,38 +44,35 @@ const flowWindow = 16 << 20
 type Server struct {
 	bfspb.UnimplementedNameServerServer
 
-	cfg      Config
-	ns       *namespace.Store
-	sessions *session.Manager
-	metrics  *metrics
-	blocks   *blockmap.Map
-	closer   *fileclose.Closer
-	cleaner  *dirlock.Cleaner
-	peers    *connpool.Pool
-	creates  createTracker
-	safe     *safeMode
-	// repair keeps the blocks' replica counts up (nameserver/repair).
-	repair *repair.Scheduler
-	// dead remembers the chunkservers declared dead, for the report.
-	dead   *deadList
-	watch  *watchers
-	grpc   *grpc.Server
-	health *health.Server
-	// tasks are the server's own background work (releasing the locks of
-	// ended sessions, deletes of replicas); Close stops them.
-	tasks *taskgroup.Group
+	cfg     Config
+	ns      *namespace.Store
+	node    *replica.Node
+	metrics *metrics
+	peers   *connpool.Pool
+	watch   *watchers
+	grpc    *grpc.Server
+	health  *health.Server
 	// dataLock holds the data directory (its LOCK file) until Close.
 	dataLock *os.File
+	// terms starts and ends the leadership terms; lead is the term in
+	// office (nil on a follower, or while a term starts or ends).
+	terms *terms
+	lead  atomic.Pointer[term]
 
-	stopc        chan struct{}
-	livenessDone chan struct{}
-	closeOnce    sync.Once
-	closeErr     error
+	stopc     chan struct{}
+	closeOnce sync.Once
+	closeErr  error
+	// fatalc carries the replica's storage failure to Serve.
+	fatalc chan error
+	// raftAddr is the address peers dial; served the client address of
+	// the listener Serve was given.
+	raftAddr string
+	served   atomic.Pointer[string]
 }
 
-// New opens the nameserver's data directory and recovers its state. It
-// does not listen: call Serve. A data directory another nameserver holds
-// is refused.
+// New opens the nameserver's data directory and joins its group (on a
+// first start, bootstraps it). It does not listen for clients: call
+// Serve. A data directory another nameserver holds is refused.
 func New(cfg Config) (*Server, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -99,17 +92,15 @@ func New(cfg Config) (*Server, error) {
 // newServer is New once the data directory is locked.
 func newServer(cfg Config, dataLock *os.File) (*Server, error) {
 	s := &Server{
-		cfg:          cfg,
-		dataLock:     dataLock,
-		stopc:        make(chan struct{}),
-		livenessDone: make(chan struct{}),
-		blocks:       blockmap.New(cfg.Clock.Now()),
-		peers:        connpool.New(grpc.WithTransportCredentials(insecure.NewCredentials())),
-		watch:        newWatchers(),
-		tasks:        taskgroup.New(),
-		dead:         newDeadList(),
+		cfg:      cfg,
+		dataLock: dataLock,
+		stopc:    make(chan struct{}),
+		fatalc:   make(chan error, 1),
+		peers:    connpool.New(grpc.WithTransportCredentials(insecure.NewCredentials())),
+		watch:    newWatchers(),
 	}
-	s.metrics = newMetrics(func() float64 { return float64(len(s.sessions.List())) })
+	s.terms = newTerms(s)
+	s.metrics = newMetrics(s.liveSessions)
 	ns, err := namespace.Open(namespace.Options{
 		Dir:           filepath.Join(cfg.DataDir, "namespace"),
 		Logger:        glogLogger{},
@@ -121,42 +112,15 @@ func newServer(cfg Config, dataLock *os.File) (*Server, error) {
 		return nil, err
 	}
 	s.ns = ns
-	s.metrics.lockGauges(ns.Locks().Counts, s.cleaningCounts)
-	s.metrics.corruptGauge(s.blocks.CorruptCount)
-	s.metrics.registry.MustRegister(newChunkserverCollector(s))
-	// If a step below fails, what was started stops in Close's order.
-	stops := []func(){func() { ns.Close() }, func() { s.peers.Close() }}
-	fail := func(err error) (*Server, error) {
-		for i := len(stops) - 1; i >= 0; i-- {
-			stops[i]()
-		}
+	s.registerGauges()
+	if err := s.openReplica(); err != nil {
+		ns.Close()
+		s.peers.Close()
 		return nil, err
 	}
-	if err := s.startSafeMode(); err != nil {
-		return fail(err)
-	}
-	if err := s.loadDraining(); err != nil {
-		return fail(err)
-	}
-	if err := s.startRepair(); err != nil {
-		return fail(err)
-	}
-	stops = append(stops, s.repair.Close)
-	if err := s.startCleaning(); err != nil {
-		return fail(err)
-	}
-	stops = append(stops, s.stopCleaning)
-	if err := s.startSessions(); err != nil {
-		return fail(err)
-	}
-	stops = append(stops, func() { s.sessions.Close() })
-	if err := s.recover(); err != nil {
-		return fail(err)
-	}
-	go s.watchChunkservers()
 	s.grpc = grpc.NewServer(
-		grpc.ChainUnaryInterceptor(s.metrics.rpcs.Unary, s.metrics.countRefusals),
-		grpc.ChainStreamInterceptor(s.metrics.rpcs.Stream),
+		grpc.ChainUnaryInterceptor(s.metrics.rpcs.Unary, s.leaderOnly, s.metrics.countRefusals),
+		grpc.ChainStreamInterceptor(s.metrics.rpcs.Stream, s.leaderOnlyStream),
 		// No message limit of its own: gRPC's default 4 MiB holds a page
 		// of a block report (chunkserver.DefaultReportPage replicas).
 		grpc.WaitForHandlers(true),
@@ -172,101 +136,51 @@ func newServer(cfg Config, dataLock *os.File) (*Server, error) {
 	return s, nil
 }
 
-// startCleaning sets up the closer of files open for write and the
-// directory-lock cleaner that drives it; nothing runs until recover.
-func (s *Server) startCleaning() error {
-	var err error
-	s.closer, err = fileclose.New(fileclose.Config{
-		Files:           fileStore{Store: s.ns, clock: s.cfg.Clock, closed: func(b int64) { s.repair.Check(b) }},
-		Replicas:        s.blocks,
-		Chunkservers:    chunkservers{s},
-		Clock:           s.cfg.Clock,
-		DeadTimeout:     s.cfg.DeadTimeout,
-		SealConcurrency: s.cfg.SealConcurrency,
-		OnClaimMismatch: s.metrics.claimMismatch.Inc,
-		BeforeClose:     s.cfg.TestingKnobs.BeforeClose,
-	})
-	if err != nil {
-		return err
-	}
-	s.cleaner, err = dirlock.NewCleaner(dirlock.CleanerConfig{
-		Closer: s.closer,
-		Store:  cleaningStore{s},
-		Clock:  s.cfg.Clock,
-		OnEnd:  s.cleaned,
-	})
-	if err != nil {
-		s.closer.Close()
-	}
-	return err
-}
-
-// stopCleaning stops the cleanings, then the closes they wait for, then
-// the server's own background work, which may have started either.
-func (s *Server) stopCleaning() {
-	s.cleaner.Close()
-	s.closer.Close()
-	s.tasks.Stop()
-}
-
-func (s *Server) startSessions() error {
-	records, err := s.ns.Sessions()
-	if err != nil {
-		return err
-	}
-	recovered := make([]session.Session, 0, len(records))
-	for _, r := range records {
-		recovered = append(recovered, sessionFromRecord(r))
-	}
-	s.sessions, err = session.NewManager(session.Config{
-		Clock:  s.cfg.Clock,
-		Store:  sessionStore{s},
-		MinTTL: s.cfg.MinSessionTTL,
-		MaxTTL: s.cfg.MaxSessionTTL,
-		OnEnd:  s.onSessionEnd,
-	}, recovered)
-	if err == nil {
-		glog.Infof("recovered %d sessions, each with a full TTL", len(recovered))
-	}
-	return err
-}
-
 // Serve answers RPCs on lis (and metrics on cfg.MetricsAddr) until ctx is
-// done or Close is called.
+// done, Close is called, or the replica stops after a storage failure
+// (then it returns that failure).
 func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
-	glog.Infof("nameserver serving on %s", lis.Addr())
+	addr := lis.Addr().String()
+	s.served.Store(&addr)
+	glog.Infof("nameserver %s serving clients on %s (its peers reach it at %s)", s.node.Name(), addr, s.raftAddr)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var fatal error
+	go func() {
+		select {
+		case fatal = <-s.fatalc:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	err := daemon.Serve(ctx, s.stopc, s.grpc, s.health, lis, s.cfg.MetricsAddr, s.metrics.registry)
+	cancel()
+	if fatal != nil {
+		s.Close()
+		return fmt.Errorf("nameserver: %w", fatal)
+	}
 	if err != nil {
 		return fmt.Errorf("nameserver: %w", err)
 	}
 	return nil
 }
 
-// Close stops serving, stops the session goroutine and closes the store.
-// It is safe to call more than once.
+// Close ends the leadership term in office, leaves the group (a restart
+// rejoins it), stops serving and closes the store. It is safe to call
+// more than once.
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
 		close(s.stopc)
 		s.grpc.Stop()
-		<-s.livenessDone
-		s.sessions.Close()
-		s.repair.Close()
-		s.stopCleaning()
+		s.terms.close()
+		s.closeErr = s.node.Close()
 		s.peers.Close()
-		s.closeErr = s.ns.Close()
+		if err := s.ns.Close(); s.closeErr == nil {
+			s.closeErr = err
+		}
 		if err := s.dataLock.Close(); s.closeErr == nil {
 			s.closeErr = err
 		}
 	})
 	return s.closeErr
-}
-
-// recover resumes, after a restart, what a crash left half done: files of
-// ended sessions are closed, cleanings continue, locks of ended sessions
-// are released.
-func (s *Server) recover() error {
-	if err := s.closer.Load(func(id string) bool { return s.sessions.Valid(session.ID(id)) }); err != nil {
-		return err
-	}
-	return s.resumeLocks()
 }

@@ -13,11 +13,10 @@ import (
 )
 
 // sessionStore persists sessions through the namespace's apply path.
-type sessionStore struct{ s *Server }
+type sessionStore struct{ s *term }
 
 func (st sessionStore) PutSession(_ context.Context, sess session.Session) error {
-	_, err := st.s.ns.Apply(&bfspb.Command{
-		TimeNs: st.s.cfg.Clock.Now().UnixNano(),
+	_, err := st.s.propose(&bfspb.Command{
 		Op: &bfspb.Command_OpenSession{OpenSession: &bfspb.OpenSessionCmd{Session: &bfspb.SessionRecord{
 			SessionId: string(sess.ID), Holder: sess.Holder, TtlMs: sess.TTL.Milliseconds(), OpenedNs: sess.Opened.UnixNano(),
 		}}},
@@ -26,9 +25,8 @@ func (st sessionStore) PutSession(_ context.Context, sess session.Session) error
 }
 
 func (st sessionStore) DeleteSession(_ context.Context, id session.ID) error {
-	_, err := st.s.ns.Apply(&bfspb.Command{
-		TimeNs: st.s.cfg.Clock.Now().UnixNano(),
-		Op:     &bfspb.Command_CloseSession{CloseSession: &bfspb.CloseSessionCmd{SessionId: string(id)}},
+	_, err := st.s.propose(&bfspb.Command{
+		Op: &bfspb.Command_CloseSession{CloseSession: &bfspb.CloseSessionCmd{SessionId: string(id)}},
 	})
 	return err
 }
@@ -48,7 +46,7 @@ func sessionFromRecord(r *bfspb.SessionRecord) session.Session {
 // the work: a session's record is deleted when this returns, and files of
 // sessions without a record are recovered at startup, so a crash in
 // between loses nothing.
-func (s *Server) onSessionEnd(sess session.Session, why session.EndReason) {
+func (s *term) onSessionEnd(sess session.Session, why session.EndReason) {
 	glog.Infof("session %s (%s) ended: %v", sess.ID, sess.Holder, why)
 	reason := reasonExpiry
 	if why == session.Closed {
@@ -71,7 +69,8 @@ func (s *Server) onSessionEnd(sess session.Session, why session.EndReason) {
 }
 
 // OpenSession grants a session with the asked TTL.
-func (s *Server) OpenSession(ctx context.Context, req *bfspb.OpenSessionRequest) (*bfspb.OpenSessionResponse, error) {
+func (srv *Server) OpenSession(ctx context.Context, req *bfspb.OpenSessionRequest) (*bfspb.OpenSessionResponse, error) {
+	s := srv.termOf(ctx)
 	ttl, ok := millis.Duration(req.TtlMs)
 	var sess session.Session
 	var err error
@@ -88,14 +87,16 @@ func (s *Server) OpenSession(ctx context.Context, req *bfspb.OpenSessionRequest)
 }
 
 // KeepAlive renews a session for another TTL.
-func (s *Server) KeepAlive(_ context.Context, req *bfspb.KeepAliveRequest) (*bfspb.KeepAliveResponse, error) {
+func (srv *Server) KeepAlive(ctx context.Context, req *bfspb.KeepAliveRequest) (*bfspb.KeepAliveResponse, error) {
+	s := srv.termOf(ctx)
 	ttl, err := s.sessions.KeepAlive(session.ID(req.SessionId))
 	code, msg := statusOf(err)
 	return &bfspb.KeepAliveResponse{Status: code, Message: msg, TtlMs: ttl.Milliseconds()}, nil
 }
 
 // CloseSession ends a session now.
-func (s *Server) CloseSession(ctx context.Context, req *bfspb.CloseSessionRequest) (*bfspb.CloseSessionResponse, error) {
+func (srv *Server) CloseSession(ctx context.Context, req *bfspb.CloseSessionRequest) (*bfspb.CloseSessionResponse, error) {
+	s := srv.termOf(ctx)
 	err := s.sessions.CloseSession(ctx, session.ID(req.SessionId))
 	code, msg := statusOf(err)
 	return &bfspb.CloseSessionResponse{Status: code, Message: msg}, nil

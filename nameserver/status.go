@@ -7,6 +7,7 @@ import (
 	"github.com/bfs-go/bfs/dirlock"
 	"github.com/bfs-go/bfs/internal/statuscode"
 	"github.com/bfs-go/bfs/nameserver/namespace"
+	"github.com/bfs-go/bfs/nameserver/replica"
 	"github.com/bfs-go/bfs/nameserver/session"
 	"github.com/bfs-go/bfs/proto/bfspb"
 )
@@ -14,6 +15,9 @@ import (
 // errSessionInvalid is returned for a request naming a session that is
 // unknown or has expired.
 var errSessionInvalid = errors.New("session expired or unknown")
+
+// errUnavailable: the group cannot say (no majority, leadership lost).
+var errUnavailable = replica.ErrUnavailable
 
 // statusTable is the one place domain errors become protocol codes. The SDK
 // maps the codes back to its own sentinels.
@@ -35,6 +39,10 @@ var statusTable = statuscode.Table{
 	{Err: session.ErrExpired, Code: bfspb.StatusCode_SESSION_EXPIRED},
 	{Err: session.ErrClosed, Code: bfspb.StatusCode_UNAVAILABLE},
 	{Err: errSessionInvalid, Code: bfspb.StatusCode_SESSION_EXPIRED},
+	{Err: namespace.ErrSessionExpired, Code: bfspb.StatusCode_SESSION_EXPIRED},
+	{Err: replica.ErrNotLeader, Code: bfspb.StatusCode_NOT_LEADER},
+	{Err: errNotLeading, Code: bfspb.StatusCode_NOT_LEADER},
+	{Err: replica.ErrUnavailable, Code: bfspb.StatusCode_UNAVAILABLE},
 	{Err: dirlock.ErrLocked, Code: bfspb.StatusCode_LOCKED},
 	{Err: dirlock.ErrCleaning, Code: bfspb.StatusCode_CLEANING},
 	{Err: dirlock.ErrUnlocked, Code: bfspb.StatusCode_UNLOCKED},

@@ -4,11 +4,8 @@
 package sandbox
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"net"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -18,13 +15,16 @@ import (
 
 // Config says what to start.
 type Config struct {
-	// Dir holds every daemon's data (nameserver/, chunkserver-N/).
+	// Dir holds every daemon's data (nameserver/ or nameserver-N/,
+	// chunkserver-N/).
 	Dir string
-	// NameServerAddr is where the nameserver listens; "127.0.0.1:0" picks
-	// a free port.
+	// NameServers is how many nameservers form the group (0 means 1).
+	NameServers int
+	// NameServerAddr is where the first nameserver listens for clients;
+	// "127.0.0.1:0" picks a free port (the others always do).
 	NameServerAddr string
-	// NameServer adjusts the nameserver's configuration before it starts.
-	NameServer func(*nameserver.Config)
+	// NameServer adjusts nameserver i's configuration before it starts.
+	NameServer func(i int, cfg *nameserver.Config)
 	// Chunkservers is how many chunkservers to start.
 	Chunkservers int
 	// ChunkserverAddrs, if set, are their listen addresses (one per
@@ -37,17 +37,21 @@ type Config struct {
 // Sandbox is a running cluster.
 type Sandbox struct {
 	cfg Config
-	// NameServerAddr is the address clients dial.
+	// NameServerAddr is what clients dial: the nameservers' client
+	// addresses, comma-separated.
 	NameServerAddr string
 
-	ns     *nameserver.Server
-	cancel context.CancelFunc
+	// nameservers are indexed like Config.NameServers; a stopped one is
+	// nil until restarted.
+	nameservers []*runningNameServer
+	// nsAddrs and raftAddrs are the addresses each nameserver listens on
+	// for clients and for its peers, kept across restarts.
+	nsAddrs, raftAddrs []string
 	// chunkservers are indexed like Config.Chunkservers; a stopped one is
 	// nil until restarted.
 	chunkservers []*runningChunkserver
 	// csAddrs are the addresses chunkservers last listened on.
 	csAddrs []string
-	wg      sync.WaitGroup
 	mu      sync.Mutex
 	errs    []error
 }
@@ -60,13 +64,14 @@ func Start(cfg Config) (*Sandbox, error) {
 	if cfg.NameServerAddr == "" {
 		cfg.NameServerAddr = "127.0.0.1:0"
 	}
+	cfg.NameServers = max(cfg.NameServers, 1)
 	if len(cfg.ChunkserverAddrs) != 0 && len(cfg.ChunkserverAddrs) != cfg.Chunkservers {
 		return nil, fmt.Errorf("sandbox: %d chunkserver addresses for %d chunkservers", len(cfg.ChunkserverAddrs), cfg.Chunkservers)
 	}
 	s := &Sandbox{cfg: cfg, chunkservers: make([]*runningChunkserver, cfg.Chunkservers),
 		csAddrs: make([]string, cfg.Chunkservers)}
-	if err := s.startNameServer(cfg.NameServerAddr); err != nil {
-		return nil, err
+	if err := s.startGroup(); err != nil {
+		return nil, errors.Join(err, s.Close())
 	}
 	for i := range cfg.Chunkservers {
 		addr := "127.0.0.1:0"
@@ -87,10 +92,11 @@ func Start(cfg Config) (*Sandbox, error) {
 // running chunkservers to register.
 const readyTimeout = 30 * time.Second
 
-// waitReady waits until the nameserver counts every running chunkserver
-// as live, so a block can be placed on any of them as soon as Start (or a
-// restart) returns. Registration happens in the chunkservers' own
-// goroutines and the nameserver offers nothing to wait on, so this polls.
+// waitReady waits until a nameserver leads and counts every running
+// chunkserver as live, so a block can be placed on any of them as soon
+// as Start (or a restart) returns. Registration happens in the
+// chunkservers' own goroutines and the nameserver offers nothing to wait
+// on, so this polls.
 func (s *Sandbox) waitReady() error {
 	want := 0
 	for _, cs := range s.chunkservers {
@@ -99,46 +105,19 @@ func (s *Sandbox) waitReady() error {
 		}
 	}
 	deadline := time.Now().Add(readyTimeout)
-	for s.ns.LiveChunkservers() < want {
+	for {
+		live := 0
+		if ns := s.Leader(); ns != nil {
+			live = ns.LiveChunkservers()
+			if live >= want {
+				return nil
+			}
+		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("sandbox: %d of %d chunkservers registered within %v", s.ns.LiveChunkservers(), want, readyTimeout)
+			return fmt.Errorf("sandbox: %d of %d chunkservers registered with a leader within %v", live, want, readyTimeout)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	return nil
-}
-
-// NameServerConfig is the configuration the nameserver runs with.
-func (s *Sandbox) NameServerConfig() nameserver.Config {
-	cfg := nameserver.DefaultConfig()
-	cfg.DataDir = filepath.Join(s.cfg.Dir, "nameserver")
-	cfg.MetricsAddr = ""
-	if s.cfg.NameServer != nil {
-		s.cfg.NameServer(&cfg)
-	}
-	return cfg
-}
-
-func (s *Sandbox) startNameServer(addr string) error {
-	srv, err := nameserver.New(s.NameServerConfig())
-	if err != nil {
-		return fmt.Errorf("sandbox: nameserver: %w", err)
-	}
-	lis, err := net.Listen("tcp", addr)
-	if err != nil {
-		srv.Close()
-		return fmt.Errorf("sandbox: nameserver listener: %w", err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	s.ns, s.cancel, s.NameServerAddr = srv, cancel, lis.Addr().String()
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		if err := srv.Serve(ctx, lis); err != nil {
-			s.fail(fmt.Errorf("sandbox: nameserver: %w", err))
-		}
-	}()
-	return nil
 }
 
 func (s *Sandbox) fail(err error) {
@@ -147,40 +126,16 @@ func (s *Sandbox) fail(err error) {
 	s.errs = append(s.errs, err)
 }
 
-// NameServer returns the running nameserver.
-func (s *Sandbox) NameServer() *nameserver.Server { return s.ns }
-
-// RestartNameServer stops the nameserver and starts a new one on the same
-// data and address, and waits for the running chunkservers to register
-// with it again.
-func (s *Sandbox) RestartNameServer() error {
-	if err := s.stopNameServer(); err != nil {
-		return err
-	}
-	if err := s.startNameServer(s.NameServerAddr); err != nil {
-		return err
-	}
-	return s.waitReady()
-}
-
-func (s *Sandbox) stopNameServer() error {
-	if s.ns == nil {
-		return nil
-	}
-	s.cancel()
-	err := s.ns.Close()
-	s.wg.Wait()
-	s.ns = nil
-	return err
-}
-
 // Close stops every daemon and returns the first error any of them had.
 func (s *Sandbox) Close() error {
 	var errs []error
 	for i := range s.chunkservers {
 		errs = append(errs, s.StopChunkserver(i))
 	}
-	err := errors.Join(append(errs, s.stopNameServer())...)
+	for i := range s.nameservers {
+		errs = append(errs, s.StopNameServer(i))
+	}
+	err := errors.Join(errs...)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return errors.Join(append(s.errs, err)...)

@@ -21,17 +21,23 @@ type Cluster struct {
 // Option adjusts a cluster before it starts.
 type Option func(*sandbox.Config)
 
-// WithNameServerConfig lets a test change the nameserver's configuration.
+// WithNameServerConfig lets a test change the configuration of every
+// nameserver.
 func WithNameServerConfig(fn func(*nameserver.Config)) Option {
 	return func(c *sandbox.Config) {
 		prev := c.NameServer
-		c.NameServer = func(cfg *nameserver.Config) {
+		c.NameServer = func(i int, cfg *nameserver.Config) {
 			if prev != nil {
-				prev(cfg)
+				prev(i, cfg)
 			}
 			fn(cfg)
 		}
 	}
+}
+
+// WithNameServers starts a group of n nameservers (1 by default).
+func WithNameServers(n int) Option {
+	return func(c *sandbox.Config) { c.NameServers = n }
 }
 
 // WithChunkserverConfig lets a test change chunkserver i's configuration

@@ -34,21 +34,71 @@ type Result struct {
 
 // step is what an apply step works with: the committed state (paths
 // looked up through the directory cache), the batch it fills, the lock
-// table and the open-file index as committed, and the command's time.
-// The command's path locks keep what it reads of them from changing.
+// table and the open-file index as committed, the command's time, and
+// the counters it takes new ids and epochs from.
 type step struct {
 	r     pebble.Reader
 	b     *pebble.Batch
 	locks *dirlock.Table
 	open  *openIndex
 	now   int64
+	// next is the store's counters as this step leaves them: what it took
+	// is written into its batch, and kept only if the batch commits.
+	next counters
+	// clusterID is the id a format wrote ("" if none).
+	clusterID string
+	// members is the member table as a member command leaves it (nil if
+	// the command changed none).
+	members []*bfspb.Member
 }
 
-// Apply executes cmd as one Pebble batch committed with pebble.Sync. When it
-// returns nil the mutation is durable.
-func (s *Store) Apply(cmd *bfspb.Command) (*Result, error) {
+// counters are the stored counters ids and epochs are taken from.
+type counters struct {
+	// lastID is the highest entry or block id handed out, lastEpoch the
+	// highest lock epoch.
+	lastID, lastEpoch uint64
+}
+
+// newID takes the next entry or block id.
+func (st *step) newID() uint64 {
+	st.next.lastID = max(st.next.lastID, firstID-1) + 1
+	return st.next.lastID
+}
+
+// newEpoch takes the next lock epoch.
+func (st *step) newEpoch() uint64 {
+	st.next.lastEpoch++
+	return st.next.lastEpoch
+}
+
+// Apply executes cmd, the command at position index of the command log,
+// as one Pebble batch that also records index as applied. Commands apply
+// one at a time, in log order: each sees everything the ones before it
+// did. The apply step is deterministic: what it needs beyond the stored
+// state (the time, a new cluster id) is in the command; new ids and
+// epochs come from counters stored in the state, taken in the command's
+// own batch.
+//
+// The batch is written without its own fsync: the command log is the
+// durable record, and a command whose batch a crash lost is applied again
+// from the log (AppliedIndex says where to start). A command that fails
+// changes nothing and records nothing; applied again, it fails again.
+//
+// Apply refuses an index at or below AppliedIndex with ErrApplied. Any
+// error that is not one of the namespace's or dirlock's domain errors is
+// a storage failure (IsStorageError): the store can no longer follow the
+// log, and its owner must stop it.
+func (s *Store) Apply(index uint64, cmd *bfspb.Command) (*Result, error) {
+	s.applyMu.Lock()
+	defer s.applyMu.Unlock()
 	if s.closed.Load() {
 		return nil, ErrClosed
+	}
+	if s.restoring.Load() {
+		return nil, errors.New("namespace: the store holds a restore cut short; restore it before applying")
+	}
+	if index <= s.applied.Load() {
+		return nil, fmt.Errorf("%w: index %d, applied %d", ErrApplied, index, s.applied.Load())
 	}
 	o, err := bind(cmd)
 	if err != nil {
@@ -57,37 +107,25 @@ func (s *Store) Apply(cmd *bfspb.Command) (*Result, error) {
 	if err := validate(o.paths(), cmd.Fences); err != nil {
 		return nil, err
 	}
-	for {
-		reads, writes := o.d.lockSet(s.db, o.msg)
-		release := s.paths.acquire(reads, writes)
-		res, err := s.applyLocked(o, writes)
-		release()
-		if !errors.Is(err, errRetry) {
-			return res, err
-		}
-	}
+	return s.applyLocked(index, o)
 }
 
-// errRetry says the lock set chosen before locking no longer fits the state.
-var errRetry = errors.New("namespace: retry with a new lock set")
-
-func (s *Store) applyLocked(o op, writes []string) (*Result, error) {
-	// Reads go to the committed state: the path locks keep what this
-	// command reads from changing, and no command reads its own writes.
-	st := &step{r: s.reader(), b: s.db.NewBatch(), locks: s.locks, open: s.open, now: o.cmd.TimeNs}
+func (s *Store) applyLocked(index uint64, o op) (*Result, error) {
+	// Reads go to the committed state: no command reads its own writes.
+	st := &step{r: s.reader(), b: s.db.NewBatch(), locks: s.locks, open: s.open, now: o.cmd.TimeNs, next: s.counters}
 	defer st.b.Close()
-	if !o.d.fits(st.r, o.msg, writes) {
-		return nil, errRetry
+	if err := checkSession(st.r, o.session()); err != nil {
+		return nil, err
 	}
 	if err := s.guard(o); err != nil {
 		return nil, err
 	}
-	if e := o.d.epoch(o.msg); e != nil && *e == 0 {
-		*e = s.allocEpoch()
-	}
 	res, err := o.d.apply(st, o.msg)
 	if err != nil {
 		return res, err
+	}
+	if err := st.record(index, s.counters); err != nil {
+		return nil, err
 	}
 	moved, err := s.open.changes(st.r, st.b)
 	if err != nil {
@@ -96,27 +134,63 @@ func (s *Store) applyLocked(o op, writes []string) (*Result, error) {
 	// The directory cache lets go of what b deletes before anyone can see
 	// it deleted, and takes it back once they all can: see dirCache.
 	forgotten := s.dirs.forget(st.b)
-	err = st.b.Commit(pebble.Sync)
+	err = st.b.Commit(pebble.NoSync)
 	s.dirs.release(forgotten)
 	if err != nil {
 		return nil, fmt.Errorf("namespace: commit: %w", err)
 	}
-	s.committed(o, res, moved)
+	s.committed(index, st, res, moved)
 	if s.onLocks != nil && (len(res.SetLocks) > 0 || len(res.RemovedLocks) > 0) {
-		s.onLocks(o.cmd, res) // still under the path locks: in commit order
+		s.onLocks(o.cmd, res) // in log order
 	}
 	return res, nil
 }
 
-// committed brings what the store keeps in memory in line with a
-// committed command, still under its path locks: the id and epoch
-// counters, the lock table, the open-file index.
-func (s *Store) committed(o op, res *Result, open openChanges) {
-	for _, id := range o.d.ids(o.msg) {
-		s.observeID(id)
+// record adds to the batch the log index it applies and the counters it
+// moved.
+func (st *step) record(index uint64, before counters) error {
+	if err := st.b.Set(keyApplied, encodeUint64(index), nil); err != nil {
+		return err
 	}
-	if e := o.d.epoch(o.msg); e != nil {
-		s.observeEpoch(*e)
+	if st.next.lastID != before.lastID {
+		if err := st.b.Set(keyNextID, encodeUint64(st.next.lastID), nil); err != nil {
+			return err
+		}
+	}
+	if st.next.lastEpoch != before.lastEpoch {
+		return st.b.Set(keyEpoch, encodeUint64(st.next.lastEpoch), nil)
+	}
+	return nil
+}
+
+// checkSession refuses a command for a session the store does not hold
+// (it ended, or never was): the check that a proposer's own view of the
+// session cannot replace, since the session may end between the two.
+func checkSession(r pebble.Reader, session string) error {
+	if session == "" {
+		return nil
+	}
+	_, closer, err := r.Get(sessionKey(session))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return ErrSessionExpired
+	}
+	if err != nil {
+		return fmt.Errorf("namespace: read: %w", err)
+	}
+	return closer.Close()
+}
+
+// committed brings what the store keeps in memory in line with a
+// committed command: the applied index, the counters, the cluster id, the
+// lock table, the open-file index.
+func (s *Store) committed(index uint64, st *step, res *Result, open openChanges) {
+	s.counters = st.next
+	s.lastID.Store(st.next.lastID)
+	if st.clusterID != "" {
+		s.setClusterID(st.clusterID)
+	}
+	if st.members != nil {
+		s.setMembers(st.members)
 	}
 	for _, l := range res.SetLocks {
 		s.locks.Set(l)
@@ -125,59 +199,7 @@ func (s *Store) committed(o op, res *Result, open openChanges) {
 		s.locks.Remove(p)
 	}
 	s.open.apply(open)
-}
-
-// pathLockSet is the path locks of a command that changes paths: every
-// mutation read-locks the ancestors of what it changes, so nobody renames
-// or deletes them underneath it, and write-locks the entries it changes,
-// so nobody else creates, deletes or renames them at the same time.
-func pathLockSet(paths []string) (reads, writes []string) {
-	for _, p := range paths {
-		reads = append(reads, ancestors(p)...)
-	}
-	return reads, paths
-}
-
-// mkdirLockSet is the path locks of a mkdir: with parents, the components
-// of its path that do not exist yet are write-locked (they may be
-// created) and the ones that do are read-locked. What exists is read
-// before locking; mkdirFits checks it again under the locks.
-func mkdirLockSet(r pebble.Reader, c *bfspb.MkdirCmd) (reads, writes []string) {
-	if !c.Parents {
-		return pathLockSet([]string{c.Path})
-	}
-	all := append(ancestors(c.Path), c.Path)
-	n := existingPrefix(r, all)
-	if n == len(all) {
-		n-- // everything exists: lock the leaf to read it consistently
-	}
-	return all[:n], all[n:]
-}
-
-// mkdirFits reports whether the components of a mkdir's path that do not
-// exist are all among the write-locked ones.
-func mkdirFits(r pebble.Reader, c *bfspb.MkdirCmd, writes []string) bool {
-	if !c.Parents {
-		return true
-	}
-	all := append(ancestors(c.Path), c.Path)
-	return existingPrefix(r, all) >= len(all)-len(writes)
-}
-
-// existingPrefix returns how many leading paths of all exist as
-// directories (all[0] is the root, which always does).
-func existingPrefix(r pebble.Reader, all []string) int {
-	info, err := getInfo(r, entryKey(rootParentID, ""))
-	if err != nil {
-		return 0
-	}
-	for i := 1; i < len(all); i++ {
-		info, err = getInfo(r, entryKey(info.EntryId, fspath.Base(all[i])))
-		if err != nil || info.Type != bfspb.FileType_FILE_TYPE_DIR {
-			return i
-		}
-	}
-	return len(all)
+	s.applied.Store(index)
 }
 
 // ancestors returns the strict ancestors of a normalized path, root first.

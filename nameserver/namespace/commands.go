@@ -3,7 +3,6 @@ package namespace
 import (
 	"fmt"
 
-	"github.com/cockroachdb/pebble/v2"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
@@ -11,9 +10,9 @@ import (
 )
 
 // Every kind of command is described once, in commands below: the paths
-// it names, the ids it brings, the session it acts for, its lock check
-// and its apply step. Apply, its path locks, the lock check and the
-// bookkeeping after a commit all read the description; nothing else
+// it names, the session it acts for, its lock check and its apply step.
+// Apply, the session and lock checks and the bookkeeping after a commit
+// all read the description; nothing else
 // tells the kinds of commands apart. A command without a description is
 // refused, and so is one described without a gate: a new kind of command
 // is never let through unchecked by omission (TestEveryCommandIsDescribed
@@ -21,16 +20,12 @@ import (
 var commands = newTable(
 	describe(kind[*bfspb.MkdirCmd]{
 		paths:   one((*bfspb.MkdirCmd).GetPath),
-		ids:     (*bfspb.MkdirCmd).GetIds,
 		session: (*bfspb.MkdirCmd).GetSessionId,
 		gate:    GateTarget,
-		lockSet: mkdirLockSet,
-		fits:    mkdirFits,
 		apply:   applyMkdir,
 	}),
 	describe(kind[*bfspb.CreateCmd]{
 		paths:   one((*bfspb.CreateCmd).GetPath),
-		ids:     func(c *bfspb.CreateCmd) []uint64 { return []uint64{c.Id} },
 		session: (*bfspb.CreateCmd).GetSessionId,
 		gate:    GateTarget,
 		apply:   applyCreate,
@@ -65,6 +60,7 @@ var commands = newTable(
 		apply:   applyOpenSession,
 	}),
 	describe(kind[*bfspb.CloseSessionCmd]{
+		session: (*bfspb.CloseSessionCmd).GetSessionId,
 		gate:    GateNone,
 		ungated: "a session is no part of the file tree",
 		apply:   applyCloseSession,
@@ -74,9 +70,18 @@ var commands = newTable(
 		ungated: "a chunkserver is no part of the file tree",
 		apply:   applyDrain,
 	}),
+	describe(kind[*bfspb.FormatCmd]{
+		gate:    GateNone,
+		ungated: "formatting makes the file tree; nothing in it can be locked yet",
+		apply:   applyFormat,
+	}),
+	describe(kind[*bfspb.MemberCmd]{
+		gate:    GateNone,
+		ungated: "a nameserver of the group is no part of the file tree",
+		apply:   applyMember,
+	}),
 	describe(kind[*bfspb.AddBlockCmd]{
 		paths:   one((*bfspb.AddBlockCmd).GetPath),
-		ids:     func(c *bfspb.AddBlockCmd) []uint64 { return []uint64{uint64(c.GetBlock().GetId())} },
 		session: (*bfspb.AddBlockCmd).GetSessionId,
 		gate:    GateTarget,
 		apply:   applyAddBlock,
@@ -95,13 +100,21 @@ var commands = newTable(
 	}),
 	describe(kind[*bfspb.LockDirCmd]{
 		paths:   one((*bfspb.LockDirCmd).GetPath),
-		epoch:   func(c *bfspb.LockDirCmd) *uint64 { return &c.Epoch },
+		session: (*bfspb.LockDirCmd).GetSessionId,
 		gate:    GateNone,
 		ungated: "a lock command decides against the lock table itself (dirlock.Table.CanLock)",
 		apply:   applyLockDir,
 	}),
 	describe(kind[*bfspb.UnlockDirCmd]{
-		paths:   one((*bfspb.UnlockDirCmd).GetPath),
+		paths: one((*bfspb.UnlockDirCmd).GetPath),
+		// A forced unlock acts for nobody: the session it names, if any,
+		// need not be live.
+		session: func(c *bfspb.UnlockDirCmd) string {
+			if c.Force {
+				return ""
+			}
+			return c.SessionId
+		},
 		gate:    GateNone,
 		ungated: "a lock command decides against the lock table itself (dirlock.Table.CanUnlock)",
 		apply:   applyUnlockDir,
@@ -118,24 +131,12 @@ var commands = newTable(
 type kind[C proto.Message] struct {
 	// paths are the paths the command names, in the order its gate takes
 	// them; nil for a command outside the file tree. They must be
-	// normalized (Apply refuses the command otherwise) and are path-locked:
-	// written, with their ancestors read, unless lockSet says otherwise.
+	// normalized: Apply refuses the command otherwise.
 	paths func(C) []string
-	// ids are the entry and block ids the command hands out: once it
-	// commits, the store's counter never hands them out again.
-	ids func(C) []uint64
-	// session is the session the command mutates for: whom its gate and
-	// its fences check. nil: "" (the nameserver's own commands).
+	// session is the session the command acts for: it must be stored
+	// (Apply answers ErrSessionExpired otherwise), and it is whom the
+	// gate and the fences check. nil: "" (the nameserver's own commands).
 	session func(C) string
-	// epoch, for a command that takes a lock epoch, is where it carries
-	// it: Apply hands out a new one under the command's path locks if it
-	// carries none, and the store's counter never hands it out again.
-	epoch func(C) *uint64
-	// lockSet, if set, picks the path locks from what exists, read before
-	// locking; fits says whether they still fit, under the locks (if not,
-	// Apply picks them again).
-	lockSet func(pebble.Reader, C) (reads, writes []string)
-	fits    func(pebble.Reader, C, []string) bool
 	// gate is the command's lock check; a GateNone command says in ungated
 	// why it needs none.
 	gate    Gate
@@ -151,11 +152,7 @@ type command struct {
 	gate    Gate
 	ungated string
 	paths   func(proto.Message) []string
-	ids     func(proto.Message) []uint64
 	session func(proto.Message) string
-	epoch   func(proto.Message) *uint64
-	lockSet func(pebble.Reader, proto.Message) (reads, writes []string)
-	fits    func(pebble.Reader, proto.Message, []string) bool
 	apply   func(*step, proto.Message) (*Result, error)
 }
 
@@ -167,20 +164,10 @@ func describe[C proto.Message](k kind[C]) *command {
 		gate:    k.gate,
 		ungated: k.ungated,
 		paths:   optional(k.paths),
-		ids:     optional(k.ids),
 		session: optional(k.session),
-		epoch:   optional(k.epoch),
-		fits:    func(pebble.Reader, proto.Message, []string) bool { return true },
 	}
 	if k.apply != nil {
 		d.apply = func(st *step, m proto.Message) (*Result, error) { return k.apply(st, m.(C)) }
-	}
-	d.lockSet = func(_ pebble.Reader, m proto.Message) ([]string, []string) { return pathLockSet(d.paths(m)) }
-	if k.lockSet != nil {
-		d.lockSet = func(r pebble.Reader, m proto.Message) ([]string, []string) { return k.lockSet(r, m.(C)) }
-	}
-	if k.fits != nil {
-		d.fits = func(r pebble.Reader, m proto.Message, writes []string) bool { return k.fits(r, m.(C), writes) }
 	}
 	return d
 }

@@ -65,6 +65,15 @@ func newDirCache(max int) *dirCache {
 	return c
 }
 
+// reset forgets every binding; lookups under way fill nothing they read
+// before it.
+func (c *dirCache) reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.mu.ids = make(map[dirKey]uint64)
+	c.mu.gen++
+}
+
 // resolve walks the directory path (normalized) from the root as far as
 // the cache knows it. It returns the entry id of the deepest directory
 // found, the rest of path below it ("" if it found all of it, else

@@ -45,9 +45,6 @@ func applyMkdir(st *step, c *bfspb.MkdirCmd) (*Result, error) {
 		return nil, ErrExists
 	}
 	comps := fspath.Split(c.Path)
-	if len(c.Ids) < len(comps) && (c.Parents || len(c.Ids) < 1) {
-		return nil, fmt.Errorf("%w: mkdir command carries %d ids", ErrInvalid, len(c.Ids))
-	}
 	dir, err := getInfo(st.r, entryKey(rootParentID, ""))
 	if err != nil {
 		return nil, err
@@ -71,11 +68,7 @@ func applyMkdir(st *step, c *bfspb.MkdirCmd) (*Result, error) {
 		case !last && !c.Parents:
 			return nil, ErrNotFound
 		}
-		id := c.Ids[0]
-		if c.Parents {
-			id = c.Ids[i]
-		}
-		next = newEntry(dir.EntryId, name, id, bfspb.FileType_FILE_TYPE_DIR, mode, st.now)
+		next = newEntry(dir.EntryId, name, st.newID(), bfspb.FileType_FILE_TYPE_DIR, mode, st.now)
 		if err := putEntry(st.b, next); err != nil {
 			return nil, err
 		}
@@ -124,7 +117,7 @@ func applyCreate(st *step, c *bfspb.CreateCmd) (*Result, error) {
 	case !errors.Is(err, ErrNotFound):
 		return nil, err
 	}
-	info := newEntry(parent, fspath.Base(c.Path), c.Id, bfspb.FileType_FILE_TYPE_FILE, mode, st.now)
+	info := newEntry(parent, fspath.Base(c.Path), st.newID(), bfspb.FileType_FILE_TYPE_FILE, mode, st.now)
 	info.Replication = repl
 	if c.OpenForWrite {
 		info.WriterSession = c.SessionId

@@ -29,8 +29,8 @@ func openFile(r pebble.Reader, path, session string) (*bfspb.FileInfo, error) {
 
 func applyAddBlock(st *step, c *bfspb.AddBlockCmd) (*Result, error) {
 	blk := c.GetBlock()
-	if blk.GetId() <= 0 || len(blk.WriteSet) == 0 {
-		return nil, fmt.Errorf("%w: add block needs a block id and a write set", ErrInvalid)
+	if blk.GetId() != 0 || len(blk.WriteSet) == 0 {
+		return nil, fmt.Errorf("%w: add block needs a write set and no block id (it is assigned here)", ErrInvalid)
 	}
 	info, err := openFile(st.r, c.Path, c.SessionId)
 	if err != nil {
@@ -40,11 +40,10 @@ func applyAddBlock(st *step, c *bfspb.AddBlockCmd) (*Result, error) {
 		// A retried AddBlock: the file keeps the block it has.
 		return &Result{Info: info}, nil
 	}
-	info.Blocks = []*bfspb.BlockMeta{proto.Clone(blk).(*bfspb.BlockMeta)}
+	blk = proto.Clone(blk).(*bfspb.BlockMeta)
+	blk.Id = int64(st.newID())
+	info.Blocks = []*bfspb.BlockMeta{blk}
 	if err := st.b.Set(blockKey(blk.Id), encodeUint64(info.EntryId), nil); err != nil {
-		return nil, err
-	}
-	if err := st.b.Merge(keyNextID, encodeUint64(uint64(blk.Id)), nil); err != nil {
 		return nil, err
 	}
 	return &Result{Info: info}, putInfo(st.b, keyOf(info), info)

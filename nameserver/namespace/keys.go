@@ -17,6 +17,7 @@ const (
 	prefixLock    byte = 'L' // 'L' + dir entry id -> "" (directories LOCKED or CLEANING)
 	prefixClean   byte = 'c' // 'c' + dir entry id -> CleaningRecord
 	prefixHistory byte = 'h' // 'h' + dir entry id + epoch -> LockHistoryEntry
+	prefixMember  byte = 'm' // 'm' + member name -> Member (the nameserver group)
 )
 
 // RootID is the entry id of "/". The root's own FileInfo is stored under
@@ -30,10 +31,12 @@ const rootParentID uint64 = 0
 const firstID uint64 = 2
 
 var (
-	// keyNextID holds the highest entry id ever handed out (max-merged).
+	// keyNextID holds the highest entry or block id ever handed out.
 	keyNextID = []byte{prefixSystem, 'i', 'd'}
-	// keyEpoch holds the highest lock epoch ever granted (max-merged).
+	// keyEpoch holds the highest lock epoch ever granted.
 	keyEpoch = []byte{prefixSystem, 'e', 'p', 'o', 'c', 'h'}
+	// keyApplied holds the log index of the last command applied.
+	keyApplied = []byte{prefixSystem, 'a', 'p', 'p', 'l', 'i', 'e', 'd'}
 	// keyClusterID holds the cluster id, written once when the store is
 	// formatted (see ClusterID).
 	keyClusterID = []byte{prefixSystem, 'c', 'l', 'u', 's', 't', 'e', 'r'}

@@ -17,14 +17,17 @@ import (
 )
 
 func applyLockDir(st *step, c *bfspb.LockDirCmd) (*Result, error) {
+	// The epoch a grant takes (so does the cleaning before a grant); a
+	// retried grant keeps its own and takes none.
+	epoch := st.next.lastEpoch + 1
 	session := c.SessionId
 	switch {
-	case c.Epoch == 0:
-		return nil, fmt.Errorf("%w: lock command without an epoch", ErrInvalid)
 	case c.Operator && c.Holder == "":
 		return nil, fmt.Errorf("%w: an operator lock needs a holder", ErrInvalid)
+	case c.Operator && session != "":
+		return nil, fmt.Errorf("%w: an operator lock is bound to no session", ErrInvalid)
 	case c.Operator:
-		session = string(OperatorSession(c.Epoch))
+		session = string(OperatorSession(epoch))
 	case session == "":
 		return nil, fmt.Errorf("%w: locking needs a session", ErrInvalid)
 	}
@@ -39,19 +42,17 @@ func applyLockDir(st *step, c *bfspb.LockDirCmd) (*Result, error) {
 	if held != nil {
 		return &Result{Info: info, Lock: held}, nil // a retry: same epoch
 	}
+	st.newEpoch()
 	foreign := st.open.under(info.EntryId, func(writer string) bool { return writer != session })
 	if len(foreign) > 0 {
-		return startGrantCleaning(st.b, c, info, foreign, st.now)
+		return startGrantCleaning(st.b, c.Path, epoch, info, foreign, st.now)
 	}
 	info.LockStatus, info.Holder, info.HolderSession = bfspb.LockStatus_LOCK_STATUS_LOCKED, c.Holder, session
-	info.Epoch, info.LockSinceNs = c.Epoch, st.now
+	info.Epoch, info.LockSinceNs = epoch, st.now
 	if err := putInfo(st.b, keyOf(info), info); err != nil {
 		return nil, err
 	}
 	if err := st.b.Set(lockKey(info.EntryId), nil, nil); err != nil {
-		return nil, err
-	}
-	if err := st.b.Merge(keyEpoch, encodeUint64(c.Epoch), nil); err != nil {
 		return nil, err
 	}
 	l := lockOf(c.Path, info)
@@ -68,23 +69,20 @@ const ReasonGrant = "grant"
 // starts clean). Once they are sealed and closed, FinishCleaning makes the
 // directory UNLOCKED again, with the cleaning in its history (reason
 // "grant"), and the LockDir is tried again.
-func startGrantCleaning(b *pebble.Batch, c *bfspb.LockDirCmd, info *bfspb.FileInfo, files []uint64, now int64) (*Result, error) {
+func startGrantCleaning(b *pebble.Batch, path string, epoch uint64, info *bfspb.FileInfo, files []uint64, now int64) (*Result, error) {
 	info.LockStatus, info.Holder, info.HolderSession = bfspb.LockStatus_LOCK_STATUS_CLEANING, "", ""
-	info.Epoch, info.LockSinceNs = c.Epoch, now
+	info.Epoch, info.LockSinceNs = epoch, now
 	if err := putInfo(b, keyOf(info), info); err != nil {
 		return nil, err
 	}
 	if err := b.Set(lockKey(info.EntryId), nil, nil); err != nil {
 		return nil, err
 	}
-	if err := b.Merge(keyEpoch, encodeUint64(c.Epoch), nil); err != nil {
-		return nil, err
-	}
-	rec := &bfspb.CleaningRecord{Epoch: c.Epoch, Reason: ReasonGrant, Files: files, Dirs: []uint64{info.EntryId}, StartedNs: now}
+	rec := &bfspb.CleaningRecord{Epoch: epoch, Reason: ReasonGrant, Files: files, Dirs: []uint64{info.EntryId}, StartedNs: now}
 	if err := putCleaning(b, info.EntryId, rec); err != nil {
 		return nil, err
 	}
-	l := lockOf(c.Path, info)
+	l := lockOf(path, info)
 	return &Result{Info: info, Lock: &l, SetLocks: []dirlock.Lock{l}, Cleaning: rec}, nil
 }
 

@@ -14,22 +14,6 @@ import (
 // changed only by Apply (and by Open, which loads it).
 func (s *Store) Locks() *dirlock.Table { return s.locks }
 
-// allocEpoch reserves a new lock epoch. Like ids, epochs are handed out in
-// memory and recorded by the batch that uses them, max-merged, so they
-// never go back, also across restarts. Apply takes one for a LockDir under
-// the directory's path lock, so the grants of one directory get epochs
-// that grow in the order they commit.
-func (s *Store) allocEpoch() uint64 { return s.lastEpoch.Add(1) }
-
-func (s *Store) observeEpoch(e uint64) {
-	for {
-		cur := s.lastEpoch.Load()
-		if cur >= e || s.lastEpoch.CompareAndSwap(cur, e) {
-			return
-		}
-	}
-}
-
 // loadLocks fills the lock table from the lock index.
 func (s *Store) loadLocks() error {
 	lower, upper := prefixBounds(prefixLock)

@@ -365,6 +365,13 @@ func (x *openIndex) load(r pebble.Reader) error {
 	})
 }
 
+// reset forgets every node.
+func (x *openIndex) reset() {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.mu.nodes = make(map[uint64]*openNode)
+}
+
 // len returns the number of nodes, files and directories.
 func (x *openIndex) len() int {
 	x.mu.Lock()

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -44,8 +45,15 @@ type Options struct {
 // Store is the namespace. See the package documentation.
 type Store struct {
 	db *pebble.DB
-	// paths serializes mutations of overlapping paths.
-	paths *pathLocks
+	// applyMu makes commands apply one at a time, in log order; it guards
+	// counters.
+	applyMu sync.Mutex
+	// counters mirror the stored id and epoch counters; lastID is
+	// counters.lastID for readers that do not apply.
+	counters counters
+	lastID   atomic.Uint64
+	// applied is the log index of the last command applied.
+	applied atomic.Uint64
 	// dirs caches the entry ids of directories for path lookups; view is
 	// the DB seen through it.
 	dirs *dirCache
@@ -56,17 +64,18 @@ type Store struct {
 	open *openIndex
 	// onLocks is Options.OnLockChange.
 	onLocks func(cmd *bfspb.Command, res *Result)
-	// lastID is the highest entry id handed out; lastEpoch the highest
-	// lock epoch.
-	lastID    atomic.Uint64
-	lastEpoch atomic.Uint64
-	closed    atomic.Bool
-	// clusterID is the id written when the store was formatted; set by
-	// init, read-only afterwards.
-	clusterID string
+	closed  atomic.Bool
+	// restoring is set while the state is a mix left by a restore cut
+	// short: nothing applies until Restore succeeds.
+	restoring atomic.Bool
+	// clusterID is the id the format wrote ("" until then); members the
+	// member table.
+	clusterID atomic.Pointer[string]
+	members   atomic.Pointer[[]*bfspb.Member]
 }
 
-// Open opens (or creates) the namespace in opts.Dir.
+// Open opens (or creates) the namespace in opts.Dir. A new store is
+// empty until a FormatCmd applies: no root, no cluster id.
 func Open(opts Options) (*Store, error) {
 	if opts.Dir == "" {
 		return nil, fmt.Errorf("namespace: %w: empty data directory", ErrInvalid)
@@ -98,89 +107,94 @@ func Open(opts Options) (*Store, error) {
 	if dirEntries == 0 {
 		dirEntries = defaultDirCacheEntries
 	}
-	s := &Store{db: db, paths: newPathLocks(), dirs: newDirCache(dirEntries), locks: dirlock.NewTable(), open: newOpenIndex(), onLocks: opts.OnLockChange}
+	s := &Store{db: db, dirs: newDirCache(dirEntries), locks: dirlock.NewTable(), open: newOpenIndex(), onLocks: opts.OnLockChange}
 	s.view = &reader{Reader: db, dirs: s.dirs}
-	if err := s.init(); err != nil {
+	if err := s.load(); err != nil {
 		db.Close()
 		return nil, err
 	}
 	return s, nil
 }
 
-// init creates the root on a new store, or loads what an existing one
-// keeps in memory: the id and epoch counters, the lock table, the
+// load reads what the store keeps in memory: the applied index, the
+// counters, the cluster id and the member table, the lock table, the
 // open-file index.
-func (s *Store) init() error {
-	last, err := s.getUint64(keyNextID)
+func (s *Store) load() error {
+	if restoring, err := s.Restoring(); restoring || err != nil {
+		// A mix of two states: nothing of it is loaded, and it applies
+		// nothing until restored again.
+		s.setClusterID("")
+		s.setMembers(nil)
+		s.applied.Store(0)
+		s.restoring.Store(restoring)
+		return err
+	}
+	applied, err := s.getUint64(keyApplied)
 	if err != nil {
 		return err
 	}
-	s.lastID.Store(max(last, firstID-1))
-	epoch, err := s.getUint64(keyEpoch)
+	if s.counters.lastID, err = s.getUint64(keyNextID); err != nil {
+		return err
+	}
+	if s.counters.lastEpoch, err = s.getUint64(keyEpoch); err != nil {
+		return err
+	}
+	s.lastID.Store(s.counters.lastID)
+	id, err := s.getString(keyClusterID)
 	if err != nil {
 		return err
 	}
-	s.lastEpoch.Store(epoch)
-	_, err = s.get(entryKey(rootParentID, ""))
-	if err == nil {
-		if err := s.loadClusterID(); err != nil {
-			return err
-		}
-		if err := s.loadLocks(); err != nil {
-			return err
-		}
-		return s.open.load(s.db)
-	}
-	if !errors.Is(err, ErrNotFound) {
-		return err
-	}
-	return s.format()
-}
-
-// format writes the root and a new cluster id to an empty store, in one
-// batch: a store has both or neither.
-func (s *Store) format() error {
-	id, err := newClusterID()
+	s.setClusterID(id)
+	members, err := loadMembers(s.db)
 	if err != nil {
 		return err
 	}
-	root := &bfspb.FileInfo{EntryId: RootID, Type: bfspb.FileType_FILE_TYPE_DIR, Mode: 0o755}
-	b := s.db.NewBatch()
-	defer b.Close()
-	if err := putInfo(b, entryKey(rootParentID, ""), root); err != nil {
+	s.setMembers(members)
+	if err := s.loadLocks(); err != nil {
 		return err
 	}
-	if err := b.Set(keyClusterID, []byte(id), nil); err != nil {
+	if err := s.open.load(s.db); err != nil {
 		return err
 	}
-	if err := b.Commit(pebble.Sync); err != nil {
-		return fmt.Errorf("namespace: format: %w", err)
-	}
-	s.clusterID = id
+	s.applied.Store(applied)
+	s.restoring.Store(false)
 	return nil
 }
 
-// loadClusterID reads the cluster id of a formatted store. A store
-// formatted before cluster ids existed gets one now, once.
-func (s *Store) loadClusterID() error {
-	v, closer, err := s.db.Get(keyClusterID)
-	if err == nil {
-		s.clusterID = string(v)
-		return closer.Close()
+// applyFormat writes the root and the cluster id, whichever is missing:
+// a store formatted before cluster ids existed gets the command's id.
+func applyFormat(st *step, c *bfspb.FormatCmd) (*Result, error) {
+	if c.ClusterId == "" {
+		return nil, fmt.Errorf("%w: format without a cluster id", ErrInvalid)
 	}
-	if !errors.Is(err, pebble.ErrNotFound) {
-		return fmt.Errorf("namespace: read cluster id: %w", err)
+	root, err := getInfo(st.r, entryKey(rootParentID, ""))
+	if errors.Is(err, ErrNotFound) {
+		root = &bfspb.FileInfo{EntryId: RootID, Type: bfspb.FileType_FILE_TYPE_DIR, Mode: DefaultDirMode, CtimeNs: st.now, MtimeNs: st.now}
+		if err := putInfo(st.b, entryKey(rootParentID, ""), root); err != nil {
+			return nil, err
+		}
+	} else if err != nil {
+		return nil, err
 	}
-	id, err := newClusterID()
-	if err != nil {
-		return err
+	_, closer, err := st.r.Get(keyClusterID)
+	switch {
+	case err == nil:
+		return &Result{Info: root}, closer.Close()
+	case !errors.Is(err, pebble.ErrNotFound):
+		return nil, fmt.Errorf("namespace: read cluster id: %w", err)
 	}
-	if err := s.db.Set(keyClusterID, []byte(id), pebble.Sync); err != nil {
-		return fmt.Errorf("namespace: write cluster id: %w", err)
-	}
-	s.clusterID = id
-	return nil
+	st.clusterID = c.ClusterId
+	return &Result{Info: root}, st.b.Set(keyClusterID, []byte(c.ClusterId), nil)
 }
+
+// Formatted reports whether a FormatCmd has applied: the store has its
+// root and its cluster id.
+func (s *Store) Formatted() bool { return s.ClusterID() != "" }
+
+// NewClusterID returns a new random cluster id for a FormatCmd.
+func NewClusterID() (string, error) { return newClusterID() }
+
+func (s *Store) setClusterID(id string) { s.clusterID.Store(&id) }
 
 // newClusterID returns 128 random bits in hex.
 func newClusterID() (string, error) {
@@ -191,40 +205,26 @@ func newClusterID() (string, error) {
 	return hex.EncodeToString(b[:]), nil
 }
 
-// ClusterID returns the id created when the store was formatted. It
-// never changes: chunkservers record it and refuse a nameserver whose
-// store has another one (see the nameserver package documentation).
-func (s *Store) ClusterID() string { return s.clusterID }
+// ClusterID returns the id written when the store was formatted ("" before
+// that). It never changes: chunkservers record it and refuse a nameserver
+// whose store has another one (see the nameserver package documentation).
+func (s *Store) ClusterID() string { return *s.clusterID.Load() }
+
+// AppliedIndex returns the log index of the last command applied (0 for
+// none).
+func (s *Store) AppliedIndex() uint64 { return s.applied.Load() }
 
 // Close closes the store. Calls after Close fail with ErrClosed.
 func (s *Store) Close() error {
+	s.applyMu.Lock()
+	defer s.applyMu.Unlock()
 	if s.closed.Swap(true) {
 		return nil
 	}
-	return s.db.Close()
-}
-
-// AllocIDs reserves n new entry ids for a command. Ids are handed out in
-// memory and recorded durably by the batch of the command that uses them;
-// ids of commands that fail are simply skipped.
-func (s *Store) AllocIDs(n int) []uint64 {
-	last := s.lastID.Add(uint64(n))
-	ids := make([]uint64, n)
-	for i := range ids {
-		ids[i] = last - uint64(n-1-i)
-	}
-	return ids
-}
-
-// observeID raises the in-memory counter to at least id, so a replayed or
-// replicated command's ids are never handed out again.
-func (s *Store) observeID(id uint64) {
-	for {
-		cur := s.lastID.Load()
-		if cur >= id || s.lastID.CompareAndSwap(cur, id) {
-			return
-		}
-	}
+	// What applied without fsync is in the command log too; syncing here
+	// spares replaying it at the next start.
+	err := s.db.LogData(nil, pebble.Sync)
+	return errors.Join(err, s.db.Close())
 }
 
 // reader returns the committed state to look paths up in.
@@ -258,6 +258,18 @@ func (s *Store) get(key []byte) (*bfspb.FileInfo, error) {
 	return getInfo(s.db, key)
 }
 
+func (s *Store) getString(key []byte) (string, error) {
+	v, closer, err := s.db.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("namespace: read: %w", err)
+	}
+	defer closer.Close()
+	return string(v), nil
+}
+
 func (s *Store) getUint64(key []byte) (uint64, error) {
 	v, closer, err := s.db.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
@@ -278,8 +290,9 @@ func putInfo(b *pebble.Batch, key []byte, info *bfspb.FileInfo) error {
 	return b.Set(key, v, nil)
 }
 
-// maxMerger keeps the largest of the 8-byte big-endian operands, so
-// counters stay monotonic whatever order concurrent batches commit in.
+// maxMerger keeps the largest of the 8-byte big-endian operands. Counters
+// are set now (commands apply one at a time); it stays for the merge
+// operands stores written before that still hold.
 var maxMerger = &pebble.Merger{
 	Name: "bfs.max_uint64",
 	Merge: func(_, value []byte) (pebble.ValueMerger, error) {

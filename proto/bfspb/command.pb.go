@@ -46,6 +46,8 @@ type Command struct {
 	//	*Command_UnlockDir
 	//	*Command_FinishCleaning
 	//	*Command_Drain
+	//	*Command_Format
+	//	*Command_Member
 	Op isCommand_Op `protobuf_oneof:"op"`
 	// The fences the request carried: the command applies only if each is
 	// still LOCKED at its epoch by the command's session (SPEC §6).
@@ -233,6 +235,24 @@ func (x *Command) GetDrain() *DrainCmd {
 	return nil
 }
 
+func (x *Command) GetFormat() *FormatCmd {
+	if x != nil {
+		if x, ok := x.Op.(*Command_Format); ok {
+			return x.Format
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetMember() *MemberCmd {
+	if x != nil {
+		if x, ok := x.Op.(*Command_Member); ok {
+			return x.Member
+		}
+	}
+	return nil
+}
+
 func (x *Command) GetFences() []*Fence {
 	if x != nil {
 		return x.Fences
@@ -304,6 +324,14 @@ type Command_Drain struct {
 	Drain *DrainCmd `protobuf:"bytes,17,opt,name=drain,proto3,oneof"`
 }
 
+type Command_Format struct {
+	Format *FormatCmd `protobuf:"bytes,18,opt,name=format,proto3,oneof"`
+}
+
+type Command_Member struct {
+	Member *MemberCmd `protobuf:"bytes,19,opt,name=member,proto3,oneof"`
+}
+
 func (*Command_Mkdir) isCommand_Op() {}
 
 func (*Command_Create) isCommand_Op() {}
@@ -334,14 +362,16 @@ func (*Command_FinishCleaning) isCommand_Op() {}
 
 func (*Command_Drain) isCommand_Op() {}
 
+func (*Command_Format) isCommand_Op() {}
+
+func (*Command_Member) isCommand_Op() {}
+
 type MkdirCmd struct {
-	state   protoimpl.MessageState `protogen:"open.v1"`
-	Path    string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
-	Mode    uint32                 `protobuf:"varint,2,opt,name=mode,proto3" json:"mode,omitempty"`
-	Parents bool                   `protobuf:"varint,3,opt,name=parents,proto3" json:"parents,omitempty"`
-	// Ids for the directories this command may create, outermost first.
-	Ids           []uint64 `protobuf:"varint,4,rep,packed,name=ids,proto3" json:"ids,omitempty"`
-	SessionId     string   `protobuf:"bytes,5,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	Mode          uint32                 `protobuf:"varint,2,opt,name=mode,proto3" json:"mode,omitempty"`
+	Parents       bool                   `protobuf:"varint,3,opt,name=parents,proto3" json:"parents,omitempty"`
+	SessionId     string                 `protobuf:"bytes,5,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -397,13 +427,6 @@ func (x *MkdirCmd) GetParents() bool {
 	return false
 }
 
-func (x *MkdirCmd) GetIds() []uint64 {
-	if x != nil {
-		return x.Ids
-	}
-	return nil
-}
-
 func (x *MkdirCmd) GetSessionId() string {
 	if x != nil {
 		return x.SessionId
@@ -417,7 +440,6 @@ type CreateCmd struct {
 	Mode          uint32                 `protobuf:"varint,2,opt,name=mode,proto3" json:"mode,omitempty"`
 	Replication   uint32                 `protobuf:"varint,3,opt,name=replication,proto3" json:"replication,omitempty"`
 	Overwrite     bool                   `protobuf:"varint,4,opt,name=overwrite,proto3" json:"overwrite,omitempty"`
-	Id            uint64                 `protobuf:"varint,5,opt,name=id,proto3" json:"id,omitempty"`
 	SessionId     string                 `protobuf:"bytes,6,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	OpenForWrite  bool                   `protobuf:"varint,7,opt,name=open_for_write,json=openForWrite,proto3" json:"open_for_write,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -480,13 +502,6 @@ func (x *CreateCmd) GetOverwrite() bool {
 		return x.Overwrite
 	}
 	return false
-}
-
-func (x *CreateCmd) GetId() uint64 {
-	if x != nil {
-		return x.Id
-	}
-	return 0
 }
 
 func (x *CreateCmd) GetSessionId() string {
@@ -895,6 +910,7 @@ func (x *CloseSessionCmd) GetSessionId() string {
 
 // AddBlockCmd gives a file open for write by session_id its block. A file
 // has at most one block (as in BFS); adding again returns the same block.
+// The block's id is assigned when the command applies (block.id is 0).
 type AddBlockCmd struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
@@ -1121,16 +1137,11 @@ func (x *CloseFileCmd) GetBlockId() int64 {
 // LockDirCmd locks a directory for a session (or, with operator, for no
 // session: released only by a forced unlock).
 type LockDirCmd struct {
-	state     protoimpl.MessageState `protogen:"open.v1"`
-	Path      string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
-	SessionId string                 `protobuf:"bytes,2,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
-	Holder    string                 `protobuf:"bytes,3,opt,name=holder,proto3" json:"holder,omitempty"`
-	// The epoch a new grant gets (a retried grant keeps its old one). The
-	// store assigns it when the command is applied, under the directory's
-	// path lock, so a directory's grants get growing epochs in the order
-	// they commit.
-	Epoch         uint64 `protobuf:"varint,4,opt,name=epoch,proto3" json:"epoch,omitempty"`
-	Operator      bool   `protobuf:"varint,5,opt,name=operator,proto3" json:"operator,omitempty"`
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	SessionId     string                 `protobuf:"bytes,2,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	Holder        string                 `protobuf:"bytes,3,opt,name=holder,proto3" json:"holder,omitempty"`
+	Operator      bool                   `protobuf:"varint,5,opt,name=operator,proto3" json:"operator,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1184,13 +1195,6 @@ func (x *LockDirCmd) GetHolder() string {
 		return x.Holder
 	}
 	return ""
-}
-
-func (x *LockDirCmd) GetEpoch() uint64 {
-	if x != nil {
-		return x.Epoch
-	}
-	return 0
 }
 
 func (x *LockDirCmd) GetOperator() bool {
@@ -1486,11 +1490,178 @@ func (x *DrainCmd) GetCancel() bool {
 	return false
 }
 
+// FormatCmd formats an empty namespace: the root directory and the
+// cluster id (chosen at random by the proposer, so every replica stores
+// the same one). On a namespace that has both it changes nothing; on one
+// formatted before cluster ids existed it adds the id.
+type FormatCmd struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ClusterId     string                 `protobuf:"bytes,1,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FormatCmd) Reset() {
+	*x = FormatCmd{}
+	mi := &file_command_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FormatCmd) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FormatCmd) ProtoMessage() {}
+
+func (x *FormatCmd) ProtoReflect() protoreflect.Message {
+	mi := &file_command_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FormatCmd.ProtoReflect.Descriptor instead.
+func (*FormatCmd) Descriptor() ([]byte, []int) {
+	return file_command_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *FormatCmd) GetClusterId() string {
+	if x != nil {
+		return x.ClusterId
+	}
+	return ""
+}
+
+// MemberCmd records a nameserver of the group in the member table (or,
+// with remove, takes it out): where its peers and its clients reach it.
+// Followers name the leader's client address from this table.
+type MemberCmd struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Member        *Member                `protobuf:"bytes,1,opt,name=member,proto3" json:"member,omitempty"`
+	Remove        bool                   `protobuf:"varint,2,opt,name=remove,proto3" json:"remove,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MemberCmd) Reset() {
+	*x = MemberCmd{}
+	mi := &file_command_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MemberCmd) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MemberCmd) ProtoMessage() {}
+
+func (x *MemberCmd) ProtoReflect() protoreflect.Message {
+	mi := &file_command_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MemberCmd.ProtoReflect.Descriptor instead.
+func (*MemberCmd) Descriptor() ([]byte, []int) {
+	return file_command_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *MemberCmd) GetMember() *Member {
+	if x != nil {
+		return x.Member
+	}
+	return nil
+}
+
+func (x *MemberCmd) GetRemove() bool {
+	if x != nil {
+		return x.Remove
+	}
+	return false
+}
+
+// Member is one nameserver of the group.
+type Member struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// name is the node's --id, its Raft server id.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// raft_address is where its peers reach it (--raft-advertise).
+	RaftAddress string `protobuf:"bytes,2,opt,name=raft_address,json=raftAddress,proto3" json:"raft_address,omitempty"`
+	// client_address is where clients reach it (--advertise).
+	ClientAddress string `protobuf:"bytes,3,opt,name=client_address,json=clientAddress,proto3" json:"client_address,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Member) Reset() {
+	*x = Member{}
+	mi := &file_command_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Member) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Member) ProtoMessage() {}
+
+func (x *Member) ProtoReflect() protoreflect.Message {
+	mi := &file_command_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Member.ProtoReflect.Descriptor instead.
+func (*Member) Descriptor() ([]byte, []int) {
+	return file_command_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *Member) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Member) GetRaftAddress() string {
+	if x != nil {
+		return x.RaftAddress
+	}
+	return ""
+}
+
+func (x *Member) GetClientAddress() string {
+	if x != nil {
+		return x.ClientAddress
+	}
+	return ""
+}
+
 var File_command_proto protoreflect.FileDescriptor
 
 const file_command_proto_rawDesc = "" +
 	"\n" +
-	"\rcommand.proto\x12\x03bfs\x1a\bfs.proto\"\xb5\x06\n" +
+	"\rcommand.proto\x12\x03bfs\x1a\bfs.proto\"\x89\a\n" +
 	"\aCommand\x12\x17\n" +
 	"\atime_ns\x18\x01 \x01(\x03R\x06timeNs\x12%\n" +
 	"\x05mkdir\x18\x02 \x01(\v2\r.bfs.MkdirCmdH\x00R\x05mkdir\x12(\n" +
@@ -1513,26 +1684,26 @@ const file_command_proto_rawDesc = "" +
 	"\n" +
 	"unlock_dir\x18\x0e \x01(\v2\x11.bfs.UnlockDirCmdH\x00R\tunlockDir\x12A\n" +
 	"\x0ffinish_cleaning\x18\x0f \x01(\v2\x16.bfs.FinishCleaningCmdH\x00R\x0efinishCleaning\x12%\n" +
-	"\x05drain\x18\x11 \x01(\v2\r.bfs.DrainCmdH\x00R\x05drain\x12\"\n" +
+	"\x05drain\x18\x11 \x01(\v2\r.bfs.DrainCmdH\x00R\x05drain\x12(\n" +
+	"\x06format\x18\x12 \x01(\v2\x0e.bfs.FormatCmdH\x00R\x06format\x12(\n" +
+	"\x06member\x18\x13 \x01(\v2\x0e.bfs.MemberCmdH\x00R\x06member\x12\"\n" +
 	"\x06fences\x18\x10 \x03(\v2\n" +
 	".bfs.FenceR\x06fencesB\x04\n" +
-	"\x02op\"}\n" +
+	"\x02op\"q\n" +
 	"\bMkdirCmd\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x12\n" +
 	"\x04mode\x18\x02 \x01(\rR\x04mode\x12\x18\n" +
-	"\aparents\x18\x03 \x01(\bR\aparents\x12\x10\n" +
-	"\x03ids\x18\x04 \x03(\x04R\x03ids\x12\x1d\n" +
+	"\aparents\x18\x03 \x01(\bR\aparents\x12\x1d\n" +
 	"\n" +
-	"session_id\x18\x05 \x01(\tR\tsessionId\"\xc8\x01\n" +
+	"session_id\x18\x05 \x01(\tR\tsessionIdJ\x04\b\x04\x10\x05\"\xbe\x01\n" +
 	"\tCreateCmd\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x12\n" +
 	"\x04mode\x18\x02 \x01(\rR\x04mode\x12 \n" +
 	"\vreplication\x18\x03 \x01(\rR\vreplication\x12\x1c\n" +
-	"\toverwrite\x18\x04 \x01(\bR\toverwrite\x12\x0e\n" +
-	"\x02id\x18\x05 \x01(\x04R\x02id\x12\x1d\n" +
+	"\toverwrite\x18\x04 \x01(\bR\toverwrite\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x06 \x01(\tR\tsessionId\x12$\n" +
-	"\x0eopen_for_write\x18\a \x01(\bR\fopenForWrite\"B\n" +
+	"\x0eopen_for_write\x18\a \x01(\bR\fopenForWriteJ\x04\b\x05\x10\x06\"B\n" +
 	"\rDeleteFileCmd\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x1d\n" +
 	"\n" +
@@ -1581,15 +1752,14 @@ const file_command_proto_rawDesc = "" +
 	"\n" +
 	"block_size\x18\x03 \x01(\x03R\tblockSize\x12\x18\n" +
 	"\adropped\x18\x04 \x03(\tR\adropped\x12\x19\n" +
-	"\bblock_id\x18\x05 \x01(\x03R\ablockId\"\x89\x01\n" +
+	"\bblock_id\x18\x05 \x01(\x03R\ablockId\"y\n" +
 	"\n" +
 	"LockDirCmd\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x02 \x01(\tR\tsessionId\x12\x16\n" +
-	"\x06holder\x18\x03 \x01(\tR\x06holder\x12\x14\n" +
-	"\x05epoch\x18\x04 \x01(\x04R\x05epoch\x12\x1a\n" +
-	"\boperator\x18\x05 \x01(\bR\boperator\"\x85\x01\n" +
+	"\x06holder\x18\x03 \x01(\tR\x06holder\x12\x1a\n" +
+	"\boperator\x18\x05 \x01(\bR\boperatorJ\x04\b\x04\x10\x05\"\x85\x01\n" +
 	"\fUnlockDirCmd\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x1d\n" +
 	"\n" +
@@ -1611,7 +1781,17 @@ const file_command_proto_rawDesc = "" +
 	"started_ns\x18\x05 \x01(\x03R\tstartedNs\"@\n" +
 	"\bDrainCmd\x12\x1c\n" +
 	"\taddresses\x18\x01 \x03(\tR\taddresses\x12\x16\n" +
-	"\x06cancel\x18\x02 \x01(\bR\x06cancelB#Z!github.com/bfs-go/bfs/proto/bfspbb\x06proto3"
+	"\x06cancel\x18\x02 \x01(\bR\x06cancel\"*\n" +
+	"\tFormatCmd\x12\x1d\n" +
+	"\n" +
+	"cluster_id\x18\x01 \x01(\tR\tclusterId\"H\n" +
+	"\tMemberCmd\x12#\n" +
+	"\x06member\x18\x01 \x01(\v2\v.bfs.MemberR\x06member\x12\x16\n" +
+	"\x06remove\x18\x02 \x01(\bR\x06remove\"f\n" +
+	"\x06Member\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12!\n" +
+	"\fraft_address\x18\x02 \x01(\tR\vraftAddress\x12%\n" +
+	"\x0eclient_address\x18\x03 \x01(\tR\rclientAddressB#Z!github.com/bfs-go/bfs/proto/bfspbb\x06proto3"
 
 var (
 	file_command_proto_rawDescOnce sync.Once
@@ -1625,7 +1805,7 @@ func file_command_proto_rawDescGZIP() []byte {
 	return file_command_proto_rawDescData
 }
 
-var file_command_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_command_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_command_proto_goTypes = []any{
 	(*Command)(nil),           // 0: bfs.Command
 	(*MkdirCmd)(nil),          // 1: bfs.MkdirCmd
@@ -1645,8 +1825,11 @@ var file_command_proto_goTypes = []any{
 	(*FinishCleaningCmd)(nil), // 15: bfs.FinishCleaningCmd
 	(*CleaningRecord)(nil),    // 16: bfs.CleaningRecord
 	(*DrainCmd)(nil),          // 17: bfs.DrainCmd
-	(*Fence)(nil),             // 18: bfs.Fence
-	(*BlockMeta)(nil),         // 19: bfs.BlockMeta
+	(*FormatCmd)(nil),         // 18: bfs.FormatCmd
+	(*MemberCmd)(nil),         // 19: bfs.MemberCmd
+	(*Member)(nil),            // 20: bfs.Member
+	(*Fence)(nil),             // 21: bfs.Fence
+	(*BlockMeta)(nil),         // 22: bfs.BlockMeta
 }
 var file_command_proto_depIdxs = []int32{
 	1,  // 0: bfs.Command.mkdir:type_name -> bfs.MkdirCmd
@@ -1664,14 +1847,17 @@ var file_command_proto_depIdxs = []int32{
 	14, // 12: bfs.Command.unlock_dir:type_name -> bfs.UnlockDirCmd
 	15, // 13: bfs.Command.finish_cleaning:type_name -> bfs.FinishCleaningCmd
 	17, // 14: bfs.Command.drain:type_name -> bfs.DrainCmd
-	18, // 15: bfs.Command.fences:type_name -> bfs.Fence
-	7,  // 16: bfs.OpenSessionCmd.session:type_name -> bfs.SessionRecord
-	19, // 17: bfs.AddBlockCmd.block:type_name -> bfs.BlockMeta
-	18, // [18:18] is the sub-list for method output_type
-	18, // [18:18] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	18, // 15: bfs.Command.format:type_name -> bfs.FormatCmd
+	19, // 16: bfs.Command.member:type_name -> bfs.MemberCmd
+	21, // 17: bfs.Command.fences:type_name -> bfs.Fence
+	7,  // 18: bfs.OpenSessionCmd.session:type_name -> bfs.SessionRecord
+	22, // 19: bfs.AddBlockCmd.block:type_name -> bfs.BlockMeta
+	20, // 20: bfs.MemberCmd.member:type_name -> bfs.Member
+	21, // [21:21] is the sub-list for method output_type
+	21, // [21:21] is the sub-list for method input_type
+	21, // [21:21] is the sub-list for extension type_name
+	21, // [21:21] is the sub-list for extension extendee
+	0,  // [0:21] is the sub-list for field type_name
 }
 
 func init() { file_command_proto_init() }
@@ -1696,6 +1882,8 @@ func file_command_proto_init() {
 		(*Command_UnlockDir)(nil),
 		(*Command_FinishCleaning)(nil),
 		(*Command_Drain)(nil),
+		(*Command_Format)(nil),
+		(*Command_Member)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1703,7 +1891,7 @@ func file_command_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_command_proto_rawDesc), len(file_command_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   18,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -5508,11 +5508,642 @@ func (x *FsckResponse) GetNextPageToken() string {
 	return ""
 }
 
+type ClusterStatusRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClusterStatusRequest) Reset() {
+	*x = ClusterStatusRequest{}
+	mi := &file_nameserver_proto_msgTypes[79]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClusterStatusRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClusterStatusRequest) ProtoMessage() {}
+
+func (x *ClusterStatusRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_nameserver_proto_msgTypes[79]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClusterStatusRequest.ProtoReflect.Descriptor instead.
+func (*ClusterStatusRequest) Descriptor() ([]byte, []int) {
+	return file_nameserver_proto_rawDescGZIP(), []int{79}
+}
+
+// ClusterStatusResponse is one member's own view of the group.
+type ClusterStatusResponse struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Status  StatusCode             `protobuf:"varint,1,opt,name=status,proto3,enum=bfs.StatusCode" json:"status,omitempty"`
+	Message string                 `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	// name is this member's; role is leader, follower, nonvoter, candidate
+	// or shutdown.
+	Name         string `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	Role         string `protobuf:"bytes,4,opt,name=role,proto3" json:"role,omitempty"`
+	Term         uint64 `protobuf:"varint,5,opt,name=term,proto3" json:"term,omitempty"`
+	CommitIndex  uint64 `protobuf:"varint,6,opt,name=commit_index,json=commitIndex,proto3" json:"commit_index,omitempty"`
+	AppliedIndex uint64 `protobuf:"varint,7,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"`
+	// leader is the name of the leader this member knows of ("" if none).
+	Leader string `protobuf:"bytes,8,opt,name=leader,proto3" json:"leader,omitempty"`
+	// members is the group's configuration as this member knows it, with
+	// the client addresses of the member table.
+	Members   []*GroupMember `protobuf:"bytes,9,rep,name=members,proto3" json:"members,omitempty"`
+	ClusterId string         `protobuf:"bytes,10,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	// last_contact_ms is how long ago a follower last heard from the
+	// leader (-1 if never; 0 for the leader).
+	LastContactMs int64 `protobuf:"varint,11,opt,name=last_contact_ms,json=lastContactMs,proto3" json:"last_contact_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClusterStatusResponse) Reset() {
+	*x = ClusterStatusResponse{}
+	mi := &file_nameserver_proto_msgTypes[80]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClusterStatusResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClusterStatusResponse) ProtoMessage() {}
+
+func (x *ClusterStatusResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_nameserver_proto_msgTypes[80]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClusterStatusResponse.ProtoReflect.Descriptor instead.
+func (*ClusterStatusResponse) Descriptor() ([]byte, []int) {
+	return file_nameserver_proto_rawDescGZIP(), []int{80}
+}
+
+func (x *ClusterStatusResponse) GetStatus() StatusCode {
+	if x != nil {
+		return x.Status
+	}
+	return StatusCode_OK
+}
+
+func (x *ClusterStatusResponse) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *ClusterStatusResponse) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ClusterStatusResponse) GetRole() string {
+	if x != nil {
+		return x.Role
+	}
+	return ""
+}
+
+func (x *ClusterStatusResponse) GetTerm() uint64 {
+	if x != nil {
+		return x.Term
+	}
+	return 0
+}
+
+func (x *ClusterStatusResponse) GetCommitIndex() uint64 {
+	if x != nil {
+		return x.CommitIndex
+	}
+	return 0
+}
+
+func (x *ClusterStatusResponse) GetAppliedIndex() uint64 {
+	if x != nil {
+		return x.AppliedIndex
+	}
+	return 0
+}
+
+func (x *ClusterStatusResponse) GetLeader() string {
+	if x != nil {
+		return x.Leader
+	}
+	return ""
+}
+
+func (x *ClusterStatusResponse) GetMembers() []*GroupMember {
+	if x != nil {
+		return x.Members
+	}
+	return nil
+}
+
+func (x *ClusterStatusResponse) GetClusterId() string {
+	if x != nil {
+		return x.ClusterId
+	}
+	return ""
+}
+
+func (x *ClusterStatusResponse) GetLastContactMs() int64 {
+	if x != nil {
+		return x.LastContactMs
+	}
+	return 0
+}
+
+type GroupMember struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Name        string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	RaftAddress string                 `protobuf:"bytes,2,opt,name=raft_address,json=raftAddress,proto3" json:"raft_address,omitempty"`
+	// client_address is "" until the member has published it.
+	ClientAddress string `protobuf:"bytes,3,opt,name=client_address,json=clientAddress,proto3" json:"client_address,omitempty"`
+	Voter         bool   `protobuf:"varint,4,opt,name=voter,proto3" json:"voter,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GroupMember) Reset() {
+	*x = GroupMember{}
+	mi := &file_nameserver_proto_msgTypes[81]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GroupMember) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GroupMember) ProtoMessage() {}
+
+func (x *GroupMember) ProtoReflect() protoreflect.Message {
+	mi := &file_nameserver_proto_msgTypes[81]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GroupMember.ProtoReflect.Descriptor instead.
+func (*GroupMember) Descriptor() ([]byte, []int) {
+	return file_nameserver_proto_rawDescGZIP(), []int{81}
+}
+
+func (x *GroupMember) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *GroupMember) GetRaftAddress() string {
+	if x != nil {
+		return x.RaftAddress
+	}
+	return ""
+}
+
+func (x *GroupMember) GetClientAddress() string {
+	if x != nil {
+		return x.ClientAddress
+	}
+	return ""
+}
+
+func (x *GroupMember) GetVoter() bool {
+	if x != nil {
+		return x.Voter
+	}
+	return false
+}
+
+type AddMemberRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	RaftAddress   string                 `protobuf:"bytes,2,opt,name=raft_address,json=raftAddress,proto3" json:"raft_address,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AddMemberRequest) Reset() {
+	*x = AddMemberRequest{}
+	mi := &file_nameserver_proto_msgTypes[82]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AddMemberRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AddMemberRequest) ProtoMessage() {}
+
+func (x *AddMemberRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_nameserver_proto_msgTypes[82]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AddMemberRequest.ProtoReflect.Descriptor instead.
+func (*AddMemberRequest) Descriptor() ([]byte, []int) {
+	return file_nameserver_proto_rawDescGZIP(), []int{82}
+}
+
+func (x *AddMemberRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *AddMemberRequest) GetRaftAddress() string {
+	if x != nil {
+		return x.RaftAddress
+	}
+	return ""
+}
+
+type AddMemberResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Status        StatusCode             `protobuf:"varint,1,opt,name=status,proto3,enum=bfs.StatusCode" json:"status,omitempty"`
+	Message       string                 `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AddMemberResponse) Reset() {
+	*x = AddMemberResponse{}
+	mi := &file_nameserver_proto_msgTypes[83]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AddMemberResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AddMemberResponse) ProtoMessage() {}
+
+func (x *AddMemberResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_nameserver_proto_msgTypes[83]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AddMemberResponse.ProtoReflect.Descriptor instead.
+func (*AddMemberResponse) Descriptor() ([]byte, []int) {
+	return file_nameserver_proto_rawDescGZIP(), []int{83}
+}
+
+func (x *AddMemberResponse) GetStatus() StatusCode {
+	if x != nil {
+		return x.Status
+	}
+	return StatusCode_OK
+}
+
+func (x *AddMemberResponse) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+type RemoveMemberRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveMemberRequest) Reset() {
+	*x = RemoveMemberRequest{}
+	mi := &file_nameserver_proto_msgTypes[84]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveMemberRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveMemberRequest) ProtoMessage() {}
+
+func (x *RemoveMemberRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_nameserver_proto_msgTypes[84]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveMemberRequest.ProtoReflect.Descriptor instead.
+func (*RemoveMemberRequest) Descriptor() ([]byte, []int) {
+	return file_nameserver_proto_rawDescGZIP(), []int{84}
+}
+
+func (x *RemoveMemberRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type RemoveMemberResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Status        StatusCode             `protobuf:"varint,1,opt,name=status,proto3,enum=bfs.StatusCode" json:"status,omitempty"`
+	Message       string                 `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveMemberResponse) Reset() {
+	*x = RemoveMemberResponse{}
+	mi := &file_nameserver_proto_msgTypes[85]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveMemberResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveMemberResponse) ProtoMessage() {}
+
+func (x *RemoveMemberResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_nameserver_proto_msgTypes[85]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveMemberResponse.ProtoReflect.Descriptor instead.
+func (*RemoveMemberResponse) Descriptor() ([]byte, []int) {
+	return file_nameserver_proto_rawDescGZIP(), []int{85}
+}
+
+func (x *RemoveMemberResponse) GetStatus() StatusCode {
+	if x != nil {
+		return x.Status
+	}
+	return StatusCode_OK
+}
+
+func (x *RemoveMemberResponse) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+type TransferLeaderRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// to names the voter to hand leadership to; "" lets Raft pick the most
+	// up-to-date one.
+	To            string `protobuf:"bytes,1,opt,name=to,proto3" json:"to,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TransferLeaderRequest) Reset() {
+	*x = TransferLeaderRequest{}
+	mi := &file_nameserver_proto_msgTypes[86]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TransferLeaderRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TransferLeaderRequest) ProtoMessage() {}
+
+func (x *TransferLeaderRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_nameserver_proto_msgTypes[86]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TransferLeaderRequest.ProtoReflect.Descriptor instead.
+func (*TransferLeaderRequest) Descriptor() ([]byte, []int) {
+	return file_nameserver_proto_rawDescGZIP(), []int{86}
+}
+
+func (x *TransferLeaderRequest) GetTo() string {
+	if x != nil {
+		return x.To
+	}
+	return ""
+}
+
+type TransferLeaderResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Status        StatusCode             `protobuf:"varint,1,opt,name=status,proto3,enum=bfs.StatusCode" json:"status,omitempty"`
+	Message       string                 `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TransferLeaderResponse) Reset() {
+	*x = TransferLeaderResponse{}
+	mi := &file_nameserver_proto_msgTypes[87]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TransferLeaderResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TransferLeaderResponse) ProtoMessage() {}
+
+func (x *TransferLeaderResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_nameserver_proto_msgTypes[87]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TransferLeaderResponse.ProtoReflect.Descriptor instead.
+func (*TransferLeaderResponse) Descriptor() ([]byte, []int) {
+	return file_nameserver_proto_rawDescGZIP(), []int{87}
+}
+
+func (x *TransferLeaderResponse) GetStatus() StatusCode {
+	if x != nil {
+		return x.Status
+	}
+	return StatusCode_OK
+}
+
+func (x *TransferLeaderResponse) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+type PublishMemberRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Member        *Member                `protobuf:"bytes,1,opt,name=member,proto3" json:"member,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PublishMemberRequest) Reset() {
+	*x = PublishMemberRequest{}
+	mi := &file_nameserver_proto_msgTypes[88]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PublishMemberRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PublishMemberRequest) ProtoMessage() {}
+
+func (x *PublishMemberRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_nameserver_proto_msgTypes[88]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PublishMemberRequest.ProtoReflect.Descriptor instead.
+func (*PublishMemberRequest) Descriptor() ([]byte, []int) {
+	return file_nameserver_proto_rawDescGZIP(), []int{88}
+}
+
+func (x *PublishMemberRequest) GetMember() *Member {
+	if x != nil {
+		return x.Member
+	}
+	return nil
+}
+
+type PublishMemberResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Status        StatusCode             `protobuf:"varint,1,opt,name=status,proto3,enum=bfs.StatusCode" json:"status,omitempty"`
+	Message       string                 `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PublishMemberResponse) Reset() {
+	*x = PublishMemberResponse{}
+	mi := &file_nameserver_proto_msgTypes[89]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PublishMemberResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PublishMemberResponse) ProtoMessage() {}
+
+func (x *PublishMemberResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_nameserver_proto_msgTypes[89]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PublishMemberResponse.ProtoReflect.Descriptor instead.
+func (*PublishMemberResponse) Descriptor() ([]byte, []int) {
+	return file_nameserver_proto_rawDescGZIP(), []int{89}
+}
+
+func (x *PublishMemberResponse) GetStatus() StatusCode {
+	if x != nil {
+		return x.Status
+	}
+	return StatusCode_OK
+}
+
+func (x *PublishMemberResponse) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
 var File_nameserver_proto protoreflect.FileDescriptor
 
 const file_nameserver_proto_rawDesc = "" +
 	"\n" +
-	"\x10nameserver.proto\x12\x03bfs\x1a\fstatus.proto\x1a\bfs.proto\"\x93\x01\n" +
+	"\x10nameserver.proto\x12\x03bfs\x1a\fstatus.proto\x1a\bfs.proto\x1a\rcommand.proto\"\x93\x01\n" +
 	"\fMkdirRequest\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x12\n" +
 	"\x04mode\x18\x02 \x01(\rR\x04mode\x12\x18\n" +
@@ -5946,13 +6577,54 @@ const file_nameserver_proto_rawDesc = "" +
 	"\amessage\x18\x0f \x01(\tR\amessage\x12#\n" +
 	"\x05files\x18\x02 \x03(\v2\r.bfs.FsckFileR\x05files\x12'\n" +
 	"\x06totals\x18\x03 \x01(\v2\x0f.bfs.FsckTotalsR\x06totals\x12&\n" +
-	"\x0fnext_page_token\x18\x04 \x01(\tR\rnextPageToken*\xb3\x01\n" +
+	"\x0fnext_page_token\x18\x04 \x01(\tR\rnextPageToken\"\x16\n" +
+	"\x14ClusterStatusRequest\"\xe9\x02\n" +
+	"\x15ClusterStatusResponse\x12'\n" +
+	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\x12\x12\n" +
+	"\x04role\x18\x04 \x01(\tR\x04role\x12\x12\n" +
+	"\x04term\x18\x05 \x01(\x04R\x04term\x12!\n" +
+	"\fcommit_index\x18\x06 \x01(\x04R\vcommitIndex\x12#\n" +
+	"\rapplied_index\x18\a \x01(\x04R\fappliedIndex\x12\x16\n" +
+	"\x06leader\x18\b \x01(\tR\x06leader\x12*\n" +
+	"\amembers\x18\t \x03(\v2\x10.bfs.GroupMemberR\amembers\x12\x1d\n" +
+	"\n" +
+	"cluster_id\x18\n" +
+	" \x01(\tR\tclusterId\x12&\n" +
+	"\x0flast_contact_ms\x18\v \x01(\x03R\rlastContactMs\"\x81\x01\n" +
+	"\vGroupMember\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12!\n" +
+	"\fraft_address\x18\x02 \x01(\tR\vraftAddress\x12%\n" +
+	"\x0eclient_address\x18\x03 \x01(\tR\rclientAddress\x12\x14\n" +
+	"\x05voter\x18\x04 \x01(\bR\x05voter\"I\n" +
+	"\x10AddMemberRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12!\n" +
+	"\fraft_address\x18\x02 \x01(\tR\vraftAddress\"V\n" +
+	"\x11AddMemberResponse\x12'\n" +
+	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\")\n" +
+	"\x13RemoveMemberRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"Y\n" +
+	"\x14RemoveMemberResponse\x12'\n" +
+	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"'\n" +
+	"\x15TransferLeaderRequest\x12\x0e\n" +
+	"\x02to\x18\x01 \x01(\tR\x02to\"[\n" +
+	"\x16TransferLeaderResponse\x12'\n" +
+	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\";\n" +
+	"\x14PublishMemberRequest\x12#\n" +
+	"\x06member\x18\x01 \x01(\v2\v.bfs.MemberR\x06member\"Z\n" +
+	"\x15PublishMemberResponse\x12'\n" +
+	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage*\xb3\x01\n" +
 	"\x10ChunkserverState\x12!\n" +
 	"\x1dCHUNKSERVER_STATE_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16CHUNKSERVER_STATE_LIVE\x10\x01\x12\x1e\n" +
 	"\x1aCHUNKSERVER_STATE_DRAINING\x10\x02\x12$\n" +
 	" CHUNKSERVER_STATE_DECOMMISSIONED\x10\x03\x12\x1a\n" +
-	"\x16CHUNKSERVER_STATE_DEAD\x10\x042\x8f\x10\n" +
+	"\x16CHUNKSERVER_STATE_DEAD\x10\x042\xeb\x12\n" +
 	"\n" +
 	"NameServer\x12.\n" +
 	"\x05Mkdir\x12\x11.bfs.MkdirRequest\x1a\x12.bfs.MkdirResponse\x121\n" +
@@ -5990,7 +6662,12 @@ const file_nameserver_proto_rawDesc = "" +
 	"\rLeaveSafeMode\x12\x19.bfs.LeaveSafeModeRequest\x1a\x1a.bfs.LeaveSafeModeResponse\x12C\n" +
 	"\fDecommission\x12\x18.bfs.DecommissionRequest\x1a\x19.bfs.DecommissionResponse\x12O\n" +
 	"\x10ListChunkservers\x12\x1c.bfs.ListChunkserversRequest\x1a\x1d.bfs.ListChunkserversResponse\x12+\n" +
-	"\x04Fsck\x12\x10.bfs.FsckRequest\x1a\x11.bfs.FsckResponseB#Z!github.com/bfs-go/bfs/proto/bfspbb\x06proto3"
+	"\x04Fsck\x12\x10.bfs.FsckRequest\x1a\x11.bfs.FsckResponse\x12F\n" +
+	"\rClusterStatus\x12\x19.bfs.ClusterStatusRequest\x1a\x1a.bfs.ClusterStatusResponse\x12:\n" +
+	"\tAddMember\x12\x15.bfs.AddMemberRequest\x1a\x16.bfs.AddMemberResponse\x12C\n" +
+	"\fRemoveMember\x12\x18.bfs.RemoveMemberRequest\x1a\x19.bfs.RemoveMemberResponse\x12I\n" +
+	"\x0eTransferLeader\x12\x1a.bfs.TransferLeaderRequest\x1a\x1b.bfs.TransferLeaderResponse\x12F\n" +
+	"\rPublishMember\x12\x19.bfs.PublishMemberRequest\x1a\x1a.bfs.PublishMemberResponseB#Z!github.com/bfs-go/bfs/proto/bfspbb\x06proto3"
 
 var (
 	file_nameserver_proto_rawDescOnce sync.Once
@@ -6005,7 +6682,7 @@ func file_nameserver_proto_rawDescGZIP() []byte {
 }
 
 var file_nameserver_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_nameserver_proto_msgTypes = make([]protoimpl.MessageInfo, 79)
+var file_nameserver_proto_msgTypes = make([]protoimpl.MessageInfo, 90)
 var file_nameserver_proto_goTypes = []any{
 	(ChunkserverState)(0),             // 0: bfs.ChunkserverState
 	(*MkdirRequest)(nil),              // 1: bfs.MkdirRequest
@@ -6087,163 +6764,192 @@ var file_nameserver_proto_goTypes = []any{
 	(*FsckFile)(nil),                  // 77: bfs.FsckFile
 	(*FsckTotals)(nil),                // 78: bfs.FsckTotals
 	(*FsckResponse)(nil),              // 79: bfs.FsckResponse
-	(*Fence)(nil),                     // 80: bfs.Fence
-	(StatusCode)(0),                   // 81: bfs.StatusCode
-	(*FileInfo)(nil),                  // 82: bfs.FileInfo
-	(LockStatus)(0),                   // 83: bfs.LockStatus
+	(*ClusterStatusRequest)(nil),      // 80: bfs.ClusterStatusRequest
+	(*ClusterStatusResponse)(nil),     // 81: bfs.ClusterStatusResponse
+	(*GroupMember)(nil),               // 82: bfs.GroupMember
+	(*AddMemberRequest)(nil),          // 83: bfs.AddMemberRequest
+	(*AddMemberResponse)(nil),         // 84: bfs.AddMemberResponse
+	(*RemoveMemberRequest)(nil),       // 85: bfs.RemoveMemberRequest
+	(*RemoveMemberResponse)(nil),      // 86: bfs.RemoveMemberResponse
+	(*TransferLeaderRequest)(nil),     // 87: bfs.TransferLeaderRequest
+	(*TransferLeaderResponse)(nil),    // 88: bfs.TransferLeaderResponse
+	(*PublishMemberRequest)(nil),      // 89: bfs.PublishMemberRequest
+	(*PublishMemberResponse)(nil),     // 90: bfs.PublishMemberResponse
+	(*Fence)(nil),                     // 91: bfs.Fence
+	(StatusCode)(0),                   // 92: bfs.StatusCode
+	(*FileInfo)(nil),                  // 93: bfs.FileInfo
+	(LockStatus)(0),                   // 94: bfs.LockStatus
+	(*Member)(nil),                    // 95: bfs.Member
 }
 var file_nameserver_proto_depIdxs = []int32{
-	80,  // 0: bfs.MkdirRequest.fences:type_name -> bfs.Fence
-	81,  // 1: bfs.MkdirResponse.status:type_name -> bfs.StatusCode
-	82,  // 2: bfs.MkdirResponse.info:type_name -> bfs.FileInfo
+	91,  // 0: bfs.MkdirRequest.fences:type_name -> bfs.Fence
+	92,  // 1: bfs.MkdirResponse.status:type_name -> bfs.StatusCode
+	93,  // 2: bfs.MkdirResponse.info:type_name -> bfs.FileInfo
 	19,  // 3: bfs.MkdirResponse.conflict:type_name -> bfs.LockConflict
-	80,  // 4: bfs.CreateRequest.fences:type_name -> bfs.Fence
-	81,  // 5: bfs.CreateResponse.status:type_name -> bfs.StatusCode
-	82,  // 6: bfs.CreateResponse.info:type_name -> bfs.FileInfo
+	91,  // 4: bfs.CreateRequest.fences:type_name -> bfs.Fence
+	92,  // 5: bfs.CreateResponse.status:type_name -> bfs.StatusCode
+	93,  // 6: bfs.CreateResponse.info:type_name -> bfs.FileInfo
 	19,  // 7: bfs.CreateResponse.conflict:type_name -> bfs.LockConflict
-	81,  // 8: bfs.StatResponse.status:type_name -> bfs.StatusCode
-	82,  // 9: bfs.StatResponse.info:type_name -> bfs.FileInfo
-	81,  // 10: bfs.ListResponse.status:type_name -> bfs.StatusCode
-	82,  // 11: bfs.ListResponse.entries:type_name -> bfs.FileInfo
-	80,  // 12: bfs.DeleteFileRequest.fences:type_name -> bfs.Fence
-	81,  // 13: bfs.DeleteFileResponse.status:type_name -> bfs.StatusCode
+	92,  // 8: bfs.StatResponse.status:type_name -> bfs.StatusCode
+	93,  // 9: bfs.StatResponse.info:type_name -> bfs.FileInfo
+	92,  // 10: bfs.ListResponse.status:type_name -> bfs.StatusCode
+	93,  // 11: bfs.ListResponse.entries:type_name -> bfs.FileInfo
+	91,  // 12: bfs.DeleteFileRequest.fences:type_name -> bfs.Fence
+	92,  // 13: bfs.DeleteFileResponse.status:type_name -> bfs.StatusCode
 	19,  // 14: bfs.DeleteFileResponse.conflict:type_name -> bfs.LockConflict
-	80,  // 15: bfs.DeleteDirRequest.fences:type_name -> bfs.Fence
-	81,  // 16: bfs.DeleteDirResponse.status:type_name -> bfs.StatusCode
+	91,  // 15: bfs.DeleteDirRequest.fences:type_name -> bfs.Fence
+	92,  // 16: bfs.DeleteDirResponse.status:type_name -> bfs.StatusCode
 	19,  // 17: bfs.DeleteDirResponse.conflict:type_name -> bfs.LockConflict
-	80,  // 18: bfs.RenameRequest.fences:type_name -> bfs.Fence
-	81,  // 19: bfs.RenameResponse.status:type_name -> bfs.StatusCode
+	91,  // 18: bfs.RenameRequest.fences:type_name -> bfs.Fence
+	92,  // 19: bfs.RenameResponse.status:type_name -> bfs.StatusCode
 	19,  // 20: bfs.RenameResponse.conflict:type_name -> bfs.LockConflict
-	80,  // 21: bfs.ChmodRequest.fences:type_name -> bfs.Fence
-	81,  // 22: bfs.ChmodResponse.status:type_name -> bfs.StatusCode
+	91,  // 21: bfs.ChmodRequest.fences:type_name -> bfs.Fence
+	92,  // 22: bfs.ChmodResponse.status:type_name -> bfs.StatusCode
 	19,  // 23: bfs.ChmodResponse.conflict:type_name -> bfs.LockConflict
-	81,  // 24: bfs.DiskUsageResponse.status:type_name -> bfs.StatusCode
-	83,  // 25: bfs.LockConflict.lock_status:type_name -> bfs.LockStatus
-	81,  // 26: bfs.OpenSessionResponse.status:type_name -> bfs.StatusCode
-	81,  // 27: bfs.KeepAliveResponse.status:type_name -> bfs.StatusCode
-	81,  // 28: bfs.CloseSessionResponse.status:type_name -> bfs.StatusCode
-	81,  // 29: bfs.ListSessionsResponse.status:type_name -> bfs.StatusCode
+	92,  // 24: bfs.DiskUsageResponse.status:type_name -> bfs.StatusCode
+	94,  // 25: bfs.LockConflict.lock_status:type_name -> bfs.LockStatus
+	92,  // 26: bfs.OpenSessionResponse.status:type_name -> bfs.StatusCode
+	92,  // 27: bfs.KeepAliveResponse.status:type_name -> bfs.StatusCode
+	92,  // 28: bfs.CloseSessionResponse.status:type_name -> bfs.StatusCode
+	92,  // 29: bfs.ListSessionsResponse.status:type_name -> bfs.StatusCode
 	27,  // 30: bfs.ListSessionsResponse.sessions:type_name -> bfs.SessionInfo
 	29,  // 31: bfs.LocatedBlock.replicas:type_name -> bfs.Replica
-	80,  // 32: bfs.AddBlockRequest.fences:type_name -> bfs.Fence
-	81,  // 33: bfs.AddBlockResponse.status:type_name -> bfs.StatusCode
+	91,  // 32: bfs.AddBlockRequest.fences:type_name -> bfs.Fence
+	92,  // 33: bfs.AddBlockResponse.status:type_name -> bfs.StatusCode
 	30,  // 34: bfs.AddBlockResponse.block:type_name -> bfs.LocatedBlock
 	19,  // 35: bfs.AddBlockResponse.conflict:type_name -> bfs.LockConflict
-	80,  // 36: bfs.SyncBlockRequest.fences:type_name -> bfs.Fence
-	81,  // 37: bfs.SyncBlockResponse.status:type_name -> bfs.StatusCode
+	91,  // 36: bfs.SyncBlockRequest.fences:type_name -> bfs.Fence
+	92,  // 37: bfs.SyncBlockResponse.status:type_name -> bfs.StatusCode
 	19,  // 38: bfs.SyncBlockResponse.conflict:type_name -> bfs.LockConflict
-	80,  // 39: bfs.FinishFileRequest.fences:type_name -> bfs.Fence
-	81,  // 40: bfs.FinishFileResponse.status:type_name -> bfs.StatusCode
-	82,  // 41: bfs.FinishFileResponse.info:type_name -> bfs.FileInfo
+	91,  // 39: bfs.FinishFileRequest.fences:type_name -> bfs.Fence
+	92,  // 40: bfs.FinishFileResponse.status:type_name -> bfs.StatusCode
+	93,  // 41: bfs.FinishFileResponse.info:type_name -> bfs.FileInfo
 	19,  // 42: bfs.FinishFileResponse.conflict:type_name -> bfs.LockConflict
-	81,  // 43: bfs.GetFileLocationResponse.status:type_name -> bfs.StatusCode
-	82,  // 44: bfs.GetFileLocationResponse.info:type_name -> bfs.FileInfo
+	92,  // 43: bfs.GetFileLocationResponse.status:type_name -> bfs.StatusCode
+	93,  // 44: bfs.GetFileLocationResponse.info:type_name -> bfs.FileInfo
 	30,  // 45: bfs.GetFileLocationResponse.blocks:type_name -> bfs.LocatedBlock
-	81,  // 46: bfs.LockDirResponse.status:type_name -> bfs.StatusCode
+	92,  // 46: bfs.LockDirResponse.status:type_name -> bfs.StatusCode
 	44,  // 47: bfs.LockDirResponse.lock:type_name -> bfs.DirLock
-	81,  // 48: bfs.UnlockDirResponse.status:type_name -> bfs.StatusCode
+	92,  // 48: bfs.UnlockDirResponse.status:type_name -> bfs.StatusCode
 	44,  // 49: bfs.UnlockDirResponse.lock:type_name -> bfs.DirLock
-	83,  // 50: bfs.DirLock.status:type_name -> bfs.LockStatus
+	94,  // 50: bfs.DirLock.status:type_name -> bfs.LockStatus
 	43,  // 51: bfs.DirLock.pending:type_name -> bfs.PendingFile
-	81,  // 52: bfs.GetDirLockResponse.status:type_name -> bfs.StatusCode
+	92,  // 52: bfs.GetDirLockResponse.status:type_name -> bfs.StatusCode
 	44,  // 53: bfs.GetDirLockResponse.lock:type_name -> bfs.DirLock
-	83,  // 54: bfs.ListDirLocksRequest.status:type_name -> bfs.LockStatus
-	81,  // 55: bfs.ListDirLocksResponse.status:type_name -> bfs.StatusCode
+	94,  // 54: bfs.ListDirLocksRequest.status:type_name -> bfs.LockStatus
+	92,  // 55: bfs.ListDirLocksResponse.status:type_name -> bfs.StatusCode
 	44,  // 56: bfs.ListDirLocksResponse.locks:type_name -> bfs.DirLock
 	44,  // 57: bfs.DirLockEvent.lock:type_name -> bfs.DirLock
-	83,  // 58: bfs.DirLockEvent.previous:type_name -> bfs.LockStatus
-	81,  // 59: bfs.GetLockHistoryResponse.status:type_name -> bfs.StatusCode
+	94,  // 58: bfs.DirLockEvent.previous:type_name -> bfs.LockStatus
+	92,  // 59: bfs.GetLockHistoryResponse.status:type_name -> bfs.StatusCode
 	52,  // 60: bfs.GetLockHistoryResponse.entries:type_name -> bfs.LockHistoryEntry
-	81,  // 61: bfs.RegisterResponse.status:type_name -> bfs.StatusCode
-	81,  // 62: bfs.HeartBeatResponse.status:type_name -> bfs.StatusCode
+	92,  // 61: bfs.RegisterResponse.status:type_name -> bfs.StatusCode
+	92,  // 62: bfs.HeartBeatResponse.status:type_name -> bfs.StatusCode
 	58,  // 63: bfs.BlockReportRequest.blocks:type_name -> bfs.ReportedBlock
-	81,  // 64: bfs.BlockReportResponse.status:type_name -> bfs.StatusCode
+	92,  // 64: bfs.BlockReportResponse.status:type_name -> bfs.StatusCode
 	58,  // 65: bfs.BlockReceivedRequest.blocks:type_name -> bfs.ReportedBlock
-	81,  // 66: bfs.BlockReceivedResponse.status:type_name -> bfs.StatusCode
+	92,  // 66: bfs.BlockReceivedResponse.status:type_name -> bfs.StatusCode
 	63,  // 67: bfs.ReportBadReplicasRequest.replicas:type_name -> bfs.BadReplica
-	81,  // 68: bfs.ReportBadReplicasResponse.status:type_name -> bfs.StatusCode
-	81,  // 69: bfs.GetSafeModeResponse.status:type_name -> bfs.StatusCode
-	81,  // 70: bfs.LeaveSafeModeResponse.status:type_name -> bfs.StatusCode
-	81,  // 71: bfs.DecommissionResponse.status:type_name -> bfs.StatusCode
+	92,  // 68: bfs.ReportBadReplicasResponse.status:type_name -> bfs.StatusCode
+	92,  // 69: bfs.GetSafeModeResponse.status:type_name -> bfs.StatusCode
+	92,  // 70: bfs.LeaveSafeModeResponse.status:type_name -> bfs.StatusCode
+	92,  // 71: bfs.DecommissionResponse.status:type_name -> bfs.StatusCode
 	72,  // 72: bfs.DecommissionResponse.chunkservers:type_name -> bfs.ChunkserverInfo
 	0,   // 73: bfs.ChunkserverInfo.state:type_name -> bfs.ChunkserverState
-	81,  // 74: bfs.ListChunkserversResponse.status:type_name -> bfs.StatusCode
+	92,  // 74: bfs.ListChunkserversResponse.status:type_name -> bfs.StatusCode
 	72,  // 75: bfs.ListChunkserversResponse.chunkservers:type_name -> bfs.ChunkserverInfo
 	76,  // 76: bfs.FsckFile.blocks:type_name -> bfs.FsckBlock
-	81,  // 77: bfs.FsckResponse.status:type_name -> bfs.StatusCode
+	92,  // 77: bfs.FsckResponse.status:type_name -> bfs.StatusCode
 	77,  // 78: bfs.FsckResponse.files:type_name -> bfs.FsckFile
 	78,  // 79: bfs.FsckResponse.totals:type_name -> bfs.FsckTotals
-	1,   // 80: bfs.NameServer.Mkdir:input_type -> bfs.MkdirRequest
-	3,   // 81: bfs.NameServer.Create:input_type -> bfs.CreateRequest
-	5,   // 82: bfs.NameServer.Stat:input_type -> bfs.StatRequest
-	7,   // 83: bfs.NameServer.List:input_type -> bfs.ListRequest
-	9,   // 84: bfs.NameServer.DeleteFile:input_type -> bfs.DeleteFileRequest
-	11,  // 85: bfs.NameServer.DeleteDir:input_type -> bfs.DeleteDirRequest
-	13,  // 86: bfs.NameServer.Rename:input_type -> bfs.RenameRequest
-	15,  // 87: bfs.NameServer.Chmod:input_type -> bfs.ChmodRequest
-	17,  // 88: bfs.NameServer.DiskUsage:input_type -> bfs.DiskUsageRequest
-	20,  // 89: bfs.NameServer.OpenSession:input_type -> bfs.OpenSessionRequest
-	22,  // 90: bfs.NameServer.KeepAlive:input_type -> bfs.KeepAliveRequest
-	24,  // 91: bfs.NameServer.CloseSession:input_type -> bfs.CloseSessionRequest
-	26,  // 92: bfs.NameServer.ListSessions:input_type -> bfs.ListSessionsRequest
-	31,  // 93: bfs.NameServer.AddBlock:input_type -> bfs.AddBlockRequest
-	33,  // 94: bfs.NameServer.SyncBlock:input_type -> bfs.SyncBlockRequest
-	35,  // 95: bfs.NameServer.FinishFile:input_type -> bfs.FinishFileRequest
-	37,  // 96: bfs.NameServer.GetFileLocation:input_type -> bfs.GetFileLocationRequest
-	39,  // 97: bfs.NameServer.LockDir:input_type -> bfs.LockDirRequest
-	41,  // 98: bfs.NameServer.UnlockDir:input_type -> bfs.UnlockDirRequest
-	45,  // 99: bfs.NameServer.GetDirLock:input_type -> bfs.GetDirLockRequest
-	47,  // 100: bfs.NameServer.ListDirLocks:input_type -> bfs.ListDirLocksRequest
-	49,  // 101: bfs.NameServer.WatchDirLocks:input_type -> bfs.WatchDirLocksRequest
-	51,  // 102: bfs.NameServer.GetLockHistory:input_type -> bfs.GetLockHistoryRequest
-	54,  // 103: bfs.NameServer.Register:input_type -> bfs.RegisterRequest
-	56,  // 104: bfs.NameServer.HeartBeat:input_type -> bfs.HeartBeatRequest
-	59,  // 105: bfs.NameServer.BlockReport:input_type -> bfs.BlockReportRequest
-	61,  // 106: bfs.NameServer.BlockReceived:input_type -> bfs.BlockReceivedRequest
-	64,  // 107: bfs.NameServer.ReportBadReplicas:input_type -> bfs.ReportBadReplicasRequest
-	66,  // 108: bfs.NameServer.GetSafeMode:input_type -> bfs.GetSafeModeRequest
-	68,  // 109: bfs.NameServer.LeaveSafeMode:input_type -> bfs.LeaveSafeModeRequest
-	70,  // 110: bfs.NameServer.Decommission:input_type -> bfs.DecommissionRequest
-	73,  // 111: bfs.NameServer.ListChunkservers:input_type -> bfs.ListChunkserversRequest
-	75,  // 112: bfs.NameServer.Fsck:input_type -> bfs.FsckRequest
-	2,   // 113: bfs.NameServer.Mkdir:output_type -> bfs.MkdirResponse
-	4,   // 114: bfs.NameServer.Create:output_type -> bfs.CreateResponse
-	6,   // 115: bfs.NameServer.Stat:output_type -> bfs.StatResponse
-	8,   // 116: bfs.NameServer.List:output_type -> bfs.ListResponse
-	10,  // 117: bfs.NameServer.DeleteFile:output_type -> bfs.DeleteFileResponse
-	12,  // 118: bfs.NameServer.DeleteDir:output_type -> bfs.DeleteDirResponse
-	14,  // 119: bfs.NameServer.Rename:output_type -> bfs.RenameResponse
-	16,  // 120: bfs.NameServer.Chmod:output_type -> bfs.ChmodResponse
-	18,  // 121: bfs.NameServer.DiskUsage:output_type -> bfs.DiskUsageResponse
-	21,  // 122: bfs.NameServer.OpenSession:output_type -> bfs.OpenSessionResponse
-	23,  // 123: bfs.NameServer.KeepAlive:output_type -> bfs.KeepAliveResponse
-	25,  // 124: bfs.NameServer.CloseSession:output_type -> bfs.CloseSessionResponse
-	28,  // 125: bfs.NameServer.ListSessions:output_type -> bfs.ListSessionsResponse
-	32,  // 126: bfs.NameServer.AddBlock:output_type -> bfs.AddBlockResponse
-	34,  // 127: bfs.NameServer.SyncBlock:output_type -> bfs.SyncBlockResponse
-	36,  // 128: bfs.NameServer.FinishFile:output_type -> bfs.FinishFileResponse
-	38,  // 129: bfs.NameServer.GetFileLocation:output_type -> bfs.GetFileLocationResponse
-	40,  // 130: bfs.NameServer.LockDir:output_type -> bfs.LockDirResponse
-	42,  // 131: bfs.NameServer.UnlockDir:output_type -> bfs.UnlockDirResponse
-	46,  // 132: bfs.NameServer.GetDirLock:output_type -> bfs.GetDirLockResponse
-	48,  // 133: bfs.NameServer.ListDirLocks:output_type -> bfs.ListDirLocksResponse
-	50,  // 134: bfs.NameServer.WatchDirLocks:output_type -> bfs.DirLockEvent
-	53,  // 135: bfs.NameServer.GetLockHistory:output_type -> bfs.GetLockHistoryResponse
-	55,  // 136: bfs.NameServer.Register:output_type -> bfs.RegisterResponse
-	57,  // 137: bfs.NameServer.HeartBeat:output_type -> bfs.HeartBeatResponse
-	60,  // 138: bfs.NameServer.BlockReport:output_type -> bfs.BlockReportResponse
-	62,  // 139: bfs.NameServer.BlockReceived:output_type -> bfs.BlockReceivedResponse
-	65,  // 140: bfs.NameServer.ReportBadReplicas:output_type -> bfs.ReportBadReplicasResponse
-	67,  // 141: bfs.NameServer.GetSafeMode:output_type -> bfs.GetSafeModeResponse
-	69,  // 142: bfs.NameServer.LeaveSafeMode:output_type -> bfs.LeaveSafeModeResponse
-	71,  // 143: bfs.NameServer.Decommission:output_type -> bfs.DecommissionResponse
-	74,  // 144: bfs.NameServer.ListChunkservers:output_type -> bfs.ListChunkserversResponse
-	79,  // 145: bfs.NameServer.Fsck:output_type -> bfs.FsckResponse
-	113, // [113:146] is the sub-list for method output_type
-	80,  // [80:113] is the sub-list for method input_type
-	80,  // [80:80] is the sub-list for extension type_name
-	80,  // [80:80] is the sub-list for extension extendee
-	0,   // [0:80] is the sub-list for field type_name
+	92,  // 80: bfs.ClusterStatusResponse.status:type_name -> bfs.StatusCode
+	82,  // 81: bfs.ClusterStatusResponse.members:type_name -> bfs.GroupMember
+	92,  // 82: bfs.AddMemberResponse.status:type_name -> bfs.StatusCode
+	92,  // 83: bfs.RemoveMemberResponse.status:type_name -> bfs.StatusCode
+	92,  // 84: bfs.TransferLeaderResponse.status:type_name -> bfs.StatusCode
+	95,  // 85: bfs.PublishMemberRequest.member:type_name -> bfs.Member
+	92,  // 86: bfs.PublishMemberResponse.status:type_name -> bfs.StatusCode
+	1,   // 87: bfs.NameServer.Mkdir:input_type -> bfs.MkdirRequest
+	3,   // 88: bfs.NameServer.Create:input_type -> bfs.CreateRequest
+	5,   // 89: bfs.NameServer.Stat:input_type -> bfs.StatRequest
+	7,   // 90: bfs.NameServer.List:input_type -> bfs.ListRequest
+	9,   // 91: bfs.NameServer.DeleteFile:input_type -> bfs.DeleteFileRequest
+	11,  // 92: bfs.NameServer.DeleteDir:input_type -> bfs.DeleteDirRequest
+	13,  // 93: bfs.NameServer.Rename:input_type -> bfs.RenameRequest
+	15,  // 94: bfs.NameServer.Chmod:input_type -> bfs.ChmodRequest
+	17,  // 95: bfs.NameServer.DiskUsage:input_type -> bfs.DiskUsageRequest
+	20,  // 96: bfs.NameServer.OpenSession:input_type -> bfs.OpenSessionRequest
+	22,  // 97: bfs.NameServer.KeepAlive:input_type -> bfs.KeepAliveRequest
+	24,  // 98: bfs.NameServer.CloseSession:input_type -> bfs.CloseSessionRequest
+	26,  // 99: bfs.NameServer.ListSessions:input_type -> bfs.ListSessionsRequest
+	31,  // 100: bfs.NameServer.AddBlock:input_type -> bfs.AddBlockRequest
+	33,  // 101: bfs.NameServer.SyncBlock:input_type -> bfs.SyncBlockRequest
+	35,  // 102: bfs.NameServer.FinishFile:input_type -> bfs.FinishFileRequest
+	37,  // 103: bfs.NameServer.GetFileLocation:input_type -> bfs.GetFileLocationRequest
+	39,  // 104: bfs.NameServer.LockDir:input_type -> bfs.LockDirRequest
+	41,  // 105: bfs.NameServer.UnlockDir:input_type -> bfs.UnlockDirRequest
+	45,  // 106: bfs.NameServer.GetDirLock:input_type -> bfs.GetDirLockRequest
+	47,  // 107: bfs.NameServer.ListDirLocks:input_type -> bfs.ListDirLocksRequest
+	49,  // 108: bfs.NameServer.WatchDirLocks:input_type -> bfs.WatchDirLocksRequest
+	51,  // 109: bfs.NameServer.GetLockHistory:input_type -> bfs.GetLockHistoryRequest
+	54,  // 110: bfs.NameServer.Register:input_type -> bfs.RegisterRequest
+	56,  // 111: bfs.NameServer.HeartBeat:input_type -> bfs.HeartBeatRequest
+	59,  // 112: bfs.NameServer.BlockReport:input_type -> bfs.BlockReportRequest
+	61,  // 113: bfs.NameServer.BlockReceived:input_type -> bfs.BlockReceivedRequest
+	64,  // 114: bfs.NameServer.ReportBadReplicas:input_type -> bfs.ReportBadReplicasRequest
+	66,  // 115: bfs.NameServer.GetSafeMode:input_type -> bfs.GetSafeModeRequest
+	68,  // 116: bfs.NameServer.LeaveSafeMode:input_type -> bfs.LeaveSafeModeRequest
+	70,  // 117: bfs.NameServer.Decommission:input_type -> bfs.DecommissionRequest
+	73,  // 118: bfs.NameServer.ListChunkservers:input_type -> bfs.ListChunkserversRequest
+	75,  // 119: bfs.NameServer.Fsck:input_type -> bfs.FsckRequest
+	80,  // 120: bfs.NameServer.ClusterStatus:input_type -> bfs.ClusterStatusRequest
+	83,  // 121: bfs.NameServer.AddMember:input_type -> bfs.AddMemberRequest
+	85,  // 122: bfs.NameServer.RemoveMember:input_type -> bfs.RemoveMemberRequest
+	87,  // 123: bfs.NameServer.TransferLeader:input_type -> bfs.TransferLeaderRequest
+	89,  // 124: bfs.NameServer.PublishMember:input_type -> bfs.PublishMemberRequest
+	2,   // 125: bfs.NameServer.Mkdir:output_type -> bfs.MkdirResponse
+	4,   // 126: bfs.NameServer.Create:output_type -> bfs.CreateResponse
+	6,   // 127: bfs.NameServer.Stat:output_type -> bfs.StatResponse
+	8,   // 128: bfs.NameServer.List:output_type -> bfs.ListResponse
+	10,  // 129: bfs.NameServer.DeleteFile:output_type -> bfs.DeleteFileResponse
+	12,  // 130: bfs.NameServer.DeleteDir:output_type -> bfs.DeleteDirResponse
+	14,  // 131: bfs.NameServer.Rename:output_type -> bfs.RenameResponse
+	16,  // 132: bfs.NameServer.Chmod:output_type -> bfs.ChmodResponse
+	18,  // 133: bfs.NameServer.DiskUsage:output_type -> bfs.DiskUsageResponse
+	21,  // 134: bfs.NameServer.OpenSession:output_type -> bfs.OpenSessionResponse
+	23,  // 135: bfs.NameServer.KeepAlive:output_type -> bfs.KeepAliveResponse
+	25,  // 136: bfs.NameServer.CloseSession:output_type -> bfs.CloseSessionResponse
+	28,  // 137: bfs.NameServer.ListSessions:output_type -> bfs.ListSessionsResponse
+	32,  // 138: bfs.NameServer.AddBlock:output_type -> bfs.AddBlockResponse
+	34,  // 139: bfs.NameServer.SyncBlock:output_type -> bfs.SyncBlockResponse
+	36,  // 140: bfs.NameServer.FinishFile:output_type -> bfs.FinishFileResponse
+	38,  // 141: bfs.NameServer.GetFileLocation:output_type -> bfs.GetFileLocationResponse
+	40,  // 142: bfs.NameServer.LockDir:output_type -> bfs.LockDirResponse
+	42,  // 143: bfs.NameServer.UnlockDir:output_type -> bfs.UnlockDirResponse
+	46,  // 144: bfs.NameServer.GetDirLock:output_type -> bfs.GetDirLockResponse
+	48,  // 145: bfs.NameServer.ListDirLocks:output_type -> bfs.ListDirLocksResponse
+	50,  // 146: bfs.NameServer.WatchDirLocks:output_type -> bfs.DirLockEvent
+	53,  // 147: bfs.NameServer.GetLockHistory:output_type -> bfs.GetLockHistoryResponse
+	55,  // 148: bfs.NameServer.Register:output_type -> bfs.RegisterResponse
+	57,  // 149: bfs.NameServer.HeartBeat:output_type -> bfs.HeartBeatResponse
+	60,  // 150: bfs.NameServer.BlockReport:output_type -> bfs.BlockReportResponse
+	62,  // 151: bfs.NameServer.BlockReceived:output_type -> bfs.BlockReceivedResponse
+	65,  // 152: bfs.NameServer.ReportBadReplicas:output_type -> bfs.ReportBadReplicasResponse
+	67,  // 153: bfs.NameServer.GetSafeMode:output_type -> bfs.GetSafeModeResponse
+	69,  // 154: bfs.NameServer.LeaveSafeMode:output_type -> bfs.LeaveSafeModeResponse
+	71,  // 155: bfs.NameServer.Decommission:output_type -> bfs.DecommissionResponse
+	74,  // 156: bfs.NameServer.ListChunkservers:output_type -> bfs.ListChunkserversResponse
+	79,  // 157: bfs.NameServer.Fsck:output_type -> bfs.FsckResponse
+	81,  // 158: bfs.NameServer.ClusterStatus:output_type -> bfs.ClusterStatusResponse
+	84,  // 159: bfs.NameServer.AddMember:output_type -> bfs.AddMemberResponse
+	86,  // 160: bfs.NameServer.RemoveMember:output_type -> bfs.RemoveMemberResponse
+	88,  // 161: bfs.NameServer.TransferLeader:output_type -> bfs.TransferLeaderResponse
+	90,  // 162: bfs.NameServer.PublishMember:output_type -> bfs.PublishMemberResponse
+	125, // [125:163] is the sub-list for method output_type
+	87,  // [87:125] is the sub-list for method input_type
+	87,  // [87:87] is the sub-list for extension type_name
+	87,  // [87:87] is the sub-list for extension extendee
+	0,   // [0:87] is the sub-list for field type_name
 }
 
 func init() { file_nameserver_proto_init() }
@@ -6253,13 +6959,14 @@ func file_nameserver_proto_init() {
 	}
 	file_status_proto_init()
 	file_fs_proto_init()
+	file_command_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_nameserver_proto_rawDesc), len(file_nameserver_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   79,
+			NumMessages:   90,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

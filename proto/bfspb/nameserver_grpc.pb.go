@@ -52,6 +52,11 @@ const (
 	NameServer_Decommission_FullMethodName      = "/bfs.NameServer/Decommission"
 	NameServer_ListChunkservers_FullMethodName  = "/bfs.NameServer/ListChunkservers"
 	NameServer_Fsck_FullMethodName              = "/bfs.NameServer/Fsck"
+	NameServer_ClusterStatus_FullMethodName     = "/bfs.NameServer/ClusterStatus"
+	NameServer_AddMember_FullMethodName         = "/bfs.NameServer/AddMember"
+	NameServer_RemoveMember_FullMethodName      = "/bfs.NameServer/RemoveMember"
+	NameServer_TransferLeader_FullMethodName    = "/bfs.NameServer/TransferLeader"
+	NameServer_PublishMember_FullMethodName     = "/bfs.NameServer/PublishMember"
 )
 
 // NameServerClient is the client API for NameServer service.
@@ -115,6 +120,18 @@ type NameServerClient interface {
 	// Fsck walks the namespace under a path and reports the files with
 	// blocks under-replicated, missing or with corrupt replicas. Paged.
 	Fsck(ctx context.Context, in *FsckRequest, opts ...grpc.CallOption) (*FsckResponse, error)
+	// The nameserver group (SPEC §9). ClusterStatus is answered by every
+	// member, about itself; the others only by the leader.
+	ClusterStatus(ctx context.Context, in *ClusterStatusRequest, opts ...grpc.CallOption) (*ClusterStatusResponse, error)
+	// AddMember adds a nameserver (started with --join) as a nonvoter,
+	// waits until it has caught up, then makes it a voter.
+	AddMember(ctx context.Context, in *AddMemberRequest, opts ...grpc.CallOption) (*AddMemberResponse, error)
+	RemoveMember(ctx context.Context, in *RemoveMemberRequest, opts ...grpc.CallOption) (*RemoveMemberResponse, error)
+	// TransferLeader ends the leader's term and hands leadership over.
+	TransferLeader(ctx context.Context, in *TransferLeaderRequest, opts ...grpc.CallOption) (*TransferLeaderResponse, error)
+	// PublishMember records a member's addresses in the member table: each
+	// member publishes its own.
+	PublishMember(ctx context.Context, in *PublishMemberRequest, opts ...grpc.CallOption) (*PublishMemberResponse, error)
 }
 
 type nameServerClient struct {
@@ -464,6 +481,56 @@ func (c *nameServerClient) Fsck(ctx context.Context, in *FsckRequest, opts ...gr
 	return out, nil
 }
 
+func (c *nameServerClient) ClusterStatus(ctx context.Context, in *ClusterStatusRequest, opts ...grpc.CallOption) (*ClusterStatusResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ClusterStatusResponse)
+	err := c.cc.Invoke(ctx, NameServer_ClusterStatus_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *nameServerClient) AddMember(ctx context.Context, in *AddMemberRequest, opts ...grpc.CallOption) (*AddMemberResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AddMemberResponse)
+	err := c.cc.Invoke(ctx, NameServer_AddMember_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *nameServerClient) RemoveMember(ctx context.Context, in *RemoveMemberRequest, opts ...grpc.CallOption) (*RemoveMemberResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RemoveMemberResponse)
+	err := c.cc.Invoke(ctx, NameServer_RemoveMember_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *nameServerClient) TransferLeader(ctx context.Context, in *TransferLeaderRequest, opts ...grpc.CallOption) (*TransferLeaderResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(TransferLeaderResponse)
+	err := c.cc.Invoke(ctx, NameServer_TransferLeader_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *nameServerClient) PublishMember(ctx context.Context, in *PublishMemberRequest, opts ...grpc.CallOption) (*PublishMemberResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PublishMemberResponse)
+	err := c.cc.Invoke(ctx, NameServer_PublishMember_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // NameServerServer is the server API for NameServer service.
 // All implementations must embed UnimplementedNameServerServer
 // for forward compatibility.
@@ -525,6 +592,18 @@ type NameServerServer interface {
 	// Fsck walks the namespace under a path and reports the files with
 	// blocks under-replicated, missing or with corrupt replicas. Paged.
 	Fsck(context.Context, *FsckRequest) (*FsckResponse, error)
+	// The nameserver group (SPEC §9). ClusterStatus is answered by every
+	// member, about itself; the others only by the leader.
+	ClusterStatus(context.Context, *ClusterStatusRequest) (*ClusterStatusResponse, error)
+	// AddMember adds a nameserver (started with --join) as a nonvoter,
+	// waits until it has caught up, then makes it a voter.
+	AddMember(context.Context, *AddMemberRequest) (*AddMemberResponse, error)
+	RemoveMember(context.Context, *RemoveMemberRequest) (*RemoveMemberResponse, error)
+	// TransferLeader ends the leader's term and hands leadership over.
+	TransferLeader(context.Context, *TransferLeaderRequest) (*TransferLeaderResponse, error)
+	// PublishMember records a member's addresses in the member table: each
+	// member publishes its own.
+	PublishMember(context.Context, *PublishMemberRequest) (*PublishMemberResponse, error)
 	mustEmbedUnimplementedNameServerServer()
 }
 
@@ -633,6 +712,21 @@ func (UnimplementedNameServerServer) ListChunkservers(context.Context, *ListChun
 }
 func (UnimplementedNameServerServer) Fsck(context.Context, *FsckRequest) (*FsckResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Fsck not implemented")
+}
+func (UnimplementedNameServerServer) ClusterStatus(context.Context, *ClusterStatusRequest) (*ClusterStatusResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ClusterStatus not implemented")
+}
+func (UnimplementedNameServerServer) AddMember(context.Context, *AddMemberRequest) (*AddMemberResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method AddMember not implemented")
+}
+func (UnimplementedNameServerServer) RemoveMember(context.Context, *RemoveMemberRequest) (*RemoveMemberResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RemoveMember not implemented")
+}
+func (UnimplementedNameServerServer) TransferLeader(context.Context, *TransferLeaderRequest) (*TransferLeaderResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method TransferLeader not implemented")
+}
+func (UnimplementedNameServerServer) PublishMember(context.Context, *PublishMemberRequest) (*PublishMemberResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method PublishMember not implemented")
 }
 func (UnimplementedNameServerServer) mustEmbedUnimplementedNameServerServer() {}
 func (UnimplementedNameServerServer) testEmbeddedByValue()                    {}
@@ -1242,6 +1336,96 @@ func _NameServer_Fsck_Handler(srv interface{}, ctx context.Context, dec func(int
 	return interceptor(ctx, in, info, handler)
 }
 
+func _NameServer_ClusterStatus_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ClusterStatusRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(NameServerServer).ClusterStatus(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: NameServer_ClusterStatus_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(NameServerServer).ClusterStatus(ctx, req.(*ClusterStatusRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _NameServer_AddMember_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AddMemberRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(NameServerServer).AddMember(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: NameServer_AddMember_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(NameServerServer).AddMember(ctx, req.(*AddMemberRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _NameServer_RemoveMember_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RemoveMemberRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(NameServerServer).RemoveMember(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: NameServer_RemoveMember_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(NameServerServer).RemoveMember(ctx, req.(*RemoveMemberRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _NameServer_TransferLeader_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(TransferLeaderRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(NameServerServer).TransferLeader(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: NameServer_TransferLeader_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(NameServerServer).TransferLeader(ctx, req.(*TransferLeaderRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _NameServer_PublishMember_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PublishMemberRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(NameServerServer).PublishMember(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: NameServer_PublishMember_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(NameServerServer).PublishMember(ctx, req.(*PublishMemberRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // NameServer_ServiceDesc is the grpc.ServiceDesc for NameServer service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1376,6 +1560,26 @@ var NameServer_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Fsck",
 			Handler:    _NameServer_Fsck_Handler,
+		},
+		{
+			MethodName: "ClusterStatus",
+			Handler:    _NameServer_ClusterStatus_Handler,
+		},
+		{
+			MethodName: "AddMember",
+			Handler:    _NameServer_AddMember_Handler,
+		},
+		{
+			MethodName: "RemoveMember",
+			Handler:    _NameServer_RemoveMember_Handler,
+		},
+		{
+			MethodName: "TransferLeader",
+			Handler:    _NameServer_TransferLeader_Handler,
+		},
+		{
+			MethodName: "PublishMember",
+			Handler:    _NameServer_PublishMember_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

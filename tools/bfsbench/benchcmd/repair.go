@@ -91,7 +91,7 @@ func (o *repairOptions) target(ctx context.Context) (*cluster, error) {
 		return nil, err
 	}
 	sb, err := sandbox.Start(sandbox.Config{Dir: dir, Chunkservers: repairChunkservers,
-		NameServer: func(cfg *nameserver.Config) {
+		NameServer: func(_ int, cfg *nameserver.Config) {
 			cfg.HeartbeatInterval = 100 * time.Millisecond
 			cfg.DeadTimeout = time.Second
 			cfg.RepairInterval = 200 * time.Millisecond
