@@ -58,6 +58,19 @@ func TestIsStorageError(t *testing.T) {
 	}
 	require.True(t, IsStorageError(pebble.ErrClosed))
 	require.True(t, IsStorageError(os.ErrPermission))
+
+	// What a client's command can make fail is the command's outcome,
+	// never the store's failure (which stops a replica).
+	s := open(t, t.TempDir())
+	openSessions(t, s, "A")
+	require.NoError(t, mkdir(s, "/t", false))
+	for _, fence := range []*bfspb.Fence{{Path: "/elsewhere", Epoch: 1}, {Path: "/t", Epoch: 9}} {
+		cmd := cmdOf(1, &bfspb.MkdirCmd{Path: "/t/d", SessionId: "A"})
+		cmd.Fences = []*bfspb.Fence{fence}
+		_, err := s.apply(cmd)
+		require.Error(t, err)
+		require.False(t, IsStorageError(err), "fence %v: %v", fence, err)
+	}
 }
 
 // snapshotSource builds a store with a bit of everything: directories,
