@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"maps"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -27,15 +30,19 @@ import (
 var epoch = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // memStore is an in-memory Store. It appends what it does to a shared log.
+// Like the nameserver's, its DeleteSession answers ErrNotFound for a
+// session it does not hold.
 type memStore struct {
 	log *eventLog
 
-	mu      sync.Mutex
-	recs    map[session.ID]session.Session
-	putErr  error
-	delErr  error
-	onPut   func(session.Session) // called before the record is stored
-	deletes int
+	mu     sync.Mutex
+	recs   map[session.ID]session.Session
+	putErr error
+	onPut  func(session.Session) // called before the record is stored
+	// onDelete, if not nil, is called first by DeleteSession, without mu;
+	// an error it returns is DeleteSession's, and nothing is deleted.
+	onDelete func(ctx context.Context, id session.ID) error
+	deletes  int
 }
 
 func (s *memStore) PutSession(_ context.Context, rec session.Session) error {
@@ -55,16 +62,46 @@ func (s *memStore) PutSession(_ context.Context, rec session.Session) error {
 	return nil
 }
 
-func (s *memStore) DeleteSession(_ context.Context, id session.ID) error {
+func (s *memStore) DeleteSession(ctx context.Context, id session.ID) error {
+	s.mu.Lock()
+	s.deletes++
+	onDelete := s.onDelete
+	s.mu.Unlock()
+	if onDelete != nil {
+		if err := onDelete(ctx, id); err != nil {
+			s.log.add("delete %s failed", id)
+			return err
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.deletes++
-	if s.delErr != nil {
-		return s.delErr
+	if _, ok := s.recs[id]; !ok {
+		s.log.add("delete %s not found", id)
+		return fmt.Errorf("delete session %s: %w", id, session.ErrNotFound)
 	}
 	delete(s.recs, id)
 	s.log.add("delete %s", id)
 	return nil
+}
+
+// forget drops a record behind the Manager's back, as when the session's
+// end was committed before (by an earlier leader).
+func (s *memStore) forget(id session.ID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.recs, id)
+}
+
+func (s *memStore) setOnDelete(f func(ctx context.Context, id session.ID) error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.onDelete = f
+}
+
+func (s *memStore) deleteCalls() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.deletes
 }
 
 func (s *memStore) records() []session.Session {
@@ -128,7 +165,13 @@ func newFixture(t *testing.T, recovered []session.Session, edit func(*session.Co
 		Clock:  f.clock,
 		Store:  f.store,
 		MaxTTL: time.Hour,
-		OnEnd:  func(s session.Session, why session.EndReason) { log.add("end %s %v", s.ID, why) },
+		OnEnd: func(s session.Session, why session.EndReason) {
+			// The end commits first: the Store holds no record of s by now.
+			if f.store.has(s.ID) {
+				t.Errorf("OnEnd(%s, %v) called while the Store still holds the session", s.ID, why)
+			}
+			log.add("end %s %v", s.ID, why)
+		},
 	}
 	if edit != nil {
 		edit(&cfg)
@@ -296,18 +339,18 @@ func TestExpiry(t *testing.T) {
 		f.wantLive(b.ID, true)
 
 		f.advance(1)
-		f.wantEvents("end "+string(b.ID)+" expired", "delete "+string(b.ID))
+		f.wantEvents("delete "+string(b.ID), "end "+string(b.ID)+" expired")
 		f.wantLive(b.ID, false)
 		if _, err := f.m.KeepAlive(b.ID); !errors.Is(err, session.ErrNotFound) {
 			t.Fatalf("KeepAlive after expiry = %v, want ErrNotFound", err)
 		}
 
-		// Both due at once: ended in deadline order, each ended before its
-		// record is deleted.
+		// Both due at once: ended in deadline order, each end committed
+		// before OnEnd.
 		f.advance(time.Minute)
 		f.wantEvents(
-			"end "+string(c.ID)+" expired", "delete "+string(c.ID),
-			"end "+string(a.ID)+" expired", "delete "+string(a.ID),
+			"delete "+string(c.ID), "end "+string(c.ID)+" expired",
+			"delete "+string(a.ID), "end "+string(a.ID)+" expired",
 		)
 		if recs := f.store.records(); len(recs) != 0 {
 			t.Fatalf("store still holds %+v", recs)
@@ -324,7 +367,7 @@ func TestEarlierDeadlineWakesLoop(t *testing.T) {
 		long := f.open("long", time.Hour) // the loop now sleeps for an hour
 		short := f.open("short", time.Second)
 		f.advance(time.Second)
-		f.wantEvents("end "+string(short.ID)+" expired", "delete "+string(short.ID))
+		f.wantEvents("delete "+string(short.ID), "end "+string(short.ID)+" expired")
 		f.wantLive(long.ID, true)
 	})
 }
@@ -351,7 +394,7 @@ func TestKeepAlive(t *testing.T) {
 		f.advance(ttl - 1)
 		f.wantEvents()
 		f.advance(1)
-		f.wantEvents("end "+string(s.ID)+" expired", "delete "+string(s.ID))
+		f.wantEvents("delete "+string(s.ID), "end "+string(s.ID)+" expired")
 	})
 }
 
@@ -370,6 +413,7 @@ func TestKeepAliveUnknown(t *testing.T) {
 func TestLateKeepAlive(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		release := make(chan struct{})
+		unblock := sync.OnceFunc(func() { close(release) })
 		f := newFixture(t, nil, func(c *session.Config) {
 			onEnd := c.OnEnd
 			c.OnEnd = func(s session.Session, why session.EndReason) {
@@ -379,12 +423,14 @@ func TestLateKeepAlive(t *testing.T) {
 				}
 			}
 		})
+		t.Cleanup(unblock) // before the fixture's Close, which waits for the loop
+
 		blocker := f.open("blocker", time.Second)
 		late := f.open("late", 2*time.Second)
 
 		f.advance(time.Second) // the loop is now stuck in OnEnd(blocker)
 		f.advance(time.Second) // late's deadline passes
-		f.wantEvents("end " + string(blocker.ID) + " expired")
+		f.wantEvents("delete "+string(blocker.ID), "end "+string(blocker.ID)+" expired")
 
 		if _, err := f.m.KeepAlive(late.ID); !errors.Is(err, session.ErrExpired) {
 			t.Fatalf("late KeepAlive = %v, want ErrExpired", err)
@@ -397,11 +443,11 @@ func TestLateKeepAlive(t *testing.T) {
 		if err := f.m.CloseSession(context.Background(), late.ID); !errors.Is(err, session.ErrExpired) {
 			t.Fatalf("CloseSession of an expired session = %v, want ErrExpired", err)
 		}
-		f.wantEvents("end "+string(late.ID)+" expired", "delete "+string(late.ID))
+		f.wantEvents("delete "+string(late.ID), "end "+string(late.ID)+" expired")
 
-		close(release)
+		unblock()
 		synctest.Wait()
-		f.wantEvents("delete " + string(blocker.ID)) // and late is not ended twice
+		f.wantEvents() // late is not ended twice
 	})
 }
 
@@ -414,7 +460,7 @@ func TestCloseSession(t *testing.T) {
 		if err := f.m.CloseSession(context.Background(), s.ID); err != nil {
 			t.Fatal(err)
 		}
-		f.wantEvents("end "+string(s.ID)+" closed", "delete "+string(s.ID))
+		f.wantEvents("delete "+string(s.ID), "end "+string(s.ID)+" closed")
 		f.wantLive(s.ID, false)
 		f.wantLive(other.ID, true)
 
@@ -423,36 +469,238 @@ func TestCloseSession(t *testing.T) {
 			t.Fatalf("second CloseSession = %v, want ErrNotFound", err)
 		}
 		f.advance(time.Hour)
-		f.wantEvents("end "+string(other.ID)+" expired", "delete "+string(other.ID))
+		f.wantEvents("delete "+string(other.ID), "end "+string(other.ID)+" expired")
 	})
 }
 
-func TestCloseSessionDeleteFailure(t *testing.T) {
+// errDeposed stands for what the nameserver's Store answers once its
+// leader is deposed (not leader, outcome unknown): the end is not known to
+// be committed.
+var errDeposed = errors.New("not the leader")
+
+// failDeletes makes DeleteSession fail with err for the sessions in ids.
+func failDeletes(err error, ids ...session.ID) func(context.Context, session.ID) error {
+	return func(_ context.Context, id session.ID) error {
+		if slices.Contains(ids, id) {
+			return err
+		}
+		return nil
+	}
+}
+
+// captureLog sends glog's output to a file until the test ends and returns
+// a function reading what has been logged so far. Call it before
+// newFixture, so that the Manager starts after the switch and is closed
+// before the switch back.
+func captureLog(t *testing.T) func() string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "log")
+	file, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	toStderr := flag.Lookup("logtostderr")
+	if toStderr == nil {
+		t.Fatal("glog's -logtostderr flag is not registered")
+	}
+	prevFlag, prevStderr := toStderr.Value.String(), os.Stderr
+	if err := toStderr.Value.Set("true"); err != nil {
+		t.Fatal(err)
+	}
+	os.Stderr = file
+	t.Cleanup(func() {
+		os.Stderr = prevStderr
+		if err := toStderr.Value.Set(prevFlag); err != nil {
+			t.Error(err)
+		}
+		if err := file.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return func() string {
+		t.Helper()
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+}
+
+// wantUncommitted checks a session whose end did not commit: it is gone
+// from the Manager, and its record stays in the Store for the next leader.
+func (f *fixture) wantUncommitted(id session.ID) {
+	f.t.Helper()
+	f.wantLive(id, false)
+	if _, err := f.m.KeepAlive(id); !errors.Is(err, session.ErrNotFound) {
+		f.t.Fatalf("KeepAlive(%s) = %v, want ErrNotFound", id, err)
+	}
+	if !f.store.has(id) {
+		f.t.Fatalf("the record of %s, whose end did not commit, is gone", id)
+	}
+}
+
+// TestCloseSessionUncommittedEnd: a Store that cannot commit the end makes
+// CloseSession fail and releases nothing. The session is gone from this
+// Manager all the same; its record is the next leader's to end.
+func TestCloseSessionUncommittedEnd(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFixture(t, nil, nil)
 		s := f.open("h", time.Minute)
-		disk := errors.New("disk on fire")
-		f.store.delErr = disk
-		if err := f.m.CloseSession(context.Background(), s.ID); !errors.Is(err, disk) {
+		other := f.open("other", time.Minute)
+		f.store.setOnDelete(failDeletes(errDeposed, s.ID))
+
+		if err := f.m.CloseSession(context.Background(), s.ID); !errors.Is(err, errDeposed) {
 			t.Fatalf("CloseSession = %v, want the store's error", err)
 		}
-		f.wantEvents("end " + string(s.ID) + " closed") // ended regardless
-		f.wantLive(s.ID, false)
+		f.wantEvents("delete " + string(s.ID) + " failed") // and no OnEnd
+		f.wantUncommitted(s.ID)
+		if err := f.m.CloseSession(context.Background(), s.ID); !errors.Is(err, session.ErrNotFound) {
+			t.Fatalf("second CloseSession = %v, want ErrNotFound", err)
+		}
+
+		// Nor does this Manager end it later; the others end as before.
+		f.advance(time.Hour)
+		f.wantEvents("delete "+string(other.ID), "end "+string(other.ID)+" expired")
+		if n := f.store.deleteCalls(); n != 2 {
+			t.Fatalf("DeleteSession called %d times, want 2 (once per session)", n)
+		}
 	})
 }
 
-func TestExpiryDeleteFailure(t *testing.T) {
+// TestExpiryUncommittedEnd: an expired session whose end the Store cannot
+// commit gets no OnEnd; it is gone from the Manager, the failure is
+// logged, and the loop goes on expiring the others.
+func TestExpiryUncommittedEnd(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		logged := captureLog(t)
+		f := newFixture(t, nil, nil)
+		a := f.open("a", 10*time.Second)
+		b := f.open("b", 20*time.Second)
+		c := f.open("c", 30*time.Second)
+		f.store.setOnDelete(failDeletes(errDeposed, a.ID))
+
+		f.advance(20 * time.Second) // a and b are due at once, a first
+		f.wantEvents("delete "+string(a.ID)+" failed", "delete "+string(b.ID), "end "+string(b.ID)+" expired")
+		f.wantUncommitted(a.ID)
+		if got := f.m.List(); len(got) != 1 || got[0].ID != c.ID {
+			t.Fatalf("List = %+v, want only %s", got, c.ID)
+		}
+		log := logged()
+		if !strings.Contains(log, string(a.ID)) || !strings.Contains(log, errDeposed.Error()) {
+			t.Fatalf("the failed end of %s is not logged with its error; log:\n%s", a.ID, log)
+		}
+
+		f.advance(10 * time.Second)
+		f.wantEvents("delete "+string(c.ID), "end "+string(c.ID)+" expired")
+		f.advance(time.Hour)
+		f.wantEvents() // a is not tried again
+		if n := f.store.deleteCalls(); n != 3 {
+			t.Fatalf("DeleteSession called %d times, want 3 (once per session)", n)
+		}
+	})
+}
+
+// TestEndAlreadyCommitted: a Store that no longer holds the session (its
+// end was committed before, by an earlier leader) answers ErrNotFound, and
+// OnEnd runs as for any committed end.
+func TestEndAlreadyCommitted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		logged := captureLog(t)
+		f := newFixture(t, nil, nil)
+		closing := f.open("closing", time.Hour)
+		expiring := f.open("expiring", time.Minute)
+		f.store.forget(closing.ID)
+		f.store.forget(expiring.ID)
+
+		if err := f.m.CloseSession(context.Background(), closing.ID); err != nil {
+			t.Fatalf("CloseSession = %v, want nil", err)
+		}
+		f.wantEvents("delete "+string(closing.ID)+" not found", "end "+string(closing.ID)+" closed")
+		f.wantLive(closing.ID, false)
+
+		f.advance(time.Minute)
+		f.wantEvents("delete "+string(expiring.ID)+" not found", "end "+string(expiring.ID)+" expired")
+		f.wantLive(expiring.ID, false)
+		if log := logged(); strings.Contains(log, string(closing.ID)) || strings.Contains(log, string(expiring.ID)) {
+			t.Fatalf("an end committed before was logged as a failure:\n%s", log)
+		}
+	})
+}
+
+// returnStore logs each DeleteSession when it has returned.
+type returnStore struct{ *memStore }
+
+func (s returnStore) DeleteSession(ctx context.Context, id session.ID) error {
+	err := s.memStore.DeleteSession(ctx, id)
+	s.log.add("delete %s returned", id)
+	return err
+}
+
+// TestOnEndAfterCommit holds DeleteSession until the test lets it go:
+// nothing of the session's end acts before it has returned, by expiry or
+// by close.
+func TestOnEndAfterCommit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t, nil, func(c *session.Config) {
+			c.Store = returnStore{c.Store.(*memStore)}
+		})
+		expiring := f.open("expiring", time.Minute)
+		closing := f.open("closing", time.Hour)
+		commit := make(chan struct{})
+		f.store.setOnDelete(func(ctx context.Context, _ session.ID) error {
+			select {
+			case <-commit:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		})
+
+		f.advance(time.Minute) // the loop is now inside DeleteSession
+		f.wantEvents()
+		f.wantLive(expiring.ID, false)
+		commit <- struct{}{}
+		synctest.Wait()
+		f.wantEvents(
+			"delete "+string(expiring.ID),
+			"delete "+string(expiring.ID)+" returned",
+			"end "+string(expiring.ID)+" expired",
+		)
+
+		closed := make(chan error, 1)
+		go func() { closed <- f.m.CloseSession(t.Context(), closing.ID) }()
+		synctest.Wait() // CloseSession is now inside DeleteSession
+		f.wantEvents()
+		f.wantLive(closing.ID, false)
+		commit <- struct{}{}
+		if err := <-closed; err != nil {
+			t.Fatalf("CloseSession = %v", err)
+		}
+		f.wantEvents(
+			"delete "+string(closing.ID),
+			"delete "+string(closing.ID)+" returned",
+			"end "+string(closing.ID)+" closed",
+		)
+	})
+}
+
+// TestClosePendingEnd closes the Manager while the expiry loop waits on
+// DeleteSession: the delete is cancelled, Close returns, and the session
+// is not released.
+func TestClosePendingEnd(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFixture(t, nil, nil)
 		s := f.open("h", time.Minute)
-		f.store.delErr = errors.New("disk on fire")
-		f.advance(time.Minute)
-		// Ended, and the record is left for the next start to expire again.
-		f.wantEvents("end " + string(s.ID) + " expired")
-		f.wantLive(s.ID, false)
-		if !f.store.has(s.ID) || f.store.deletes != 1 {
-			t.Fatalf("want one failed delete and the record kept; has %v, deletes %d",
-				f.store.has(s.ID), f.store.deletes)
+		f.store.setOnDelete(func(ctx context.Context, _ session.ID) error {
+			<-ctx.Done()
+			return ctx.Err()
+		})
+		f.advance(time.Minute) // the loop is now inside DeleteSession
+		f.m.Close()
+		f.wantEvents("delete " + string(s.ID) + " failed") // and no OnEnd
+		if !f.store.has(s.ID) {
+			t.Fatalf("Close lost the record of %s, whose end did not commit", s.ID)
 		}
 	})
 }
@@ -482,9 +730,9 @@ func TestRestartRefresh(t *testing.T) {
 
 		second.advance(time.Minute - time.Millisecond)
 		second.wantLive(nearly.ID, true)
-		second.wantEvents("end "+string(fresh.ID)+" expired", "delete "+string(fresh.ID))
+		second.wantEvents("delete "+string(fresh.ID), "end "+string(fresh.ID)+" expired")
 		second.advance(time.Millisecond)
-		second.wantEvents("end "+string(nearly.ID)+" expired", "delete "+string(nearly.ID))
+		second.wantEvents("delete "+string(nearly.ID), "end "+string(nearly.ID)+" expired")
 	})
 }
 
@@ -496,7 +744,7 @@ func TestRecoveredSessionEndsAgain(t *testing.T) {
 		f := newFixture(t, []session.Session{s}, nil)
 		f.wantLive(s.ID, true)
 		f.advance(time.Second)
-		f.wantEvents("end 0123 expired", "delete 0123")
+		f.wantEvents("delete 0123", "end 0123 expired")
 	})
 }
 
