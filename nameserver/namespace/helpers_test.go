@@ -184,14 +184,6 @@ func (l *cmdLog) apply(s *Store, cmd *bfspb.Command) (*Result, error) {
 	return res, err
 }
 
-// truncate drops the entries after index (a store restored to a
-// snapshot at index continues the log from there).
-func (l *cmdLog) truncate(index uint64) {
-	for len(l.entries) > 0 && l.entries[len(l.entries)-1].index > index {
-		l.entries = l.entries[:len(l.entries)-1]
-	}
-}
-
 // replay applies to s every entry after index from, and fails if one
 // answers otherwise than it did when logged.
 func (l *cmdLog) replay(t testing.TB, s *Store, from uint64) {
