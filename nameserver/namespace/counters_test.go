@@ -224,12 +224,3 @@ func TestIDsTakenOnlyByCommandsThatApply(t *testing.T) {
 	require.Equal(t, counters{lastID: last + 6, lastEpoch: 1}, storedCounters(t, s))
 	require.Equal(t, storedCounters(t, s), s.counters)
 }
-
-// openEmpty opens the store in dir as it is (a new one stays empty).
-func openEmpty(t testing.TB, dir string) *Store {
-	t.Helper()
-	s, err := Open(Options{Dir: dir})
-	require.NoError(t, err)
-	t.Cleanup(func() { s.Close() })
-	return s
-}

@@ -321,3 +321,40 @@ func lockOperator(s *Store, path string) error {
 	_, err := s.apply(cmdOf(5, &bfspb.LockDirCmd{Path: path, Holder: "ops", Operator: true}))
 	return err
 }
+
+// openEmpty opens the store in dir as it is (a new one stays empty).
+func openEmpty(t testing.TB, dir string) *Store {
+	t.Helper()
+	s, err := Open(Options{Dir: dir})
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// lockPaths lists the paths of the lock table.
+func lockPaths(s *Store) []string {
+	var out []string
+	for _, l := range s.Locks().List("/", false, 0) {
+		out = append(out, l.Path)
+	}
+	return out
+}
+
+func member(s *Store, name, raft, client string) error {
+	_, err := s.apply(cmdOf(1, &bfspb.MemberCmd{Member: &bfspb.Member{Name: name, RaftAddress: raft, ClientAddress: client}}))
+	return err
+}
+
+func removeMember(s *Store, name string) error {
+	_, err := s.apply(cmdOf(1, &bfspb.MemberCmd{Member: &bfspb.Member{Name: name}, Remove: true}))
+	return err
+}
+
+// memberTable lists the member table as name=raft,client.
+func memberTable(s *Store) []string {
+	var out []string
+	for _, m := range s.Members() {
+		out = append(out, m.Name+"="+m.RaftAddress+","+m.ClientAddress)
+	}
+	return out
+}

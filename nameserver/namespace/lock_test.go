@@ -249,12 +249,3 @@ func TestCleaningRecordOfAMissingDirectoryIsIgnored(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, cl)
 }
-
-// lockPaths lists the paths of the lock table.
-func lockPaths(s *Store) []string {
-	var out []string
-	for _, l := range s.Locks().List("/", false, 0) {
-		out = append(out, l.Path)
-	}
-	return out
-}

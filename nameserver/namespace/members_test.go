@@ -9,25 +9,6 @@ import (
 	"github.com/bfs-go/bfs/proto/bfspb"
 )
 
-func member(s *Store, name, raft, client string) error {
-	_, err := s.apply(cmdOf(1, &bfspb.MemberCmd{Member: &bfspb.Member{Name: name, RaftAddress: raft, ClientAddress: client}}))
-	return err
-}
-
-func removeMember(s *Store, name string) error {
-	_, err := s.apply(cmdOf(1, &bfspb.MemberCmd{Member: &bfspb.Member{Name: name}, Remove: true}))
-	return err
-}
-
-// memberTable lists the member table as name=raft,client.
-func memberTable(s *Store) []string {
-	var out []string
-	for _, m := range s.Members() {
-		out = append(out, m.Name+"="+m.RaftAddress+","+m.ClientAddress)
-	}
-	return out
-}
-
 // TestMemberTable: members are added, have their addresses replaced and
 // are removed; no two share a name or an address; a refused change
 // changes nothing; the table survives a reopen.
