@@ -187,6 +187,10 @@ func sendReadError(stream grpc.ServerStreamingServer[bfspb.ReadChunk], off int64
 // Seal stops all writing to a block (also one never seen), syncs it and
 // queues its BlockReceived report.
 func (s *Server) Seal(_ context.Context, req *bfspb.SealRequest) (*bfspb.SealResponse, error) {
+	if err := s.checkLeader("seal", "", req.Term); err != nil {
+		code, msg := statusTable.Of(err)
+		return &bfspb.SealResponse{Status: code, Message: msg}, nil
+	}
 	if fail := s.cfg.TestingKnobs.Seal; fail != nil {
 		if err := fail(req.BlockId); err != nil {
 			code, msg := statusTable.Of(err)
@@ -218,7 +222,7 @@ func (s *Server) CreateBlock(ctx context.Context, req *bfspb.CreateBlockRequest)
 
 // Truncate cuts a replica to the length the nameserver agreed.
 func (s *Server) Truncate(_ context.Context, req *bfspb.TruncateRequest) (*bfspb.TruncateResponse, error) {
-	if err := s.checkCluster("truncate", req.ClusterId); err != nil {
+	if err := s.checkLeader("truncate", req.ClusterId, req.Term); err != nil {
 		code, msg := statusTable.Of(err)
 		return &bfspb.TruncateResponse{Status: code, Message: msg}, nil
 	}
@@ -228,7 +232,7 @@ func (s *Server) Truncate(_ context.Context, req *bfspb.TruncateRequest) (*bfspb
 
 // DeleteBlocks removes replicas; ones already gone are not an error.
 func (s *Server) DeleteBlocks(_ context.Context, req *bfspb.DeleteBlocksRequest) (*bfspb.DeleteBlocksResponse, error) {
-	if err := s.checkCluster("delete blocks", req.ClusterId); err != nil {
+	if err := s.checkLeader("delete blocks", req.ClusterId, req.Term); err != nil {
 		code, msg := statusTable.Of(err)
 		return &bfspb.DeleteBlocksResponse{Status: code, Message: msg}, nil
 	}
@@ -249,14 +253,16 @@ func (s *Server) GetBlockInfo(_ context.Context, req *bfspb.GetBlockInfoRequest)
 	return &bfspb.GetBlockInfoResponse{Status: code, Message: msg, Size: info.Size, Version: info.Version, Sealed: info.Sealed}, nil
 }
 
-// checkCluster refuses a destructive request that names another cluster
-// than the chunkserver's. A request naming none (a tool, an older
-// nameserver) is not checked: the nameserver always names its own.
-func (s *Server) checkCluster(op string, id string) error {
-	if id == "" {
-		return nil
+// checkLeader refuses a destructive request that names another cluster
+// than the chunkserver's, or comes from a nameserver leader of an older
+// term than the newest the chunkserver has heard of (a deposed leader).
+// A request naming no cluster (a tool) is not checked for it: the
+// nameserver always names its own.
+func (s *Server) checkLeader(op string, id string, term uint64) error {
+	err := s.cluster.Term(term)
+	if err == nil && id != "" {
+		err = s.cluster.Check(id)
 	}
-	err := s.cluster.Check(id)
 	if err != nil {
 		glog.Errorf("%s refused: %v", op, err)
 	}

@@ -84,6 +84,9 @@ func (m *membership) register(ctx context.Context) bool {
 		if err == nil {
 			err = m.cluster.Join(resp.ClusterId)
 		}
+		if err == nil {
+			err = m.cluster.Term(resp.Term)
+		}
 		switch {
 		case err == nil:
 			m.adopt(resp)
@@ -200,6 +203,13 @@ func (m *membership) heartbeat(ctx context.Context) bool {
 	case resp.Reregister:
 		glog.Infof("the nameserver asks chunkserver %d to register again (%v %s)", m.id.Load(), resp.Status, resp.Message)
 		return true
+	case resp.Status == bfspb.StatusCode_OK:
+		if err := m.cluster.Term(resp.Term); err != nil {
+			// An older leader than one heard of before: register with
+			// whoever leads now.
+			glog.Warningf("heartbeat: %v", err)
+			return true
+		}
 	case resp.Status != bfspb.StatusCode_OK:
 		glog.Warningf("heartbeat: %v %s", resp.Status, resp.Message)
 	}

@@ -97,7 +97,7 @@ func (s *Server) ReplicateBlock(ctx context.Context, req *bfspb.ReplicateBlockRe
 }
 
 func (s *Server) replicate(ctx context.Context, req *bfspb.ReplicateBlockRequest) (int64, error) {
-	if err := s.checkCluster("replicate block", req.ClusterId); err != nil {
+	if err := s.checkLeader("replicate block", req.ClusterId, req.Term); err != nil {
 		return 0, err
 	}
 	id := blockstore.BlockID(req.BlockId)

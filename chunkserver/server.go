@@ -18,6 +18,7 @@ import (
 
 	"github.com/bfs-go/bfs/chunkserver/blockstore"
 	"github.com/bfs-go/bfs/internal/daemon"
+	"github.com/bfs-go/bfs/internal/nsgroup"
 	"github.com/bfs-go/bfs/proto/bfspb"
 )
 
@@ -37,7 +38,7 @@ type Server struct {
 	health  *health.Server
 
 	// Nil when the chunkserver runs without a nameserver.
-	nsConn   *grpc.ClientConn
+	nsConn   *nsgroup.Conn
 	member   *membership
 	reporter *reporter
 	bad      *badReporter
@@ -127,12 +128,30 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// dialNameServer prepares (without connecting) the nameserver client.
+// idempotentCalls are the chunkserver's calls to the nameserver that may
+// be sent again when their outcome is unknown (a leader change): each
+// says what is, not what to do.
+var idempotentCalls = map[string]bool{
+	"/bfs.NameServer/HeartBeat":         true,
+	"/bfs.NameServer/BlockReceived":     true,
+	"/bfs.NameServer/ReportBadReplicas": true,
+}
+
+// dialNameServer prepares (without connecting) the client of the
+// nameserver group: calls go to its leader.
 func (s *Server) dialNameServer() error {
 	if s.cfg.NameServerAddr == "" {
 		return nil
 	}
-	conn, err := grpc.NewClient(s.cfg.NameServerAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	addrs, err := nsgroup.ParseAddrs(s.cfg.NameServerAddr)
+	if err != nil {
+		return fmt.Errorf("chunkserver: --nameserver: %w", err)
+	}
+	conn, err := nsgroup.New(nsgroup.Config{
+		Addrs:       addrs,
+		DialOptions: []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())},
+		Idempotent:  idempotentCalls,
+	})
 	if err != nil {
 		return fmt.Errorf("chunkserver: nameserver address: %w", err)
 	}

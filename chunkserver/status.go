@@ -26,6 +26,7 @@ var statusTable = statuscode.Table{
 	{Err: blockstore.ErrCorrupt, Code: bfspb.StatusCode_CORRUPT},
 	{Err: blockstore.ErrNotFound, Code: bfspb.StatusCode_NOT_FOUND},
 	{Err: errWrongCluster, Code: bfspb.StatusCode_WRONG_CLUSTER},
+	{Err: errStaleTerm, Code: bfspb.StatusCode_NOT_LEADER},
 	{Err: errExists, Code: bfspb.StatusCode_EXISTS},
 	{Err: errCopyBusy, Code: bfspb.StatusCode_RESOURCE_EXHAUSTED},
 	{Err: errSourceGone, Code: bfspb.StatusCode_NOT_FOUND},

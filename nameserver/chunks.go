@@ -38,6 +38,7 @@ func (srv *Server) Register(ctx context.Context, req *bfspb.RegisterRequest) (*b
 		HeartbeatIntervalMs: s.cfg.HeartbeatInterval.Milliseconds(),
 		ReportIntervalMs:    s.cfg.ReportInterval.Milliseconds(),
 		ClusterId:           s.ns.ClusterID(),
+		Term:                s.num,
 	}, nil
 }
 
@@ -49,7 +50,7 @@ func (srv *Server) HeartBeat(ctx context.Context, req *bfspb.HeartBeatRequest) (
 		return &bfspb.HeartBeatResponse{Status: bfspb.StatusCode_UNAVAILABLE, Reregister: true,
 			Message: "unknown chunkserver: register again"}, nil
 	}
-	return &bfspb.HeartBeatResponse{}, nil
+	return &bfspb.HeartBeatResponse{Term: s.num}, nil
 }
 
 // BlockReport takes one page of a chunkserver's full block report (see
@@ -281,7 +282,7 @@ func (s *Server) deletePage() int {
 func (s *term) deletePageOn(ctx context.Context, cl bfspb.ChunkServerClient, addr string, ids []int64) bool {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	resp, err := cl.DeleteBlocks(ctx, &bfspb.DeleteBlocksRequest{BlockIds: ids, ClusterId: s.ns.ClusterID()})
+	resp, err := cl.DeleteBlocks(ctx, &bfspb.DeleteBlocksRequest{BlockIds: ids, ClusterId: s.ns.ClusterID(), Term: s.num})
 	switch {
 	case err != nil:
 		glog.V(1).Infof("delete %d blocks on %s: %v", len(ids), addr, err)

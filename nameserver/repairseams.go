@@ -76,7 +76,7 @@ func (c repairChunkservers) Replicate(ctx context.Context, target, source string
 		return err
 	}
 	resp, err := cl.ReplicateBlock(ctx, &bfspb.ReplicateBlockRequest{
-		BlockId: block, Source: source, Size: size, Version: version, ClusterId: c.s.ns.ClusterID(),
+		BlockId: block, Source: source, Size: size, Version: version, ClusterId: c.s.ns.ClusterID(), Term: c.s.num,
 	})
 	switch {
 	case err != nil:

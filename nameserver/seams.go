@@ -61,7 +61,7 @@ func (c chunkservers) Seal(ctx context.Context, addr string, block int64) error 
 	}
 	ctx, cancel := context.WithTimeout(ctx, rpcTimeout)
 	defer cancel()
-	resp, err := cl.Seal(ctx, &bfspb.SealRequest{BlockId: block})
+	resp, err := cl.Seal(ctx, &bfspb.SealRequest{BlockId: block, Term: c.s.num})
 	if err == nil && resp.Status != bfspb.StatusCode_OK {
 		err = fmt.Errorf("%v: %s", resp.Status, resp.Message)
 	}
@@ -82,7 +82,7 @@ func (c chunkservers) Truncate(ctx context.Context, addr string, block, size int
 	}
 	ctx, cancel := context.WithTimeout(ctx, rpcTimeout)
 	defer cancel()
-	resp, err := cl.Truncate(ctx, &bfspb.TruncateRequest{BlockId: block, Size: size, ClusterId: c.s.ns.ClusterID()})
+	resp, err := cl.Truncate(ctx, &bfspb.TruncateRequest{BlockId: block, Size: size, ClusterId: c.s.ns.ClusterID(), Term: c.s.num})
 	if err == nil && resp.Status != bfspb.StatusCode_OK {
 		err = fmt.Errorf("%v: %s", resp.Status, resp.Message)
 	}

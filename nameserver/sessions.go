@@ -2,12 +2,14 @@ package nameserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/golang/glog"
 
 	"github.com/bfs-go/bfs/internal/millis"
+	"github.com/bfs-go/bfs/nameserver/namespace"
 	"github.com/bfs-go/bfs/nameserver/session"
 	"github.com/bfs-go/bfs/proto/bfspb"
 )
@@ -24,10 +26,16 @@ func (st sessionStore) PutSession(_ context.Context, sess session.Session) error
 	return err
 }
 
+// DeleteSession commits the end of a session (CloseSessionCmd): after
+// it, no command of the session applies. A session the namespace no
+// longer holds answers session.ErrNotFound.
 func (st sessionStore) DeleteSession(_ context.Context, id session.ID) error {
 	_, err := st.s.propose(&bfspb.Command{
 		Op: &bfspb.Command_CloseSession{CloseSession: &bfspb.CloseSessionCmd{SessionId: string(id)}},
 	})
+	if errors.Is(err, namespace.ErrSessionExpired) {
+		return fmt.Errorf("%w: %w", session.ErrNotFound, err)
+	}
 	return err
 }
 
@@ -40,12 +48,11 @@ func sessionFromRecord(r *bfspb.SessionRecord) session.Session {
 	}
 }
 
-// onSessionEnd runs when a session expires or is closed: every directory
-// lock it held is cleaned as if unlocked, and every file it had open for
-// write is sealed and closed (lease recovery). It only starts
-// the work: a session's record is deleted when this returns, and files of
-// sessions without a record are recovered at startup, so a crash in
-// between loses nothing.
+// onSessionEnd runs when a session's end has committed (it expired or was
+// closed): every directory lock it held is cleaned as if unlocked, and
+// every file it had open for write is sealed and closed (lease recovery).
+// It only starts the work; files and locks of sessions without a record
+// are released when a term starts, so a crash in between loses nothing.
 func (s *term) onSessionEnd(sess session.Session, why session.EndReason) {
 	glog.Infof("session %s (%s) ended: %v", sess.ID, sess.Holder, why)
 	reason := reasonExpiry

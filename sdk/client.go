@@ -12,6 +12,7 @@ import (
 
 	"github.com/bfs-go/bfs/internal/clock"
 	"github.com/bfs-go/bfs/internal/connpool"
+	"github.com/bfs-go/bfs/internal/nsgroup"
 	"github.com/bfs-go/bfs/internal/taskgroup"
 	"github.com/bfs-go/bfs/proto/bfspb"
 )
@@ -19,11 +20,13 @@ import (
 // Client is a connection to a nameserver, with at most one live session.
 // It is safe for concurrent use; Close releases it.
 type Client struct {
-	conn   *grpc.ClientConn
-	ns     bfspb.NameServerClient
-	holder string
-	ttl    time.Duration
-	clock  clock.Clock
+	conn *nsgroup.Conn
+	// dialOptions are those of the connections to the nameservers.
+	dialOptions []grpc.DialOption
+	ns          bfspb.NameServerClient
+	holder      string
+	ttl         time.Duration
+	clock       clock.Clock
 	// peers are the connections to chunkservers.
 	peers *connpool.Pool
 	// fences are the locks the client holds or lost (see fences).
@@ -62,11 +65,31 @@ var nameServerDialOptions = []grpc.DialOption{
 	grpc.WithStaticConnWindowSize(16 << 20),
 }
 
-// Dial returns a Client for the nameserver at addr, a gRPC target such as
-// "127.0.0.1:8828". The connection is made lazily: an unreachable
-// nameserver shows in the first call, as an error matching ErrUnavailable.
-// ctx bounds only the work Dial itself does (finding the local address for
-// the holder id), not the Client's life.
+// idempotent lists the calls sent again when their outcome is unknown:
+// reads, and the writes that a second time change nothing (a lock the
+// session holds is granted again with its epoch; AddBlock is answered
+// from the file; a sync or a finish repeats what it says).
+var idempotent = func() map[string]bool {
+	m := map[string]bool{}
+	for _, name := range []string{"Stat", "List", "DiskUsage", "GetFileLocation", "GetDirLock", "ListDirLocks",
+		"ListSessions", "GetLockHistory", "KeepAlive", "LockDir", "AddBlock", "SyncBlock", "FinishFile",
+		"GetSafeMode", "ListChunkservers", "Fsck", "ClusterStatus"} {
+		m["/bfs.NameServer/"+name] = true
+	}
+	return m
+}()
+
+// Dial returns a Client for the nameserver group at addr: one address
+// ("127.0.0.1:8828") or a comma-separated list of the group's members.
+// Calls go to the leader and follow it as it moves: a member that does
+// not lead answers NOT_LEADER (nothing applied), which is always sent
+// again to the leader; a call whose outcome is unknown (UNAVAILABLE) is
+// sent again only if it is idempotent (reads, KeepAlive, LockDir of the
+// same session, AddBlock, SyncBlock, FinishFile), and otherwise returns an
+// error matching ErrUnavailable. The connections are made lazily: an
+// unreachable group shows in the first call. ctx bounds only the work
+// Dial itself does (finding the local address for the holder id), not the
+// Client's life.
 //
 // Unless WithHolder is given, the holder id is "ip:port:timestamp" of this
 // process: the local IP address the host uses to reach addr (the host name
@@ -80,21 +103,30 @@ func Dial(ctx context.Context, addr string, opts ...Option) (*Client, error) {
 	if err := o.validate(); err != nil {
 		return nil, fmt.Errorf("dial %s: %w", addr, err)
 	}
-	if o.holder == "" {
-		o.holder = defaultHolder(ctx, addr)
+	addrs, err := nsgroup.ParseAddrs(addr)
+	if err != nil {
+		return nil, fmt.Errorf("dial %q: %w: %v", addr, ErrInvalidArgument, err)
 	}
-	conn, err := grpc.NewClient(addr, append(append([]grpc.DialOption(nil), nameServerDialOptions...), o.dialOptions...)...)
+	if o.holder == "" {
+		o.holder = defaultHolder(ctx, addrs[0])
+	}
+	conn, err := nsgroup.New(nsgroup.Config{
+		Addrs:       addrs,
+		DialOptions: append(append([]grpc.DialOption(nil), nameServerDialOptions...), o.dialOptions...),
+		Idempotent:  idempotent,
+	})
 	if err != nil {
 		return nil, fmt.Errorf("dial %s: %w", addr, err)
 	}
 	c := &Client{
-		conn:       conn,
-		ns:         bfspb.NewNameServerClient(conn),
-		holder:     o.holder,
-		ttl:        o.ttl,
-		clock:      o.clock,
-		opening:    make(chan struct{}, 1),
-		background: taskgroup.New(),
+		conn:        conn,
+		dialOptions: append(append([]grpc.DialOption(nil), nameServerDialOptions...), o.dialOptions...),
+		ns:          bfspb.NewNameServerClient(conn),
+		holder:      o.holder,
+		ttl:         o.ttl,
+		clock:       o.clock,
+		opening:     make(chan struct{}, 1),
+		background:  taskgroup.New(),
 	}
 	c.peers = connpool.New(append(append([]grpc.DialOption(nil), o.dialOptions...), dataDialOptions...)...)
 	return c, nil

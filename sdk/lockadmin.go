@@ -197,27 +197,12 @@ func (c *Client) WatchDirLocks(ctx context.Context, prefix string) (*LockWatch, 
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	w := &LockWatch{cancel: cancel, ctx: ctx}
-	w.stream, err = c.ns.WatchDirLocks(ctx, &bfspb.WatchDirLocksRequest{Prefix: p})
-	if err == nil {
-		err = w.started()
-	}
+	w.stream, err = c.openWatch(ctx, &bfspb.WatchDirLocksRequest{Prefix: p})
 	if err != nil {
 		cancel()
 		return nil, pathError("watch locks", prefix, transportError(ctx, err))
 	}
 	return w, nil
-}
-
-// started waits for the nameserver's confirmation (its response headers).
-func (w *LockWatch) started() error {
-	md, err := w.stream.Header()
-	if err != nil || md != nil {
-		return err
-	}
-	if _, err := w.stream.Recv(); err != nil {
-		return err // the stream ended before it started: this says why
-	}
-	return fmt.Errorf("%w: lock watch sent an event before it started", ErrInternal)
 }
 
 // Next blocks for the next transition. Once the stream has ended, by

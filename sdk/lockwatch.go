@@ -209,18 +209,7 @@ func (w *sessionWatch) watchOnce(ctx context.Context) error {
 
 // open starts a stream and waits for the nameserver to confirm it.
 func (w *sessionWatch) open(ctx context.Context) (bfspb.NameServer_WatchDirLocksClient, error) {
-	stream, err := w.c.ns.WatchDirLocks(ctx, &bfspb.WatchDirLocksRequest{SessionId: w.s.id})
-	if err != nil {
-		return nil, err
-	}
-	md, err := stream.Header()
-	if err == nil && md == nil {
-		_, err = stream.Recv() // ended without headers: the error comes here
-	}
-	if err == nil && md == nil {
-		err = fmt.Errorf("%w: lock watch ended before it started", ErrUnavailable)
-	}
-	return stream, err
+	return w.c.openWatch(ctx, &bfspb.WatchDirLocksRequest{SessionId: w.s.id})
 }
 
 func (w *sessionWatch) receive(stream bfspb.NameServer_WatchDirLocksClient) error {

@@ -58,16 +58,22 @@ func (s *Sandbox) startGroup() error {
 		}
 	}
 	for i := range n {
-		addr := "127.0.0.1:0"
-		if i == 0 {
+		addr, raftAddr := "127.0.0.1:0", "127.0.0.1:0"
+		switch {
+		case len(s.cfg.NameServerAddrs) > 0:
+			addr = s.cfg.NameServerAddrs[i]
+		case i == 0:
 			addr = s.cfg.NameServerAddr
+		}
+		if len(s.cfg.RaftAddrs) > 0 {
+			raftAddr = s.cfg.RaftAddrs[i]
 		}
 		var err error
 		if clients[i], err = net.Listen("tcp", addr); err != nil {
 			closeAll()
 			return fmt.Errorf("sandbox: nameserver %d listener: %w", i, err)
 		}
-		if rafts[i], err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+		if rafts[i], err = net.Listen("tcp", raftAddr); err != nil {
 			closeAll()
 			return fmt.Errorf("sandbox: nameserver %d raft listener: %w", i, err)
 		}

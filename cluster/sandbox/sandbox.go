@@ -23,6 +23,12 @@ type Config struct {
 	// NameServerAddr is where the first nameserver listens for clients;
 	// "127.0.0.1:0" picks a free port (the others always do).
 	NameServerAddr string
+	// NameServerAddrs and RaftAddrs, if set, are every nameserver's client
+	// and peer addresses (one per nameserver; NameServerAddrs replaces
+	// NameServerAddr). By default each picks free ports, kept across
+	// restarts of this Sandbox; a sandbox started again on the same Dir
+	// needs the same raft addresses (the group stored them).
+	NameServerAddrs, RaftAddrs []string
 	// NameServer adjusts nameserver i's configuration before it starts.
 	NameServer func(i int, cfg *nameserver.Config)
 	// Chunkservers is how many chunkservers to start.
@@ -65,6 +71,11 @@ func Start(cfg Config) (*Sandbox, error) {
 		cfg.NameServerAddr = "127.0.0.1:0"
 	}
 	cfg.NameServers = max(cfg.NameServers, 1)
+	for _, l := range [][]string{cfg.NameServerAddrs, cfg.RaftAddrs} {
+		if len(l) != 0 && len(l) != cfg.NameServers {
+			return nil, fmt.Errorf("sandbox: %d nameserver addresses for %d nameservers", len(l), cfg.NameServers)
+		}
+	}
 	if len(cfg.ChunkserverAddrs) != 0 && len(cfg.ChunkserverAddrs) != cfg.Chunkservers {
 		return nil, fmt.Errorf("sandbox: %d chunkserver addresses for %d chunkservers", len(cfg.ChunkserverAddrs), cfg.Chunkservers)
 	}

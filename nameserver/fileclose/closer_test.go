@@ -16,12 +16,40 @@ import (
 )
 
 // storeFiles is the Files seam over a real namespace.Store, as the
-// nameserver wires it.
+// nameserver wires it (its commands applied in order, as a log would).
 type storeFiles struct{ *namespace.Store }
 
+// applyMu picks the next log index and applies at it, one command at a
+// time.
+var applyMu sync.Mutex
+
+func apply(ns *namespace.Store, cmd *bfspb.Command) (*namespace.Result, error) {
+	applyMu.Lock()
+	defer applyMu.Unlock()
+	return ns.Apply(ns.AppliedIndex()+1, cmd)
+}
+
 func (f storeFiles) CloseFile(cmd *bfspb.CloseFileCmd) error {
-	_, err := f.Apply(&bfspb.Command{TimeNs: 1, Op: &bfspb.Command_CloseFile{CloseFile: cmd}})
+	_, err := apply(f.Store, &bfspb.Command{TimeNs: 1, Op: &bfspb.Command_CloseFile{CloseFile: cmd}})
 	return err
+}
+
+// openNamespace opens a formatted namespace in a test directory.
+func openNamespace(t *testing.T) *namespace.Store {
+	t.Helper()
+	ns, err := namespace.Open(namespace.Options{Dir: t.TempDir()})
+	require.NoError(t, err)
+	_, err = apply(ns, &bfspb.Command{Op: &bfspb.Command_Format{Format: &bfspb.FormatCmd{ClusterId: "test"}}})
+	require.NoError(t, err)
+	return ns
+}
+
+// openSession stores session id.
+func openSession(t *testing.T, ns *namespace.Store, id string) {
+	t.Helper()
+	_, err := apply(ns, &bfspb.Command{Op: &bfspb.Command_OpenSession{OpenSession: &bfspb.OpenSessionCmd{
+		Session: &bfspb.SessionRecord{SessionId: id, Holder: "test", TtlMs: 1000}}}})
+	require.NoError(t, err)
 }
 
 // replicaState is a fake replica.
@@ -134,14 +162,16 @@ type testCloser struct {
 	blocks *blockmap.Map
 	cs     *fakeChunkservers
 	clock  *clock.Fake
+	// sessions are the sessions stored so far.
+	sessions map[string]struct{}
 }
 
 func newTestCloser(t *testing.T, beforeClose func(entry uint64)) *testCloser {
 	t.Helper()
-	ns, err := namespace.Open(namespace.Options{Dir: t.TempDir()})
-	require.NoError(t, err)
+	ns := openNamespace(t)
+	var err error
 	fc := clock.NewFake(time.Unix(1000, 0))
-	tc := &testCloser{ns: ns, blocks: blockmap.New(fc.Now()), cs: newFakeChunkservers(), clock: fc}
+	tc := &testCloser{ns: ns, blocks: blockmap.New(fc.Now()), cs: newFakeChunkservers(), clock: fc, sessions: map[string]struct{}{}}
 	tc.Closer, err = New(Config{
 		Files: storeFiles{ns}, Replicas: tc.blocks, Chunkservers: tc.cs, Clock: fc,
 		DeadTimeout: 10 * time.Second, SealConcurrency: 4, BeforeClose: beforeClose,
@@ -158,13 +188,17 @@ func newTestCloser(t *testing.T, beforeClose func(entry uint64)) *testCloser {
 // replicas; it returns the file's entry id and the block.
 func (tc *testCloser) createOpen(t *testing.T, path, session string, replicas ...string) (uint64, int64) {
 	t.Helper()
-	_, err := tc.ns.Apply(&bfspb.Command{Op: &bfspb.Command_Create{Create: &bfspb.CreateCmd{
-		Path: path, Id: tc.ns.AllocIDs(1)[0], SessionId: session, OpenForWrite: true}}})
+	if _, ok := tc.sessions[session]; !ok {
+		openSession(t, tc.ns, session)
+		tc.sessions[session] = struct{}{}
+	}
+	_, err := apply(tc.ns, &bfspb.Command{Op: &bfspb.Command_Create{Create: &bfspb.CreateCmd{
+		Path: path, SessionId: session, OpenForWrite: true}}})
 	require.NoError(t, err)
-	block := int64(tc.ns.AllocIDs(1)[0])
-	res, err := tc.ns.Apply(&bfspb.Command{Op: &bfspb.Command_AddBlock{AddBlock: &bfspb.AddBlockCmd{
-		Path: path, SessionId: session, Block: &bfspb.BlockMeta{Id: block, Version: 1, WriteSet: replicas}}}})
+	res, err := apply(tc.ns, &bfspb.Command{Op: &bfspb.Command_AddBlock{AddBlock: &bfspb.AddBlockCmd{
+		Path: path, SessionId: session, Block: &bfspb.BlockMeta{Version: 1, WriteSet: replicas}}}})
 	require.NoError(t, err)
+	block := res.Info.Blocks[0].Id
 	tc.NoteOpen(res.Info.EntryId, res.Info)
 	for _, addr := range replicas {
 		tc.blocks.Register(addr, blockmap.Usage{}, tc.clock.Now())
@@ -196,15 +230,18 @@ func TestCloseStartsOverWhenABlockIsAdded(t *testing.T) {
 	added := make(chan error, 1)
 	tc = newTestCloser(t, func(uint64) {
 		once.Do(func() {
-			block = int64(tc.ns.AllocIDs(1)[0])
-			_, err := tc.ns.Apply(&bfspb.Command{Op: &bfspb.Command_AddBlock{AddBlock: &bfspb.AddBlockCmd{
-				Path: "/f", SessionId: "gone", Block: &bfspb.BlockMeta{Id: block, WriteSet: []string{replica}}}}})
+			res, err := apply(tc.ns, &bfspb.Command{Op: &bfspb.Command_AddBlock{AddBlock: &bfspb.AddBlockCmd{
+				Path: "/f", SessionId: "gone", Block: &bfspb.BlockMeta{WriteSet: []string{replica}}}}})
+			if err == nil {
+				block = res.Info.Blocks[0].Id
+			}
 			added <- err
 		})
 	})
 	tc.cs.down[replica] = true // never answers: the test reports for it
-	res, err := tc.ns.Apply(&bfspb.Command{Op: &bfspb.Command_Create{Create: &bfspb.CreateCmd{
-		Path: "/f", Id: tc.ns.AllocIDs(1)[0], SessionId: "gone", OpenForWrite: true}}})
+	openSession(t, tc.ns, "gone")
+	res, err := apply(tc.ns, &bfspb.Command{Op: &bfspb.Command_Create{Create: &bfspb.CreateCmd{
+		Path: "/f", SessionId: "gone", OpenForWrite: true}}})
 	require.NoError(t, err)
 	entry := res.Info.EntryId
 

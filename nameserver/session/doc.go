@@ -24,21 +24,24 @@
 //     but List visits every session.
 //   - Open makes a session durable in the Store before it is granted or its
 //     id is returned, so a session a client knows of survives a restart.
-//   - After a restart (NewManager with the sessions the Store held) every
-//     recovered session gets a full TTL from the new process's clock,
-//     however close to its deadline it was: the holder gets a fair chance to
-//     reach the new process.
-//   - Each session ends at most once per process: it leaves the table under
-//     the mutex, then OnEnd is called, then its record is deleted.
-//   - Ending must be safe to repeat. If the process dies between OnEnd and
-//     the delete, or the delete fails (it is only logged), the record comes
-//     back at the next start, gets a full TTL, and ends again. Whatever OnEnd
-//     does (sealing files, cleaning directory locks) must therefore be
-//     idempotent. Beware that such a returning session is live again for one
-//     TTL: a holder that is still running can keep it alive, although OnEnd
-//     has already released what it held. Code attaching resources to a
-//     session must not assume that a live session still holds what it held
-//     before a restart.
+//   - After a restart or a leader change (NewManager with the sessions the
+//     Store held) every recovered session gets a full TTL from the new
+//     Manager's clock, however close to its deadline it was: the holder
+//     gets a fair chance to reach the new leader. Only the Manager of the
+//     leader in office tracks time.
+//   - Each session ends at most once per Manager, and its end commits
+//     before it acts: it leaves the table under the mutex, its end is
+//     committed in the Store (DeleteSession: the nameserver's CloseSession
+//     command, after which nothing of the session applies), and only then
+//     is OnEnd called. A Manager whose end cannot commit (a deposed leader
+//     whose clock ran out) releases nothing: the session may live on with
+//     the new leader.
+//   - Ending must be safe to repeat. If the process dies between the
+//     commit and the end of OnEnd, the next Manager finds what the session
+//     held without a session (the nameserver's start of a term releases
+//     it); OnEnd also runs when the Store had the end committed already.
+//     Whatever OnEnd does (sealing files, cleaning directory locks) must
+//     therefore be idempotent.
 //
 // # Concurrency
 //

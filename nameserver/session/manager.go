@@ -31,8 +31,11 @@ const (
 type Store interface {
 	// PutSession records s; it must be durable when PutSession returns.
 	PutSession(ctx context.Context, s Session) error
-	// DeleteSession forgets session id. Deleting an unknown id is not an
-	// error.
+	// DeleteSession ends session id in the Store: once it returns nil the
+	// session's end is committed, and nothing more of the session is
+	// accepted. If the Store no longer holds the session (its end was
+	// committed before), it returns an error matching ErrNotFound. Any
+	// other error means the end may not be committed.
 	DeleteSession(ctx context.Context, id ID) error
 }
 
@@ -44,10 +47,11 @@ type Config struct {
 	// DefaultMinTTL and DefaultMaxTTL.
 	MinTTL, MaxTTL time.Duration
 	// OnEnd, if not nil, is called once for each session that ends, after
-	// it has left the table and before its record is deleted, never with
-	// the Manager's mutex held. Calls for expired sessions come one at a
-	// time from the expiry goroutine, which waits for each to return;
-	// calls for closed sessions come from CloseSession's caller.
+	// it has left the table and its end is committed in the Store (or the
+	// Store no longer held it), never with the Manager's mutex held. Calls
+	// for expired sessions come one at a time from the expiry goroutine,
+	// which waits for each to return; calls for closed sessions come from
+	// CloseSession's caller.
 	OnEnd func(s Session, why EndReason)
 	// Rand is read for session ids; crypto/rand.Reader if nil. Reads are
 	// serialized, so it need not be safe for concurrent use.
@@ -250,22 +254,35 @@ func (m *Manager) KeepAlive(id ID) (time.Duration, error) {
 	return m.mu.table.Renew(id, m.clock.Now())
 }
 
-// CloseSession ends session id: it leaves the table, OnEnd is called with
-// Closed, and its record is deleted. A session whose deadline has already
-// passed is ended as Expired instead and ErrExpired is returned. A failure
-// to delete the record is returned, but the session has ended regardless.
+// CloseSession ends session id: it leaves the table, its end is
+// committed in the Store, then OnEnd is called with Closed. A session
+// whose deadline has already passed is ended as Expired instead and
+// ErrExpired is returned. If the Store cannot commit the end, the error
+// is returned and OnEnd is not called: the session is gone from this
+// Manager, and its record, still in the Store, is the next Manager's to
+// end (a new leader gives it a full TTL).
 func (m *Manager) CloseSession(ctx context.Context, id ID) error {
 	s, why, err := m.revoke(id)
 	if err != nil {
 		return err
 	}
-	m.end(s, why)
-	if err := m.store.DeleteSession(ctx, id); err != nil {
-		return fmt.Errorf("session %s ended, but deleting its record failed: %w", id, err)
+	if err := m.commitEnd(ctx, s, why); err != nil {
+		return fmt.Errorf("close session %s: %w", id, err)
 	}
 	if why == Expired {
 		return fmt.Errorf("close session %s: %w", id, ErrExpired)
 	}
+	return nil
+}
+
+// commitEnd commits the end of s, then calls OnEnd. A Store that no
+// longer holds s had its end committed already: OnEnd, which is safe to
+// repeat, runs all the same.
+func (m *Manager) commitEnd(ctx context.Context, s Session, why EndReason) error {
+	if err := m.store.DeleteSession(ctx, s.ID); err != nil && !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	m.end(s, why)
 	return nil
 }
 
@@ -378,11 +395,12 @@ func (m *Manager) expire(ctx context.Context) {
 	ended := m.mu.table.Expire(m.clock.Now())
 	m.mu.Unlock()
 	for _, s := range ended {
-		m.end(s, Expired)
-		if err := m.store.DeleteSession(ctx, s.ID); err != nil {
-			// Harmless: the record comes back at the next start and
-			// expires again, since ending is safe to repeat.
-			glog.Warningf("session %s (holder %q) expired, but deleting its record failed: %v", s.ID, s.Holder, err)
+		if err := m.commitEnd(ctx, s, Expired); err != nil {
+			// Not committed: nothing of the session is released here. Its
+			// record stays in the Store, and the next Manager (after a
+			// restart or a leader change) gives it a full TTL and expires
+			// it again unless its holder renews it there.
+			glog.Warningf("session %s (holder %q) expired, but its end could not be committed: %v", s.ID, s.Holder, err)
 		}
 	}
 }

@@ -341,8 +341,12 @@ func (x *ReadChunk) GetCrc32C() uint32 {
 }
 
 type SealRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	BlockId       int64                  `protobuf:"varint,1,opt,name=block_id,json=blockId,proto3" json:"block_id,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	BlockId int64                  `protobuf:"varint,1,opt,name=block_id,json=blockId,proto3" json:"block_id,omitempty"`
+	// term is the Raft term of the nameserver leader that sent it: a
+	// chunkserver refuses (NOT_LEADER) a term older than the newest it has
+	// seen, so a deposed leader's word destroys nothing.
+	Term          uint64 `protobuf:"varint,20,opt,name=term,proto3" json:"term,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -380,6 +384,13 @@ func (*SealRequest) Descriptor() ([]byte, []int) {
 func (x *SealRequest) GetBlockId() int64 {
 	if x != nil {
 		return x.BlockId
+	}
+	return 0
+}
+
+func (x *SealRequest) GetTerm() uint64 {
+	if x != nil {
+		return x.Term
 	}
 	return 0
 }
@@ -458,7 +469,11 @@ type TruncateRequest struct {
 	Size    int64                  `protobuf:"varint,2,opt,name=size,proto3" json:"size,omitempty"`
 	// The sender's cluster id; a chunkserver refuses one other than the id
 	// it recorded (empty is not checked).
-	ClusterId     string `protobuf:"bytes,3,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	ClusterId string `protobuf:"bytes,3,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	// term is the Raft term of the nameserver leader that sent it: a
+	// chunkserver refuses (NOT_LEADER) a term older than the newest it has
+	// seen, so a deposed leader's word destroys nothing.
+	Term          uint64 `protobuf:"varint,20,opt,name=term,proto3" json:"term,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -512,6 +527,13 @@ func (x *TruncateRequest) GetClusterId() string {
 		return x.ClusterId
 	}
 	return ""
+}
+
+func (x *TruncateRequest) GetTerm() uint64 {
+	if x != nil {
+		return x.Term
+	}
+	return 0
 }
 
 type TruncateResponse struct {
@@ -571,7 +593,11 @@ type DeleteBlocksRequest struct {
 	BlockIds []int64                `protobuf:"varint,1,rep,packed,name=block_ids,json=blockIds,proto3" json:"block_ids,omitempty"`
 	// The sender's cluster id; a chunkserver refuses one other than the id
 	// it recorded (empty is not checked).
-	ClusterId     string `protobuf:"bytes,2,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	ClusterId string `protobuf:"bytes,2,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	// term is the Raft term of the nameserver leader that sent it: a
+	// chunkserver refuses (NOT_LEADER) a term older than the newest it has
+	// seen, so a deposed leader's word destroys nothing.
+	Term          uint64 `protobuf:"varint,20,opt,name=term,proto3" json:"term,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -618,6 +644,13 @@ func (x *DeleteBlocksRequest) GetClusterId() string {
 		return x.ClusterId
 	}
 	return ""
+}
+
+func (x *DeleteBlocksRequest) GetTerm() uint64 {
+	if x != nil {
+		return x.Term
+	}
+	return 0
 }
 
 type DeleteBlocksResponse struct {
@@ -899,7 +932,11 @@ type ReplicateBlockRequest struct {
 	Version uint64 `protobuf:"varint,4,opt,name=version,proto3" json:"version,omitempty"`
 	// The sender's cluster id; a chunkserver refuses one other than the id
 	// it recorded (empty is not checked).
-	ClusterId     string `protobuf:"bytes,5,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	ClusterId string `protobuf:"bytes,5,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	// term is the Raft term of the nameserver leader that sent it: a
+	// chunkserver refuses (NOT_LEADER) a term older than the newest it has
+	// seen, so a deposed leader's word destroys nothing.
+	Term          uint64 `protobuf:"varint,20,opt,name=term,proto3" json:"term,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -967,6 +1004,13 @@ func (x *ReplicateBlockRequest) GetClusterId() string {
 		return x.ClusterId
 	}
 	return ""
+}
+
+func (x *ReplicateBlockRequest) GetTerm() uint64 {
+	if x != nil {
+		return x.Term
+	}
+	return 0
 }
 
 type ReplicateBlockResponse struct {
@@ -1059,26 +1103,29 @@ const file_chunkserver_proto_rawDesc = "" +
 	"\x06offset\x18\x02 \x01(\x03R\x06offset\x12\x12\n" +
 	"\x04data\x18\x03 \x01(\fR\x04data\x12\x18\n" +
 	"\amessage\x18\x04 \x01(\tR\amessage\x12\x16\n" +
-	"\x06crc32c\x18\x05 \x01(\rR\x06crc32c\"(\n" +
+	"\x06crc32c\x18\x05 \x01(\rR\x06crc32c\"<\n" +
 	"\vSealRequest\x12\x19\n" +
-	"\bblock_id\x18\x01 \x01(\x03R\ablockId\"\x7f\n" +
+	"\bblock_id\x18\x01 \x01(\x03R\ablockId\x12\x12\n" +
+	"\x04term\x18\x14 \x01(\x04R\x04term\"\x7f\n" +
 	"\fSealResponse\x12'\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x03R\x04size\x12\x18\n" +
 	"\aversion\x18\x03 \x01(\x04R\aversion\x12\x18\n" +
-	"\amessage\x18\x0f \x01(\tR\amessage\"_\n" +
+	"\amessage\x18\x0f \x01(\tR\amessage\"s\n" +
 	"\x0fTruncateRequest\x12\x19\n" +
 	"\bblock_id\x18\x01 \x01(\x03R\ablockId\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x03R\x04size\x12\x1d\n" +
 	"\n" +
-	"cluster_id\x18\x03 \x01(\tR\tclusterId\"U\n" +
+	"cluster_id\x18\x03 \x01(\tR\tclusterId\x12\x12\n" +
+	"\x04term\x18\x14 \x01(\x04R\x04term\"U\n" +
 	"\x10TruncateResponse\x12'\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
-	"\amessage\x18\x0f \x01(\tR\amessage\"Q\n" +
+	"\amessage\x18\x0f \x01(\tR\amessage\"e\n" +
 	"\x13DeleteBlocksRequest\x12\x1b\n" +
 	"\tblock_ids\x18\x01 \x03(\x03R\bblockIds\x12\x1d\n" +
 	"\n" +
-	"cluster_id\x18\x02 \x01(\tR\tclusterId\"Y\n" +
+	"cluster_id\x18\x02 \x01(\tR\tclusterId\x12\x12\n" +
+	"\x04term\x18\x14 \x01(\x04R\x04term\"Y\n" +
 	"\x14DeleteBlocksResponse\x12'\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
 	"\amessage\x18\x0f \x01(\tR\amessage\"/\n" +
@@ -1094,14 +1141,15 @@ const file_chunkserver_proto_rawDesc = "" +
 	"\x04size\x18\x02 \x01(\x03R\x04size\x12\x18\n" +
 	"\aversion\x18\x03 \x01(\x04R\aversion\x12\x16\n" +
 	"\x06sealed\x18\x04 \x01(\bR\x06sealed\x12\x18\n" +
-	"\amessage\x18\x0f \x01(\tR\amessage\"\x97\x01\n" +
+	"\amessage\x18\x0f \x01(\tR\amessage\"\xab\x01\n" +
 	"\x15ReplicateBlockRequest\x12\x19\n" +
 	"\bblock_id\x18\x01 \x01(\x03R\ablockId\x12\x16\n" +
 	"\x06source\x18\x02 \x01(\tR\x06source\x12\x12\n" +
 	"\x04size\x18\x03 \x01(\x03R\x04size\x12\x18\n" +
 	"\aversion\x18\x04 \x01(\x04R\aversion\x12\x1d\n" +
 	"\n" +
-	"cluster_id\x18\x05 \x01(\tR\tclusterId\"o\n" +
+	"cluster_id\x18\x05 \x01(\tR\tclusterId\x12\x12\n" +
+	"\x04term\x18\x14 \x01(\x04R\x04term\"o\n" +
 	"\x16ReplicateBlockResponse\x12'\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
 	"\amessage\x18\x0f \x01(\tR\amessage\x12\x12\n" +

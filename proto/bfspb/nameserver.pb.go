@@ -3746,7 +3746,10 @@ type RegisterResponse struct {
 	// The nameserver's cluster id, created when it formatted its data
 	// directory. A chunkserver records it at its first registration and
 	// refuses a nameserver with another one.
-	ClusterId     string `protobuf:"bytes,5,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	ClusterId string `protobuf:"bytes,5,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	// term is the leader's Raft term: the chunkserver records the newest
+	// and refuses destructive commands of older terms.
+	Term          uint64 `protobuf:"varint,20,opt,name=term,proto3" json:"term,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3821,6 +3824,13 @@ func (x *RegisterResponse) GetClusterId() string {
 		return x.ClusterId
 	}
 	return ""
+}
+
+func (x *RegisterResponse) GetTerm() uint64 {
+	if x != nil {
+		return x.Term
+	}
+	return 0
 }
 
 type HeartBeatRequest struct {
@@ -3922,8 +3932,11 @@ type HeartBeatResponse struct {
 	// chunkserver (it restarted or declared it dead).
 	Status StatusCode `protobuf:"varint,1,opt,name=status,proto3,enum=bfs.StatusCode" json:"status,omitempty"`
 	// Human-readable detail for a status other than OK.
-	Message       string `protobuf:"bytes,15,opt,name=message,proto3" json:"message,omitempty"`
-	Reregister    bool   `protobuf:"varint,2,opt,name=reregister,proto3" json:"reregister,omitempty"`
+	Message    string `protobuf:"bytes,15,opt,name=message,proto3" json:"message,omitempty"`
+	Reregister bool   `protobuf:"varint,2,opt,name=reregister,proto3" json:"reregister,omitempty"`
+	// term is the leader's Raft term: the chunkserver records the newest
+	// and refuses destructive commands of older terms.
+	Term          uint64 `protobuf:"varint,20,opt,name=term,proto3" json:"term,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3977,6 +3990,13 @@ func (x *HeartBeatResponse) GetReregister() bool {
 		return x.Reregister
 	}
 	return false
+}
+
+func (x *HeartBeatResponse) GetTerm() uint64 {
+	if x != nil {
+		return x.Term
+	}
+	return 0
 }
 
 type ReportedBlock struct {
@@ -6436,7 +6456,7 @@ const file_nameserver_proto_rawDesc = "" +
 	"cluster_id\x18\x04 \x01(\tR\tclusterId\x12\x1d\n" +
 	"\n" +
 	"free_bytes\x18\x05 \x01(\x03R\tfreeBytes\x12\x17\n" +
-	"\ahost_id\x18\x06 \x01(\tR\x06hostId\"\xfd\x01\n" +
+	"\ahost_id\x18\x06 \x01(\tR\x06hostId\"\x91\x02\n" +
 	"\x10RegisterResponse\x12'\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
 	"\amessage\x18\x0f \x01(\tR\amessage\x12%\n" +
@@ -6444,7 +6464,8 @@ const file_nameserver_proto_rawDesc = "" +
 	"\x15heartbeat_interval_ms\x18\x03 \x01(\x03R\x13heartbeatIntervalMs\x12,\n" +
 	"\x12report_interval_ms\x18\x04 \x01(\x03R\x10reportIntervalMs\x12\x1d\n" +
 	"\n" +
-	"cluster_id\x18\x05 \x01(\tR\tclusterId\"\x80\x02\n" +
+	"cluster_id\x18\x05 \x01(\tR\tclusterId\x12\x12\n" +
+	"\x04term\x18\x14 \x01(\x04R\x04term\"\x80\x02\n" +
 	"\x10HeartBeatRequest\x12%\n" +
 	"\x0echunkserver_id\x18\x01 \x01(\x03R\rchunkserverId\x12\x18\n" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x12\x1d\n" +
@@ -6455,13 +6476,14 @@ const file_nameserver_proto_rawDesc = "" +
 	"\x0epending_writes\x18\x05 \x01(\x03R\rpendingWrites\x12%\n" +
 	"\x0ecapacity_bytes\x18\x06 \x01(\x03R\rcapacityBytes\x12\x1d\n" +
 	"\n" +
-	"free_bytes\x18\a \x01(\x03R\tfreeBytes\"v\n" +
+	"free_bytes\x18\a \x01(\x03R\tfreeBytes\"\x8a\x01\n" +
 	"\x11HeartBeatResponse\x12'\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
 	"\amessage\x18\x0f \x01(\tR\amessage\x12\x1e\n" +
 	"\n" +
 	"reregister\x18\x02 \x01(\bR\n" +
-	"reregister\"p\n" +
+	"reregister\x12\x12\n" +
+	"\x04term\x18\x14 \x01(\x04R\x04term\"p\n" +
 	"\rReportedBlock\x12\x19\n" +
 	"\bblock_id\x18\x01 \x01(\x03R\ablockId\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x03R\x04size\x12\x18\n" +

@@ -99,7 +99,7 @@ $BFS_NAMESERVER, or ` + DefaultNameServer + `.`,
 	if ns == "" {
 		ns = DefaultNameServer
 	}
-	root.PersistentFlags().StringVar(&e.nameserver, "nameserver", ns, "nameserver address (host:port); default from $BFS_NAMESERVER")
+	root.PersistentFlags().StringVar(&e.nameserver, "nameserver", ns, "the nameservers' addresses, comma-separated (host:port,...); default from $BFS_NAMESERVER")
 	root.AddCommand(
 		e.nameserverCommand(),
 		e.chunkserverCommand(),
@@ -118,6 +118,7 @@ $BFS_NAMESERVER, or ` + DefaultNameServer + `.`,
 		e.catCommand(),
 		e.locationCommand(),
 		e.adminCommand(),
+		e.groupCommand(),
 		e.fsckCommand(),
 	)
 	return root

@@ -15,23 +15,49 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/bfs-go/bfs/nameserver"
+	"github.com/bfs-go/bfs/nameserver/replica"
 )
 
 func (e *env) nameserverCommand() *cobra.Command {
 	cfg := nameserver.DefaultConfig()
+	var initialCluster string
 	cmd := &cobra.Command{
 		Use:   "nameserver",
-		Short: "Run a nameserver until SIGINT or SIGTERM",
-		Args:  cobra.NoArgs,
+		Short: "Run a nameserver (a member of a nameserver group) until SIGINT or SIGTERM",
+		Long: `Runs a nameserver. Without --initial-cluster it is a group of one; with
+it, the nodes named bootstrap the group the first time their data
+directories are empty (afterwards the flag must not contradict what they
+stored). A nameserver to be added to a running group starts with --join
+and is added with 'bfs cluster add NAME RAFT_ADDRESS'.`,
+		Args: cobra.NoArgs,
 		RunE: e.run(func(cmd *cobra.Command, _ []string) error {
 			defaultLogToStderr(cmd.Flags())
 			defer glog.Flush()
+			peers, err := parseInitialCluster(initialCluster)
+			if err != nil {
+				return err
+			}
+			cfg.InitialCluster = peers
+			if cfg.Join && len(peers) > 0 {
+				return usagef("--join and --initial-cluster: a joining member bootstraps nothing")
+			}
 			return e.serveNameServer(cmd.Context(), cfg)
 		}),
 	}
 	f := cmd.Flags()
 	f.StringVar(&cfg.DataDir, "data", cfg.DataDir, "data directory")
-	f.StringVar(&cfg.ListenAddr, "listen", cfg.ListenAddr, "gRPC listen address")
+	f.StringVar(&cfg.ListenAddr, "listen", cfg.ListenAddr, "gRPC listen address for clients")
+	f.StringVar(&cfg.Advertise, "advertise", "", "client address this nameserver publishes to the group (default: the address --listen bound; give one when listening on a wildcard address)")
+	f.StringVar(&cfg.Name, "id", cfg.Name, "this nameserver's name in its group")
+	f.StringVar(&cfg.RaftListen, "raft-listen", cfg.RaftListen, "address this nameserver listens on for its peers")
+	f.StringVar(&cfg.RaftAdvertise, "raft-advertise", "", "address its peers dial (default: --raft-listen)")
+	f.StringVar(&initialCluster, "initial-cluster", "", "the group to bootstrap: NAME=RAFT_ADDRESS,... (each member's advertised raft address)")
+	f.BoolVar(&cfg.Join, "join", false, "join a running group (bfs cluster add) instead of bootstrapping one")
+	f.DurationVar(&cfg.Raft.HeartbeatTimeout, "raft-heartbeat-timeout", replica.DefaultHeartbeatTimeout,
+		"a follower that hears nothing from the leader this long starts an election")
+	f.DurationVar(&cfg.Raft.ElectionTimeout, "raft-election-timeout", replica.DefaultElectionTimeout, "how long a candidate waits for votes")
+	f.Uint64Var(&cfg.Raft.SnapshotThreshold, "raft-snapshot-threshold", replica.DefaultSnapshotThreshold,
+		"log entries applied since the last snapshot before the next one")
 	f.StringVar(&cfg.MetricsAddr, "metrics", cfg.MetricsAddr, `Prometheus metrics HTTP address ("" for none)`)
 	f.DurationVar(&cfg.DeadTimeout, "dead-timeout", cfg.DeadTimeout, "a chunkserver silent this long is declared dead")
 	f.DurationVar(&cfg.HeartbeatInterval, "heartbeat", cfg.HeartbeatInterval, "heartbeat interval chunkservers are told to use")
@@ -63,7 +89,7 @@ func (e *env) serveNameServer(ctx context.Context, cfg nameserver.Config) error 
 	if err != nil {
 		return errors.Join(err, srv.Close())
 	}
-	fmt.Fprintf(e.stdout, "nameserver listening on %s (data %s)\n", lis.Addr(), cfg.DataDir)
+	fmt.Fprintf(e.stdout, "nameserver %s listening on %s (data %s)\n", cfg.Name, lis.Addr(), cfg.DataDir)
 	err = srv.Serve(ctx, lis)
 	if cerr := srv.Close(); err == nil {
 		err = cerr

@@ -3,8 +3,10 @@ package bfscmd
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 
 	"github.com/golang/glog"
@@ -17,6 +19,7 @@ func (e *env) sandboxCommand() *cobra.Command {
 	var (
 		dir          string
 		listen       string
+		nameservers  int
 		chunkservers int
 		basePort     int
 		demo         bool
@@ -39,6 +42,9 @@ A's bytes, and A is refused. --demo-only exits after the demo.`,
 			if chunkservers < 1 || chunkservers > 64 {
 				return usagef("--chunkservers must be in [1, 64], got %d", chunkservers)
 			}
+			if nameservers != 1 && nameservers != 3 && nameservers != 5 {
+				return usagef("--nameservers must be 1, 3 or 5, got %d", nameservers)
+			}
 			if basePort < 0 || basePort+chunkservers > 65535 {
 				return usagef("--chunkserver-port %d out of range", basePort)
 			}
@@ -46,7 +52,11 @@ A's bytes, and A is refused. --demo-only exits after the demo.`,
 			defer glog.Flush()
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			cfg := sandbox.Config{Dir: dir, NameServerAddr: listen, Chunkservers: chunkservers}
+			cfg := sandbox.Config{Dir: dir, NameServers: nameservers, Chunkservers: chunkservers}
+			var err error
+			if cfg.NameServerAddrs, cfg.RaftAddrs, err = sandboxNameServerAddrs(listen, nameservers); err != nil {
+				return err
+			}
 			if basePort > 0 {
 				for i := range chunkservers {
 					cfg.ChunkserverAddrs = append(cfg.ChunkserverAddrs, fmt.Sprintf("127.0.0.1:%d", basePort+i))
@@ -75,7 +85,8 @@ A's bytes, and A is refused. --demo-only exits after the demo.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&dir, "dir", "bfs-data", "folder holding every daemon's data")
-	f.StringVar(&listen, "listen", DefaultNameServer, "nameserver listen address")
+	f.StringVar(&listen, "listen", DefaultNameServer, "the first nameserver's listen address (the others listen 100 ports apart; each one's peers dial the port below its own)")
+	f.IntVar(&nameservers, "nameservers", 1, "nameservers in the group: 1, 3 or 5")
 	f.IntVar(&chunkservers, "chunkservers", 3, "number of chunkservers")
 	f.IntVar(&basePort, "chunkserver-port", 8830, "first chunkserver port on 127.0.0.1 (0: any free ports)")
 	f.BoolVar(&demo, "demo", false, "run a narrated failover demo once the sandbox is up")
@@ -84,9 +95,29 @@ A's bytes, and A is refused. --demo-only exits after the demo.`,
 	return cmd
 }
 
+// sandboxNameServerAddrs gives the sandbox's nameservers fixed
+// addresses, so that running it again on the same folder finds the
+// group it stored: nameserver i listens 100*i ports above --listen, and
+// its peers dial the port below its own.
+func sandboxNameServerAddrs(listen string, n int) (clients, rafts []string, err error) {
+	host, portStr, err := net.SplitHostPort(listen)
+	port, perr := strconv.Atoi(portStr)
+	if err != nil || perr != nil || port < 1 || port+100*(n-1) > 65535 {
+		return nil, nil, usagef("--listen %q: want HOST:PORT with a port in [1, %d]", listen, 65535-100*(n-1))
+	}
+	for i := range n {
+		p := port + 100*i
+		clients = append(clients, net.JoinHostPort(host, strconv.Itoa(p)))
+		rafts = append(rafts, net.JoinHostPort(host, strconv.Itoa(p-1)))
+	}
+	return clients, rafts, nil
+}
+
 func (e *env) printSandbox(sb *sandbox.Sandbox, dir string) {
 	fmt.Fprintf(e.stdout, "BFS sandbox running, data in %s\n", dir)
-	fmt.Fprintf(e.stdout, "  nameserver   %s\n", sb.NameServerAddr)
+	for i, a := range sb.NameServerAddrs() {
+		fmt.Fprintf(e.stdout, "  nameserver   %s  (%s)\n", a, sandbox.NameServerName(i))
+	}
 	for i, a := range sb.ChunkserverAddrs() {
 		fmt.Fprintf(e.stdout, "  chunkserver  %s  (%d)\n", a, i)
 	}

@@ -1,0 +1,297 @@
+// Package nsgroup is a client's connection to a nameserver group: one
+// grpc.ClientConnInterface over the connections to every nameserver,
+// which sends each call to the leader and follows leadership as it moves.
+//
+// A call goes to the nameserver last known to lead. A member that does
+// not lead answers NOT_LEADER (nothing applied) and names the leader's
+// client address in a trailer; the call is sent there at once, dialing
+// it if it is not in the list (a member added later). A member that names
+// no leader (an election under way, or no majority), or one that cannot
+// be reached before the call is sent, makes the call try the next member,
+// with a jittered backoff after each round, until the call's context ends
+// or Config.Patience has passed; then it fails with UNAVAILABLE. A call
+// whose outcome is unknown (a transport failure once it was sent, or a
+// nameserver's UNAVAILABLE) is retried only if its method is in
+// Config.Idempotent; otherwise its caller decides.
+//
+// Streams are opened on the leader the same way; a stream that fails
+// later is its caller's to open again.
+//
+// Conn is safe for concurrent use. Close closes every connection.
+package nsgroup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/connectivity"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/bfs-go/bfs/internal/clock"
+	"github.com/bfs-go/bfs/internal/retry"
+	"github.com/bfs-go/bfs/proto/bfspb"
+)
+
+// LeaderTrailer is the trailer in which a nameserver that does not lead
+// names the leader's client address.
+const LeaderTrailer = "bfs-leader"
+
+// DefaultPatience is how long a call keeps looking for a leader: longer
+// than an election with the default timings.
+const DefaultPatience = 10 * time.Second
+
+// Config configures a Conn.
+type Config struct {
+	// Addrs are the nameservers' client addresses, as given (at least one).
+	Addrs []string
+	// DialOptions are used for every connection.
+	DialOptions []grpc.DialOption
+	// Idempotent lists the full method names ("/bfs.NameServer/Stat")
+	// whose calls may be sent again when their outcome is unknown.
+	Idempotent map[string]bool
+	// Patience bounds how long a call looks for a leader; 0 means
+	// DefaultPatience.
+	Patience time.Duration
+}
+
+// Conn is a connection to a nameserver group. See the package
+// documentation.
+type Conn struct {
+	cfg Config
+	mu  struct {
+		sync.Mutex
+		addrs  []string
+		conns  map[string]*grpc.ClientConn
+		leader string
+		closed bool
+	}
+}
+
+var _ grpc.ClientConnInterface = (*Conn)(nil)
+
+// ParseAddrs splits a comma-separated list of nameserver addresses,
+// refusing an empty one or an empty entry.
+func ParseAddrs(list string) ([]string, error) {
+	if strings.TrimSpace(list) == "" {
+		return nil, errors.New("no nameserver address")
+	}
+	var out []string
+	for _, a := range strings.Split(list, ",") {
+		a = strings.TrimSpace(a)
+		if a == "" {
+			return nil, fmt.Errorf("nameserver list %q has an empty address", list)
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+// New returns a Conn to the group. It connects lazily.
+func New(cfg Config) (*Conn, error) {
+	if len(cfg.Addrs) == 0 {
+		return nil, errors.New("nsgroup: no nameserver address")
+	}
+	if cfg.Patience == 0 {
+		cfg.Patience = DefaultPatience
+	}
+	c := &Conn{cfg: cfg}
+	c.mu.addrs = append([]string(nil), cfg.Addrs...)
+	c.mu.conns = make(map[string]*grpc.ClientConn)
+	c.mu.leader = cfg.Addrs[0]
+	return c, nil
+}
+
+// Leader returns the address calls go to first.
+func (c *Conn) Leader() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.mu.leader
+}
+
+// Close closes every connection.
+func (c *Conn) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.mu.closed = true
+	var errs []error
+	for _, cc := range c.mu.conns {
+		errs = append(errs, cc.Close())
+	}
+	c.mu.conns = nil
+	return errors.Join(errs...)
+}
+
+// conn returns the connection to addr, dialing it if needed.
+func (c *Conn) conn(addr string) (*grpc.ClientConn, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.mu.closed {
+		return nil, status.Error(codes.Canceled, "nsgroup: connection closed")
+	}
+	if cc := c.mu.conns[addr]; cc != nil {
+		return cc, nil
+	}
+	cc, err := grpc.NewClient(addr, c.cfg.DialOptions...)
+	if err != nil {
+		return nil, fmt.Errorf("nsgroup: dial %s: %w", addr, err)
+	}
+	c.mu.conns[addr] = cc
+	return cc, nil
+}
+
+// follow makes addr the leader calls go to first, adding it to the list
+// if it is new.
+func (c *Conn) follow(addr string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.mu.leader = addr
+	for _, a := range c.mu.addrs {
+		if a == addr {
+			return
+		}
+	}
+	c.mu.addrs = append(c.mu.addrs, addr)
+}
+
+// next returns the member after addr in the list.
+func (c *Conn) next(addr string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, a := range c.mu.addrs {
+		if a == addr {
+			return c.mu.addrs[(i+1)%len(c.mu.addrs)]
+		}
+	}
+	return c.mu.addrs[0]
+}
+
+func (c *Conn) members() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.mu.addrs)
+}
+
+// Invoke sends a unary call to the leader (see the package
+// documentation).
+func (c *Conn) Invoke(ctx context.Context, method string, args, reply any, opts ...grpc.CallOption) error {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.Patience)
+	defer cancel()
+	backoff := retry.New(50*time.Millisecond, time.Second)
+	addr := c.Leader()
+	tried := 0
+	for {
+		hint, err := c.invokeOn(ctx, addr, method, args, reply, opts)
+		switch {
+		case err == nil && hint == "":
+			return nil
+		case err == nil && hint != addr:
+			c.follow(hint)
+			addr = hint
+			continue
+		case err != nil && !c.retryable(method, err):
+			return err
+		case ctx.Err() != nil:
+			return status.Errorf(codes.Unavailable, "no nameserver of %v leads (last: %v)", c.cfg.Addrs, errOrNotLeader(err))
+		}
+		// No leader named, or the member cannot be reached: the next one,
+		// and a pause after each round.
+		addr = c.next(addr)
+		if tried++; tried%c.members() == 0 {
+			if !retry.Sleep(ctx, clock.Real{}, backoff) {
+				return status.Errorf(codes.Unavailable, "no nameserver of %v leads (last: %v)", c.cfg.Addrs, errOrNotLeader(err))
+			}
+		}
+	}
+}
+
+func errOrNotLeader(err error) error {
+	if err == nil {
+		return errors.New("NOT_LEADER, naming no leader")
+	}
+	return err
+}
+
+// invokeOn sends the call to addr. It returns the leader's address if
+// the answer was NOT_LEADER ("" otherwise, and addr itself if it named
+// none, so the caller moves on).
+func (c *Conn) invokeOn(ctx context.Context, addr, method string, args, reply any, opts []grpc.CallOption) (string, error) {
+	cc, err := c.conn(addr)
+	if err != nil {
+		return "", err
+	}
+	if st := cc.GetState(); st == connectivity.TransientFailure {
+		cc.Connect()
+		return "", errNotSent{addr}
+	}
+	var md metadata.MD
+	err = cc.Invoke(ctx, method, args, reply, append(opts, grpc.Trailer(&md))...)
+	if err != nil {
+		return "", err
+	}
+	if r, ok := reply.(interface{ GetStatus() bfspb.StatusCode }); ok && r.GetStatus() == bfspb.StatusCode_NOT_LEADER {
+		if l := md.Get(LeaderTrailer); len(l) > 0 && l[0] != "" {
+			return l[0], nil
+		}
+		return addr, nil
+	}
+	if r, ok := reply.(interface{ GetStatus() bfspb.StatusCode }); ok && r.GetStatus() == bfspb.StatusCode_UNAVAILABLE && c.cfg.Idempotent[method] {
+		return "", errNotSent{addr} // its outcome is unknown, but sending it again is harmless
+	}
+	return "", nil
+}
+
+// errNotSent: the call did not reach addr (or may be sent again).
+type errNotSent struct{ addr string }
+
+func (e errNotSent) Error() string { return "nameserver " + e.addr + " unreachable" }
+
+// retryable reports whether a failed call may go to another member: it
+// was not sent, or it may be sent twice.
+func (c *Conn) retryable(method string, err error) bool {
+	var ns errNotSent
+	if errors.As(err, &ns) {
+		return true
+	}
+	return status.Code(err) == codes.Unavailable && c.cfg.Idempotent[method]
+}
+
+// NewStream opens a stream on the leader. A member that does not lead
+// ends the stream at once with UNAVAILABLE, naming the leader in the
+// trailer: the stream is opened there. Errors after the stream is
+// established are the caller's.
+func (c *Conn) NewStream(ctx context.Context, desc *grpc.StreamDesc, method string, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+	addr := c.Leader()
+	cc, err := c.conn(addr)
+	if err != nil {
+		return nil, err
+	}
+	return cc.NewStream(ctx, desc, method, opts...)
+}
+
+// FollowTrailer follows the leader a stream's trailer names (after the
+// stream ended with an error); it reports whether it named one.
+func (c *Conn) FollowTrailer(md metadata.MD) bool {
+	if l := md.Get(LeaderTrailer); len(l) > 0 && l[0] != "" {
+		c.follow(l[0])
+		return true
+	}
+	return false
+}
+
+// Skip moves calls on from addr to the next member (a stream found addr
+// unreachable, or not leading and naming no leader).
+func (c *Conn) Skip(addr string) {
+	next := c.next(addr)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.mu.leader == addr {
+		c.mu.leader = next
+	}
+}
