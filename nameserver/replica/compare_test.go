@@ -24,13 +24,13 @@ import (
 // FirstIndex.
 func TestCompareInmem(t *testing.T) {
 	for _, cached := range []bool{false, true} {
-		for seed := uint64(1); seed <= 6; seed++ {
+		for seed := uint64(1); seed <= 4; seed++ {
 			t.Run(fmt.Sprintf("cached=%v/seed=%d", cached, seed), func(t *testing.T) {
 				c := &comparison{t: t, rng: rand.New(rand.NewPCG(seed, seed)), dir: t.TempDir(),
 					cached: cached, ref: raft.NewInmemStore(), stored: map[uint64]bool{}}
 				c.open()
 				defer func() { require.NoError(t, c.store.Close()) }()
-				for step := range 600 {
+				for step := range 500 {
 					c.step = step
 					c.randomOp()
 					c.compareBounds()
@@ -65,7 +65,7 @@ type comparison struct {
 }
 
 func (c *comparison) open() {
-	s, err := OpenLogStore(LogStoreOptions{Dir: c.dir})
+	s, err := OpenLogStore(testOptions(c.t, c.dir))
 	require.NoError(c.t, err)
 	c.store, c.logs = s, s
 	if c.cached {

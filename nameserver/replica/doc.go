@@ -12,10 +12,13 @@
 //
 // Layout: a log entry is the key 'l' + its index in 8 big-endian bytes, so
 // that Pebble's order is index order; a stable value is the key 's' +
-// raft's key. An entry's value is the versioned encoding documented at
-// encodeLog, carrying every field of raft.Log (Index, Term, Type, Data,
-// Extensions, AppendedAt); a value that does not decode, or whose index is
-// not its key's, is an error wrapping ErrCorrupt, never a panic.
+// raft's key; the key "format" names the store's format. A directory
+// holding another format, or data without that key (the namespace's, for
+// one), is refused at open and left as it was. An entry's value is the
+// versioned encoding documented at encodeLog, carrying every field of
+// raft.Log (Index, Term, Type, Data, Extensions, AppendedAt); a value that
+// does not decode, or whose index is not its key's, is an error wrapping
+// ErrCorrupt, never a panic.
 //
 // Durability: StoreLogs is one batch committed with pebble.Sync, so the
 // entries it was given are on disk, all or none, when it returns nil;
@@ -55,7 +58,9 @@
 // a DeleteRange is committing, FirstIndex or LastIndex may still name an
 // entry it has just deleted: raft reads the oldest entry in a loop that
 // expects this, and truncates the tail from its main loop only, which also
-// is the only one to append. Close waits for the calls in flight, closes Pebble, and
-// makes every later call fail with ErrClosed. The store starts no
-// goroutine of its own; Pebble's stop in Close.
+// is the only one to append. Close waits for the calls in flight, closes
+// Pebble, and makes every later call fail with ErrClosed. The store starts
+// no goroutine of its own; Pebble's stop in Close, and also when
+// OpenLogStore fails (Pebble's Open alone would leave its disk-health
+// checker running).
 package replica

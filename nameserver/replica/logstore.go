@@ -4,12 +4,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"sync"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
-	"github.com/golang/glog"
 	"github.com/hashicorp/raft"
 )
 
@@ -33,18 +33,22 @@ var (
 	ErrClosed = errors.New("replica: log store closed")
 )
 
-// Key prefixes. Log keys are the prefix and the big-endian index, so
-// Pebble's order is index order; stable keys are the prefix and raft's
-// key.
+// Keys. Log keys are the prefix and the big-endian index, so Pebble's
+// order is index order; stable keys are the prefix and raft's key; one
+// key names the store's format, written when the store is created.
 const (
 	prefixLog    = 'l'
 	prefixStable = 's'
 	logKeyLen    = 1 + 8
+	// logStoreFormat is the value of keyFormat: a directory with another
+	// value, or with data but no keyFormat, is refused.
+	logStoreFormat = "bfs-raft-log/1"
 )
 
 var (
-	logLower = []byte{prefixLog}
-	logUpper = []byte{prefixLog + 1}
+	keyFormat = []byte("format")
+	logLower  = []byte{prefixLog}
+	logUpper  = []byte{prefixLog + 1}
 )
 
 func logKey(index uint64) []byte {
@@ -67,8 +71,9 @@ type LogStoreOptions struct {
 	// Dir is the Pebble directory, created if missing. It must not be the
 	// namespace's.
 	Dir string
-	// Logger receives Pebble's log lines; nil sends them to glog
-	// (informational lines at -v=2).
+	// Logger receives Pebble's log lines; nil means Pebble's default
+	// logger (standard error). The nameserver passes its glog logger, as
+	// it does for the namespace.
 	Logger pebble.Logger
 	// EventListener receives Pebble's events (flushes, compactions,
 	// stalls, slow disks) for metrics; may be nil.
@@ -119,23 +124,29 @@ func OpenLogStore(opts LogStoreOptions) (*LogStore, error) {
 		cache = pebble.NewCache(8 << 20)
 		defer cache.Unref()
 	}
-	logger := opts.Logger
-	if logger == nil {
-		logger = glogLogger{}
-	}
-	db, err := pebble.Open(opts.Dir, &pebble.Options{
+	po := &pebble.Options{
 		Cache:              cache,
 		FormatMajorVersion: LogFormatMajorVersion,
-		Logger:             logger,
+		Logger:             opts.Logger, // nil: Pebble's default
 		EventListener:      opts.EventListener,
-	})
+	}
+	// Defaults here, not in Open, so that the disk-health-checking FS
+	// Pebble wraps around the disk is ours to close when Open fails:
+	// Open leaves its goroutine running (DB.Close stops it otherwise).
+	po.EnsureDefaults()
+	db, err := pebble.Open(opts.Dir, po)
 	if err != nil {
+		if c, ok := po.FS.(io.Closer); ok {
+			c.Close()
+		}
 		return nil, fmt.Errorf("replica: open log store %s: %w", opts.Dir, err)
 	}
 	s := &LogStore{db: db}
-	first, err := s.seek(0, false)
+	err = s.checkFormat(opts.Dir)
 	if err == nil {
-		s.bounds.first = first
+		s.bounds.first, err = s.seek(0, false)
+	}
+	if err == nil {
 		s.bounds.last, err = s.seek(math.MaxUint64, true)
 	}
 	if err != nil {
@@ -143,6 +154,37 @@ func OpenLogStore(opts LogStoreOptions) (*LogStore, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// checkFormat refuses a directory that holds another format or other data
+// (the namespace's, say), and marks a new one as a log store.
+func (s *LogStore) checkFormat(dir string) error {
+	v, closer, err := s.db.Get(keyFormat)
+	if err == nil {
+		defer closer.Close()
+		if string(v) != logStoreFormat {
+			return fmt.Errorf("replica: %s holds a log store of format %q; this build reads %q", dir, v, logStoreFormat)
+		}
+		return nil
+	}
+	if !errors.Is(err, pebble.ErrNotFound) {
+		return fmt.Errorf("replica: open log store %s: %w", dir, err)
+	}
+	it, err := s.db.NewIter(nil)
+	if err != nil {
+		return fmt.Errorf("replica: open log store %s: %w", dir, err)
+	}
+	used := it.First()
+	if err := it.Close(); err != nil {
+		return fmt.Errorf("replica: open log store %s: %w", dir, err)
+	}
+	if used {
+		return fmt.Errorf("replica: %s holds data that is not a raft log store (is it another store's directory?)", dir)
+	}
+	if err := s.db.Set(keyFormat, []byte(logStoreFormat), pebble.Sync); err != nil {
+		return fmt.Errorf("replica: create log store %s: %w", dir, err)
+	}
+	return nil
 }
 
 // Close closes Pebble, after the calls in flight have returned. Calls
@@ -500,22 +542,4 @@ func decodeBytes(src []byte) (field, rest []byte, err error) {
 		return nil, src, nil
 	}
 	return src[:n:n], src[n:], nil
-}
-
-// glogLogger sends Pebble's log lines to glog, the informational ones at
-// -v=2.
-type glogLogger struct{}
-
-func (glogLogger) Infof(format string, args ...any) {
-	if glog.V(2) {
-		glog.InfoDepth(1, fmt.Sprintf(format, args...))
-	}
-}
-
-func (glogLogger) Errorf(format string, args ...any) {
-	glog.ErrorDepth(1, fmt.Sprintf(format, args...))
-}
-
-func (glogLogger) Fatalf(format string, args ...any) {
-	glog.FatalDepth(1, fmt.Sprintf(format, args...))
 }

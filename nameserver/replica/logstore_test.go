@@ -2,6 +2,7 @@ package replica
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +14,8 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/hashicorp/raft"
 	"github.com/stretchr/testify/require"
+
+	"github.com/bfs-go/bfs/nameserver/namespace"
 )
 
 // testLog returns the entry a test stores at index: every field set, and
@@ -56,9 +59,27 @@ func sameLog(want, got *raft.Log) string {
 	return ""
 }
 
+// testOptions opens dir with Pebble's log lines in the test's log and its
+// errors failing the test.
+func testOptions(t testing.TB, dir string) LogStoreOptions {
+	return LogStoreOptions{Dir: dir, Logger: testLogger{t}}
+}
+
+type testLogger struct{ t testing.TB }
+
+func (testLogger) Infof(string, ...any) {}
+
+func (l testLogger) Errorf(format string, args ...any) {
+	l.t.Errorf("pebble: "+format, args...)
+}
+
+func (l testLogger) Fatalf(format string, args ...any) {
+	panic(fmt.Sprintf("pebble: "+format, args...))
+}
+
 func openTestStore(t testing.TB, dir string) *LogStore {
 	t.Helper()
-	s, err := OpenLogStore(LogStoreOptions{Dir: dir})
+	s, err := OpenLogStore(testOptions(t, dir))
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, s.Close()) })
 	return s
@@ -91,11 +112,15 @@ func requireStored(t *testing.T, s raft.LogStore, lo, hi uint64, want map[uint64
 	}
 }
 
-func termsOf(term uint64, ranges ...[2]uint64) map[uint64]uint64 {
+// span is the entries lo..hi, stored by testLog with term.
+type span struct{ lo, hi, term uint64 }
+
+// spans returns the term of every index in the spans, for requireStored.
+func spans(ss ...span) map[uint64]uint64 {
 	m := map[uint64]uint64{}
-	for _, r := range ranges {
-		for i := r[0]; i <= r[1]; i++ {
-			m[i] = term
+	for _, sp := range ss {
+		for i := sp.lo; i <= sp.hi; i++ {
+			m[i] = sp.term
 		}
 	}
 	return m
@@ -139,17 +164,16 @@ var conformanceCases = []struct {
 	{"one", func(t *testing.T, s raft.LogStore) {
 		require.NoError(t, s.StoreLog(testLog(1, 1)))
 		requireBounds(t, s, 1, 1)
-		requireStored(t, s, 0, 3, termsOf(1, [2]uint64{1, 1}))
+		requireStored(t, s, 0, 3, spans(span{1, 1, 1}))
 	}},
-	{"many", func(t *testing.T, s raft.LogStore) {
+	{"many, some stored again", func(t *testing.T, s raft.LogStore) {
 		require.NoError(t, s.StoreLogs(testLogs(1, 100, 1)))
 		require.NoError(t, s.StoreLogs(testLogs(101, 300, 2)))
+		// An entry stored again replaces the old one (raft truncates the
+		// tail first; the contract does not ask it to).
+		require.NoError(t, s.StoreLogs(testLogs(50, 150, 3)))
 		requireBounds(t, s, 1, 300)
-		want := termsOf(1, [2]uint64{1, 100})
-		for i := uint64(101); i <= 300; i++ {
-			want[i] = 2
-		}
-		requireStored(t, s, 0, 302, want)
+		requireStored(t, s, 0, 302, spans(span{1, 49, 1}, span{50, 150, 3}, span{151, 300, 2}))
 	}},
 	{"every field", func(t *testing.T, s raft.LogStore) {
 		big := bytes.Repeat([]byte{0xa5}, 1<<20)
@@ -167,21 +191,6 @@ var conformanceCases = []struct {
 			require.NoError(t, s.GetLog(want.Index, &got))
 			require.Empty(t, sameLog(want, &got))
 		}
-		var got raft.Log
-		require.NoError(t, s.GetLog(2, &got))
-		require.True(t, got.AppendedAt.Equal(time.Date(1, 1, 1, 0, 0, 0, 1, time.UTC)))
-	}},
-	{"overwrite", func(t *testing.T, s raft.LogStore) {
-		// A follower truncates a conflicting suffix, then stores the
-		// leader's entries; an entry stored again replaces the old one.
-		require.NoError(t, s.StoreLogs(testLogs(1, 5, 1)))
-		require.NoError(t, s.StoreLogs(testLogs(3, 7, 2)))
-		requireBounds(t, s, 1, 7)
-		want := termsOf(1, [2]uint64{1, 2})
-		for i := uint64(3); i <= 7; i++ {
-			want[i] = 2
-		}
-		requireStored(t, s, 0, 8, want)
 	}},
 	{"gaps", func(t *testing.T, s raft.LogStore) {
 		// A gap, as raft leaves one after a snapshot when the store
@@ -189,7 +198,7 @@ var conformanceCases = []struct {
 		require.NoError(t, s.StoreLogs(testLogs(1, 5, 1)))
 		require.NoError(t, s.StoreLogs(testLogs(10, 12, 1)))
 		requireBounds(t, s, 1, 12)
-		requireStored(t, s, 0, 13, termsOf(1, [2]uint64{1, 5}, [2]uint64{10, 12}))
+		requireStored(t, s, 0, 13, spans(span{1, 5, 1}, span{10, 12, 1}))
 		// A batch with a gap inside it.
 		require.NoError(t, s.StoreLogs([]*raft.Log{testLog(20, 2), testLog(22, 2)}))
 		requireBounds(t, s, 1, 22)
@@ -202,26 +211,20 @@ var conformanceCases = []struct {
 		require.NoError(t, s.StoreLog(testLog(15, 1)))
 		requireBounds(t, s, 15, 22)
 	}},
-	{"delete head", func(t *testing.T, s raft.LogStore) {
-		require.NoError(t, s.StoreLogs(testLogs(1, 10, 1)))
-		require.NoError(t, s.DeleteRange(1, 3))
-		requireBounds(t, s, 4, 10)
-		requireStored(t, s, 0, 11, termsOf(1, [2]uint64{4, 10}))
-	}},
-	{"delete tail", func(t *testing.T, s raft.LogStore) {
-		require.NoError(t, s.StoreLogs(testLogs(1, 10, 1)))
-		require.NoError(t, s.DeleteRange(8, 10))
-		requireBounds(t, s, 1, 7)
-		requireStored(t, s, 0, 11, termsOf(1, [2]uint64{1, 7}))
-		// The follower's path: truncate the tail, store the leader's.
-		require.NoError(t, s.StoreLogs(testLogs(8, 9, 2)))
-		requireBounds(t, s, 1, 9)
-	}},
-	{"delete middle", func(t *testing.T, s raft.LogStore) {
-		require.NoError(t, s.StoreLogs(testLogs(1, 10, 1)))
-		require.NoError(t, s.DeleteRange(4, 6))
-		requireBounds(t, s, 1, 10)
-		requireStored(t, s, 0, 11, termsOf(1, [2]uint64{1, 3}, [2]uint64{7, 10}))
+	{"delete head, tail, middle", func(t *testing.T, s raft.LogStore) {
+		for _, d := range []struct {
+			lo, hi, first, last uint64
+			left                []span
+		}{
+			{1, 3, 4, 10, []span{{4, 10, 1}}},            // raft's compaction
+			{8, 10, 1, 7, []span{{1, 7, 1}}},             // a follower's conflict
+			{4, 6, 1, 10, []span{{1, 3, 1}, {7, 10, 1}}}, // allowed, never made by raft
+		} {
+			require.NoError(t, s.StoreLogs(testLogs(1, 10, 1))) // whole again
+			require.NoError(t, s.DeleteRange(d.lo, d.hi))
+			requireBounds(t, s, d.first, d.last)
+			requireStored(t, s, 0, 11, spans(d.left...))
+		}
 	}},
 	{"delete to a gap", func(t *testing.T, s raft.LogStore) {
 		// A range that ends in a gap moves the bound to the next stored
@@ -233,7 +236,7 @@ var conformanceCases = []struct {
 		requireBounds(t, s, 10, 22)
 		require.NoError(t, s.DeleteRange(15, 30))
 		requireBounds(t, s, 10, 12)
-		requireStored(t, s, 0, 23, termsOf(1, [2]uint64{10, 12}))
+		requireStored(t, s, 0, 23, spans(span{10, 12, 1}))
 	}},
 	{"delete all", func(t *testing.T, s raft.LogStore) {
 		require.NoError(t, s.StoreLogs(testLogs(1, 10, 1)))
@@ -255,7 +258,7 @@ var conformanceCases = []struct {
 		require.NoError(t, s.DeleteRange(11, 20))
 		require.NoError(t, s.DeleteRange(8, 7))
 		requireBounds(t, s, 5, 10)
-		requireStored(t, s, 0, 11, termsOf(1, [2]uint64{5, 10}))
+		requireStored(t, s, 0, 11, spans(span{5, 10, 1}))
 	}},
 	{"refused", func(t *testing.T, s raft.LogStore) {
 		require.Error(t, s.StoreLog(testLog(0, 1)))
@@ -270,7 +273,7 @@ var conformanceCases = []struct {
 // and stable values.
 func TestReopen(t *testing.T) {
 	dir := t.TempDir()
-	s, err := OpenLogStore(LogStoreOptions{Dir: dir})
+	s, err := OpenLogStore(testOptions(t, dir))
 	require.NoError(t, err)
 	require.NoError(t, s.StoreLogs(testLogs(1, 40, 1)))
 	require.NoError(t, s.StoreLogs(testLogs(50, 60, 2)))
@@ -282,11 +285,7 @@ func TestReopen(t *testing.T) {
 
 	s = openTestStore(t, dir)
 	requireBounds(t, s, 10, 57)
-	want := termsOf(1, [2]uint64{10, 40})
-	for i := uint64(50); i <= 57; i++ {
-		want[i] = 2
-	}
-	requireStored(t, s, 0, 61, want)
+	requireStored(t, s, 0, 61, spans(span{10, 40, 1}, span{50, 57, 2}))
 	term, err := s.GetUint64([]byte("CurrentTerm"))
 	require.NoError(t, err)
 	require.Equal(t, uint64(9), term)
@@ -347,7 +346,7 @@ func TestRaftOnStore(t *testing.T) {
 	snaps := raft.NewInmemSnapshotStore()
 	var applied []string
 	for round := range 2 {
-		s, err := OpenLogStore(LogStoreOptions{Dir: dir})
+		s, err := OpenLogStore(testOptions(t, dir))
 		require.NoError(t, err)
 		logs, err := raft.NewLogCache(16, s)
 		require.NoError(t, err)
@@ -434,7 +433,7 @@ func (noSnapshot) Persist(sink raft.SnapshotSink) error { return sink.Close() }
 func (noSnapshot) Release()                             {}
 
 func TestClosed(t *testing.T) {
-	s, err := OpenLogStore(LogStoreOptions{Dir: t.TempDir()})
+	s, err := OpenLogStore(testOptions(t, t.TempDir()))
 	require.NoError(t, err)
 	require.NoError(t, s.Close())
 	require.NoError(t, s.Close())
@@ -454,21 +453,34 @@ func TestClosed(t *testing.T) {
 // GetLog answers ErrCorrupt, it does not panic or make up an entry.
 func TestCorruptEntry(t *testing.T) {
 	dir := t.TempDir()
-	db, err := pebble.Open(dir, &pebble.Options{FormatMajorVersion: LogFormatMajorVersion, Logger: glogLogger{}})
+	s, err := OpenLogStore(testOptions(t, dir))
 	require.NoError(t, err)
+	require.NoError(t, s.Close())
 	good := make([]byte, encodedLen(testLog(7, 1)))
 	encodeLog(good, testLog(7, 1))
-	require.NoError(t, db.Set(logKey(1), []byte("garbage"), pebble.Sync))
-	require.NoError(t, db.Set(logKey(2), good, pebble.Sync)) // entry 7 under key 2
-	require.NoError(t, db.Close())
+	setRaw(t, dir, map[string][]byte{
+		string(logKey(1)): []byte("garbage"),
+		string(logKey(2)): good, // entry 7 under key 2
+	})
 
-	s := openTestStore(t, dir)
+	s = openTestStore(t, dir)
 	requireBounds(t, s, 1, 2)
 	for _, i := range []uint64{1, 2} {
 		err := s.GetLog(i, new(raft.Log))
 		require.ErrorIs(t, err, ErrCorrupt, "GetLog(%d)", i)
 		t.Logf("GetLog(%d): %v", i, err)
 	}
+}
+
+// setRaw writes keys into the Pebble directory dir, bypassing the store.
+func setRaw(t *testing.T, dir string, kv map[string][]byte) {
+	t.Helper()
+	db, err := pebble.Open(dir, &pebble.Options{FormatMajorVersion: LogFormatMajorVersion, Logger: testLogger{t}})
+	require.NoError(t, err)
+	for k, v := range kv {
+		require.NoError(t, db.Set([]byte(k), v, pebble.Sync))
+	}
+	require.NoError(t, db.Close())
 }
 
 func TestDecodeRejects(t *testing.T) {
@@ -505,6 +517,12 @@ func FuzzDecodeLog(f *testing.F) {
 		encodeLog(b, testLog(i, 2))
 		f.Add(b)
 	}
+	for _, sec := range []uint64{math.MaxInt64, 1 << 63} { // the extreme times
+		b := make([]byte, encodedLen(testLog(1, 1)))
+		encodeLog(b, testLog(1, 1))
+		binary.BigEndian.PutUint64(b[18:], sec)
+		f.Add(b)
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		l, err := decodeLog(b)
 		if err != nil {
@@ -527,7 +545,7 @@ func FuzzDecodeLog(f *testing.F) {
 // LastIndex naming an entry it cannot read (only the head is deleted), and
 // every call after Close answers ErrClosed.
 func TestConcurrent(t *testing.T) {
-	s, err := OpenLogStore(LogStoreOptions{Dir: t.TempDir()})
+	s, err := OpenLogStore(testOptions(t, t.TempDir()))
 	require.NoError(t, err)
 	const appends = 200
 	var wg sync.WaitGroup
@@ -552,6 +570,9 @@ func TestConcurrent(t *testing.T) {
 			first, last, err := s.Bounds()
 			if err == nil && last > first+20 {
 				err = s.DeleteRange(first, last-20)
+			}
+			if errors.Is(err, ErrClosed) {
+				return
 			}
 			if err != nil {
 				errs <- err
@@ -586,4 +607,47 @@ func TestConcurrent(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
+}
+
+// TestForeignDirectory: a directory holding another store, or a log store
+// of another format, is refused and left as it was.
+func TestForeignDirectory(t *testing.T) {
+	// The namespace's directory (Pebble itself refuses it: its merger).
+	dir := t.TempDir()
+	ns, err := namespace.Open(namespace.Options{Dir: dir})
+	require.NoError(t, err)
+	id := ns.ClusterID()
+	require.NoError(t, ns.Close())
+	_, err = OpenLogStore(testOptions(t, dir))
+	require.Error(t, err)
+	t.Log(err)
+	ns, err = namespace.Open(namespace.Options{Dir: dir})
+	require.NoError(t, err)
+	require.Equal(t, id, ns.ClusterID())
+	require.NoError(t, ns.Close())
+
+	// A directory in use.
+	dir = t.TempDir()
+	s := openTestStore(t, dir)
+	_, err = OpenLogStore(testOptions(t, dir))
+	require.Error(t, err)
+	t.Log(err)
+	requireBounds(t, s, 0, 0)
+
+	// Any other Pebble data.
+	dir = t.TempDir()
+	setRaw(t, dir, map[string][]byte{"lost": []byte("data")})
+	_, err = OpenLogStore(testOptions(t, dir))
+	require.ErrorContains(t, err, "not a raft log store")
+	_, err = OpenLogStore(testOptions(t, dir))
+	require.ErrorContains(t, err, "not a raft log store", "the refusal wrote nothing")
+
+	// A log store of a later format.
+	dir = t.TempDir()
+	s, err = OpenLogStore(testOptions(t, dir))
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	setRaw(t, dir, map[string][]byte{string(keyFormat): []byte("bfs-raft-log/2")})
+	_, err = OpenLogStore(testOptions(t, dir))
+	require.ErrorContains(t, err, `format "bfs-raft-log/2"`)
 }
