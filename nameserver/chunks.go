@@ -83,6 +83,14 @@ func (srv *Server) BlockReport(ctx context.Context, req *bfspb.BlockReportReques
 			resp.Obsolete = append(resp.Obsolete, b.BlockId)
 		}
 	}
+	if len(resp.Obsolete) > 0 {
+		// An obsolete answer deletes replicas: only a leader a majority
+		// still follows gives one.
+		if err := s.verify(); err != nil {
+			code, msg := statusOf(err)
+			return &bfspb.BlockReportResponse{Status: code, Message: msg}, nil
+		}
+	}
 	if len(unknown) > 0 {
 		glog.Warningf("chunkserver %s holds %d blocks this namespace never allocated (first %d): keeping them; was the nameserver restored from an older data directory?",
 			req.Address, len(unknown), unknown[0])

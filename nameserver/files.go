@@ -2,6 +2,7 @@ package nameserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/golang/glog"
@@ -165,16 +166,7 @@ func (s *term) finishFile(ctx context.Context, req *bfspb.FinishFileRequest) (*b
 		return nil, err
 	}
 	if info.WriterSession == "" && req.SessionId != "" {
-		// Closed already: a retried finish, or the replicas' reports
-		// closed it first, and it may still be truncating longer replicas.
-		if done := s.closer.Closing(info.EntryId); done != nil && req.Wait {
-			select {
-			case <-done:
-			case <-ctx.Done():
-				return nil, fmt.Errorf("finish %s: %w", p, ctx.Err())
-			}
-		}
-		return info, nil
+		return s.finishedAlready(ctx, info, req.Wait)
 	}
 	if info.WriterSession != req.SessionId {
 		return nil, namespace.ErrNotOpen
@@ -183,6 +175,12 @@ func (s *term) finishFile(ctx context.Context, req *bfspb.FinishFileRequest) (*b
 		_, err := s.mutate(req.SessionId, req.Fences, &bfspb.Command{Op: &bfspb.Command_SyncBlock{SyncBlock: &bfspb.SyncBlockCmd{
 			Path: p, SessionId: req.SessionId, BlockId: info.Blocks[0].Id, Dropped: req.Dropped,
 		}}})
+		if errors.Is(err, namespace.ErrNotOpen) {
+			// The replicas' reports closed it since the look above.
+			if now, serr := s.ns.Stat(p); serr == nil && now.EntryId == info.EntryId && now.WriterSession == "" {
+				return s.finishedAlready(ctx, now, req.Wait)
+			}
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -200,6 +198,20 @@ func (s *term) finishFile(ctx context.Context, req *bfspb.FinishFileRequest) (*b
 		return nil, fmt.Errorf("finish %s: %w", p, ctx.Err())
 	}
 	return s.ns.Stat(p)
+}
+
+// finishedAlready answers the finish of a file closed already: a retried
+// finish, or the replicas' reports closed it first; with wait, once it
+// no longer truncates longer replicas.
+func (s *term) finishedAlready(ctx context.Context, info *bfspb.FileInfo, wait bool) (*bfspb.FileInfo, error) {
+	if done := s.closer.Closing(info.EntryId); done != nil && wait {
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("finish %s: %w", info.Name, ctx.Err())
+		}
+	}
+	return info, nil
 }
 
 // GetFileLocation returns a file and where its blocks are.

@@ -22,7 +22,11 @@ const (
 // every file against the block map. See FsckResponse.
 func (srv *Server) Fsck(ctx context.Context, req *bfspb.FsckRequest) (*bfspb.FsckResponse, error) {
 	s := srv.termOf(ctx)
-	resp, err := s.fsck(req)
+	err := s.verify()
+	var resp *bfspb.FsckResponse
+	if err == nil {
+		resp, err = s.fsck(req)
+	}
 	if err != nil {
 		code, msg := statusOf(err)
 		return &bfspb.FsckResponse{Status: code, Message: msg}, nil

@@ -207,6 +207,15 @@ func (s *Server) clientAddress() string {
 	return ""
 }
 
+// publishSoon has publishSelf look at once (serving started, a term
+// began).
+func (s *Server) publishSoon() {
+	select {
+	case s.publishc <- struct{}{}:
+	default:
+	}
+}
+
 // publishInterval is how often a member checks that the member table
 // has its addresses right.
 const publishInterval = time.Second
@@ -221,6 +230,8 @@ func (s *Server) publishSelf() {
 			t.Stop()
 			return
 		case <-t.C():
+		case <-s.publishc:
+			t.Stop()
 		}
 		if err := s.publishOnce(); err != nil {
 			glog.V(1).Infof("publishing this member's addresses: %v", err)
@@ -232,6 +243,9 @@ func (s *Server) publishOnce() error {
 	me := &bfspb.Member{Name: s.node.Name(), RaftAddress: s.raftAddr, ClientAddress: s.clientAddress()}
 	if me.ClientAddress == "" {
 		return nil // not serving yet
+	}
+	if !s.ns.Formatted() {
+		return nil // the first leader formats first
 	}
 	if cur, ok := s.ns.Member(me.Name); ok && proto.Equal(cur, me) {
 		return nil

@@ -87,7 +87,11 @@ func (b *pageBudget) fits(m proto.Message) bool {
 // under a prefix, by path, filtered by state, holder and session.
 func (srv *Server) ListDirLocks(ctx context.Context, req *bfspb.ListDirLocksRequest) (*bfspb.ListDirLocksResponse, error) {
 	s := srv.termOf(ctx)
-	resp, err := s.listDirLocks(req)
+	err := s.verify()
+	var resp *bfspb.ListDirLocksResponse
+	if err == nil {
+		resp, err = s.listDirLocks(req)
+	}
 	if err != nil {
 		code, msg := statusOf(err)
 		return &bfspb.ListDirLocksResponse{Status: code, Message: msg}, nil

@@ -394,6 +394,9 @@ func (srv *Server) GetDirLock(ctx context.Context, req *bfspb.GetDirLockRequest)
 	s := srv.termOf(ctx)
 	p, err := cleanPath(req.Path)
 	if err == nil {
+		err = s.verify() // a lock's state decides: never a deposed leader's
+	}
+	if err == nil {
 		if l, ok := s.ns.Locks().Get(p); ok {
 			return &bfspb.GetDirLockResponse{Lock: s.dirLock(l)}, nil
 		}

@@ -68,6 +68,8 @@ type Server struct {
 	// the listener Serve was given.
 	raftAddr string
 	served   atomic.Pointer[string]
+	// publishc wakes publishSelf.
+	publishc chan struct{}
 }
 
 // New opens the nameserver's data directory and joins its group (on a
@@ -96,6 +98,7 @@ func newServer(cfg Config, dataLock *os.File) (*Server, error) {
 		dataLock: dataLock,
 		stopc:    make(chan struct{}),
 		fatalc:   make(chan error, 1),
+		publishc: make(chan struct{}, 1),
 		peers:    connpool.New(grpc.WithTransportCredentials(insecure.NewCredentials())),
 		watch:    newWatchers(),
 	}
@@ -142,6 +145,7 @@ func newServer(cfg Config, dataLock *os.File) (*Server, error) {
 func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
 	addr := lis.Addr().String()
 	s.served.Store(&addr)
+	s.publishSoon()
 	glog.Infof("nameserver %s serving clients on %s (its peers reach it at %s)", s.node.Name(), addr, s.raftAddr)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

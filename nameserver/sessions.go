@@ -96,7 +96,13 @@ func (srv *Server) OpenSession(ctx context.Context, req *bfspb.OpenSessionReques
 // KeepAlive renews a session for another TTL.
 func (srv *Server) KeepAlive(ctx context.Context, req *bfspb.KeepAliveRequest) (*bfspb.KeepAliveResponse, error) {
 	s := srv.termOf(ctx)
-	ttl, err := s.sessions.KeepAlive(session.ID(req.SessionId))
+	// Renewed only by a leader a majority still follows: a deposed one
+	// whose clients still reach it grants nothing.
+	err := s.verify()
+	var ttl time.Duration
+	if err == nil {
+		ttl, err = s.sessions.KeepAlive(session.ID(req.SessionId))
+	}
 	code, msg := statusOf(err)
 	return &bfspb.KeepAliveResponse{Status: code, Message: msg, TtlMs: ttl.Milliseconds()}, nil
 }

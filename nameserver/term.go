@@ -259,6 +259,7 @@ func (ts *terms) leadership(leader bool, num uint64) {
 			return
 		}
 		ts.s.lead.Store(t)
+		ts.s.publishSoon()
 	}()
 }
 

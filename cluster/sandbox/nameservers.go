@@ -31,7 +31,7 @@ func (s *Sandbox) NameServerConfig(i int) nameserver.Config {
 	cfg.Name = NameServerName(i)
 	cfg.MetricsAddr = ""
 	if s.cfg.NameServers > 1 {
-		for j, a := range s.raftAddrs {
+		for j, a := range s.advertised {
 			cfg.InitialCluster = append(cfg.InitialCluster, replica.Peer{Name: NameServerName(j), Address: a})
 		}
 	}
@@ -46,7 +46,7 @@ func (s *Sandbox) NameServerConfig(i int) nameserver.Config {
 func (s *Sandbox) startGroup() error {
 	n := s.cfg.NameServers
 	s.nameservers = make([]*runningNameServer, n)
-	s.nsAddrs, s.raftAddrs = make([]string, n), make([]string, n)
+	s.nsAddrs, s.raftAddrs, s.advertised = make([]string, n), make([]string, n), make([]string, n)
 	clients, rafts := make([]net.Listener, n), make([]net.Listener, n)
 	closeAll := func() {
 		for i := range n {
@@ -78,6 +78,13 @@ func (s *Sandbox) startGroup() error {
 			return fmt.Errorf("sandbox: nameserver %d raft listener: %w", i, err)
 		}
 		s.nsAddrs[i], s.raftAddrs[i] = clients[i].Addr().String(), rafts[i].Addr().String()
+		s.advertised[i] = s.raftAddrs[i]
+		if s.cfg.RaftFront != nil {
+			if s.advertised[i], err = s.cfg.RaftFront(NameServerName(i), s.raftAddrs[i]); err != nil {
+				closeAll()
+				return fmt.Errorf("sandbox: nameserver %d raft front: %w", i, err)
+			}
+		}
 	}
 	s.NameServerAddr = strings.Join(s.nsAddrs, ",")
 	for i := range n {
@@ -94,7 +101,7 @@ func (s *Sandbox) startGroup() error {
 func (s *Sandbox) serveNameServer(i int, client, raftLis net.Listener) error {
 	cfg := s.NameServerConfig(i)
 	cfg.RaftListener = raftLis
-	cfg.RaftAdvertise = s.raftAddrs[i]
+	cfg.RaftAdvertise = s.advertised[i]
 	srv, err := nameserver.New(cfg)
 	if err != nil {
 		client.Close()

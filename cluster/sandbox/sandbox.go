@@ -29,6 +29,10 @@ type Config struct {
 	// restarts of this Sandbox; a sandbox started again on the same Dir
 	// needs the same raft addresses (the group stored them).
 	NameServerAddrs, RaftAddrs []string
+	// RaftFront, if set, puts something in front of nameserver i's Raft
+	// listener at addr (a test's proxy, cluster/faultnet) and returns the
+	// address its peers must dial instead.
+	RaftFront func(name, addr string) (string, error)
 	// NameServer adjusts nameserver i's configuration before it starts.
 	NameServer func(i int, cfg *nameserver.Config)
 	// Chunkservers is how many chunkservers to start.
@@ -51,8 +55,9 @@ type Sandbox struct {
 	// nil until restarted.
 	nameservers []*runningNameServer
 	// nsAddrs and raftAddrs are the addresses each nameserver listens on
-	// for clients and for its peers, kept across restarts.
-	nsAddrs, raftAddrs []string
+	// for clients and for its peers, kept across restarts; advertised the
+	// addresses its peers dial (raftAddrs, or what RaftFront put there).
+	nsAddrs, raftAddrs, advertised []string
 	// chunkservers are indexed like Config.Chunkservers; a stopped one is
 	// nil until restarted.
 	chunkservers []*runningChunkserver

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/bfs-go/bfs/chunkserver"
+	"github.com/bfs-go/bfs/cluster/faultnet"
 	"github.com/bfs-go/bfs/cluster/sandbox"
 	"github.com/bfs-go/bfs/nameserver"
 )
@@ -38,6 +39,12 @@ func WithNameServerConfig(fn func(*nameserver.Config)) Option {
 // WithNameServers starts a group of n nameservers (1 by default).
 func WithNameServers(n int) Option {
 	return func(c *sandbox.Config) { c.NameServers = n }
+}
+
+// WithFaultNet puts the nameservers' Raft links behind fn's proxies, so
+// the test can cut, black-hole or delay them.
+func WithFaultNet(fn *faultnet.Net) Option {
+	return func(c *sandbox.Config) { c.RaftFront = fn.Front }
 }
 
 // WithChunkserverConfig lets a test change chunkserver i's configuration

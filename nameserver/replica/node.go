@@ -198,7 +198,7 @@ func (n *Node) open() error {
 		return err
 	}
 	var err error
-	if n.logs, err = OpenLogStore(LogStoreOptions{Dir: filepath.Join(n.cfg.Dir, "log")}); err != nil {
+	if n.logs, err = OpenLogStore(LogStoreOptions{Dir: filepath.Join(n.cfg.Dir, "log"), Logger: pebbleLogger{}}); err != nil {
 		return err
 	}
 	if n.snaps, err = raft.NewFileSnapshotStoreWithLogger(filepath.Join(n.cfg.Dir, "snapshots"), 2, raftLogger("raft-snapshots")); err != nil {
@@ -210,7 +210,7 @@ func (n *Node) open() error {
 	}
 	rc := n.raftConfig()
 	n.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		Stream: &streamLayer{lis: n.cfg.Listener, addr: n.cfg.RaftAddress, dial: n.cfg.Dial},
+		Stream: newStreamLayer(n.cfg.Listener, n.cfg.RaftAddress, n.cfg.Name, n.store.ClusterID, n.cfg.Dial),
 		// Enough connections that a burst of appends does not wait for
 		// one: most of the time one or two are in use per peer.
 		MaxPool: 4,
@@ -477,22 +477,23 @@ func (n *Node) Close() error {
 		}
 		close(n.notifyc)
 		<-n.donec
-		if n.trans != nil {
-			n.trans.Close()
-		}
 		n.closeStores()
 	})
 	return n.closeErr
 }
 
+// closeStores closes the transport (or, before there is one, the
+// listener) and the log store.
 func (n *Node) closeStores() {
+	if n.trans != nil {
+		n.trans.Close()
+	} else if n.cfg.Listener != nil {
+		n.cfg.Listener.Close()
+	}
 	if n.logs != nil {
 		if err := n.logs.Close(); err != nil && n.closeErr == nil {
 			n.closeErr = err
 		}
-	}
-	if n.trans == nil && n.cfg.Listener != nil {
-		n.cfg.Listener.Close()
 	}
 }
 

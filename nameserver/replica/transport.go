@@ -2,25 +2,138 @@ package replica
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net"
+	"strings"
 	"time"
 
+	"github.com/golang/glog"
 	"github.com/hashicorp/raft"
 )
 
 // streamLayer carries Raft's messages: connections accepted on the
 // node's own listener and dialed with the node's dialer (plain TCP, or
 // what Config.Dial makes: TLS, a test's proxy).
+//
+// Every connection starts with a hello line naming the dialing node and
+// its cluster id (see Hello); the accepting node refuses one from a
+// member of another cluster, so a nameserver started on a wrong data
+// directory, or pointed at the wrong peers, never joins a group it does
+// not belong to.
 type streamLayer struct {
 	lis  net.Listener
 	addr string
-	dial func(ctx context.Context, addr string) (net.Conn, error)
+	name string
+	// cluster returns the local cluster id ("" until formatted).
+	cluster func() string
+	dial    func(ctx context.Context, addr string) (net.Conn, error)
+	accepts chan net.Conn
+	// donec is closed by Close; lisDone when the listener fails (its
+	// error in lisErr).
+	donec   chan struct{}
+	lisDone chan struct{}
+	lisErr  error
 }
 
 var _ raft.StreamLayer = (*streamLayer)(nil)
 
-func (s *streamLayer) Accept() (net.Conn, error) { return s.lis.Accept() }
-func (s *streamLayer) Close() error              { return s.lis.Close() }
+// helloTimeout bounds the wait for a new connection's hello line.
+const helloTimeout = 5 * time.Second
+
+func newStreamLayer(lis net.Listener, addr, name string, cluster func() string,
+	dial func(ctx context.Context, addr string) (net.Conn, error)) *streamLayer {
+	s := &streamLayer{lis: lis, addr: addr, name: name, cluster: cluster, dial: dial,
+		accepts: make(chan net.Conn), donec: make(chan struct{}), lisDone: make(chan struct{})}
+	go s.acceptLoop()
+	return s
+}
+
+// acceptLoop accepts connections and hands on those whose hello is of
+// this cluster, each checked on its own goroutine, until the listener
+// closes.
+func (s *streamLayer) acceptLoop() {
+	for {
+		conn, err := s.lis.Accept()
+		if err != nil {
+			s.lisErr = err
+			close(s.lisDone)
+			return
+		}
+		go s.admit(conn)
+	}
+}
+
+func (s *streamLayer) admit(conn net.Conn) {
+	if err := s.checkHello(conn); err != nil {
+		glog.Warningf("raft: refused a connection from %s: %v", conn.RemoteAddr(), err)
+		conn.Close()
+		return
+	}
+	select {
+	case s.accepts <- conn:
+	case <-s.donec:
+		conn.Close()
+	case <-s.lisDone:
+		conn.Close()
+	}
+}
+
+// checkHello reads a connection's hello line and refuses one from
+// another cluster. It reads byte by byte, so nothing of what follows is
+// consumed.
+func (s *streamLayer) checkHello(conn net.Conn) error {
+	conn.SetReadDeadline(time.Now().Add(helloTimeout))
+	defer conn.SetReadDeadline(time.Time{})
+	line, err := readLine(conn, 512)
+	if err != nil {
+		return fmt.Errorf("no hello: %w", err)
+	}
+	h, err := ParseHello(line)
+	if err != nil {
+		return err
+	}
+	if mine := s.cluster(); mine != "" && h.Cluster != "" && h.Cluster != mine {
+		return fmt.Errorf("%s belongs to cluster %s, this node (%s) to cluster %s: check its --initial-cluster and --data",
+			h.Name, h.Cluster, s.name, mine)
+	}
+	return nil
+}
+
+func readLine(conn net.Conn, max int) (string, error) {
+	var b [1]byte
+	var sb strings.Builder
+	for sb.Len() < max {
+		if _, err := conn.Read(b[:]); err != nil {
+			return "", err
+		}
+		if b[0] == '\n' {
+			return sb.String(), nil
+		}
+		sb.WriteByte(b[0])
+	}
+	return "", errors.New("hello line too long")
+}
+
+func (s *streamLayer) Accept() (net.Conn, error) {
+	select {
+	case conn := <-s.accepts:
+		return conn, nil
+	case <-s.donec:
+		return nil, net.ErrClosed
+	case <-s.lisDone:
+		return nil, s.lisErr
+	}
+}
+
+func (s *streamLayer) Close() error {
+	select {
+	case <-s.donec:
+	default:
+		close(s.donec)
+	}
+	return s.lis.Close()
+}
 
 // Addr is the advertised address: what peers are told to dial.
 func (s *streamLayer) Addr() net.Addr { return advertised(s.addr) }
@@ -28,11 +141,54 @@ func (s *streamLayer) Addr() net.Addr { return advertised(s.addr) }
 func (s *streamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
+	var conn net.Conn
+	var err error
 	if s.dial != nil {
-		return s.dial(ctx, string(address))
+		conn, err = s.dial(ctx, string(address))
+	} else {
+		var d net.Dialer
+		conn, err = d.DialContext(ctx, "tcp", string(address))
 	}
-	var d net.Dialer
-	return d.DialContext(ctx, "tcp", string(address))
+	if err != nil {
+		return nil, err
+	}
+	if _, err := conn.Write([]byte(Hello{Name: s.name, Cluster: s.cluster()}.String())); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return conn, nil
+}
+
+// Hello is the line a Raft connection starts with: who dials, of which
+// cluster.
+type Hello struct {
+	Name, Cluster string
+}
+
+const helloPrefix = "BFS-RAFT/1 "
+
+// String is the line as sent, newline included. An empty cluster id (a
+// node not formatted yet) is sent as "-".
+func (h Hello) String() string {
+	c := h.Cluster
+	if c == "" {
+		c = "-"
+	}
+	return helloPrefix + h.Name + " " + c + "\n"
+}
+
+// ParseHello reads a hello line (without its newline).
+func ParseHello(line string) (Hello, error) {
+	rest, ok := strings.CutPrefix(line, helloPrefix)
+	fields := strings.Fields(rest)
+	if !ok || len(fields) != 2 {
+		return Hello{}, fmt.Errorf("not a BFS Raft hello: %q", line)
+	}
+	h := Hello{Name: fields[0], Cluster: fields[1]}
+	if h.Cluster == "-" {
+		h.Cluster = ""
+	}
+	return h, nil
 }
 
 // advertised is an address as given, which need not resolve here (a node

@@ -2,6 +2,7 @@ package replica
 
 import (
 	"bytes"
+	"fmt"
 
 	"github.com/golang/glog"
 	"github.com/hashicorp/go-hclog"
@@ -39,4 +40,20 @@ func (glogWriter) Write(p []byte) (int, error) {
 		glog.InfoDepth(depth, string(line))
 	}
 	return len(p), nil
+}
+
+// pebbleLogger sends the log store's Pebble lines to glog: its
+// informational lines at -v 2.
+type pebbleLogger struct{}
+
+func (pebbleLogger) Infof(format string, args ...any) {
+	if glog.V(2) {
+		glog.InfoDepth(1, fmt.Sprintf("raft log store: "+format, args...))
+	}
+}
+func (pebbleLogger) Errorf(format string, args ...any) {
+	glog.ErrorDepth(1, fmt.Sprintf("raft log store: "+format, args...))
+}
+func (pebbleLogger) Fatalf(format string, args ...any) {
+	glog.FatalDepth(1, fmt.Sprintf("raft log store: "+format, args...))
 }
