@@ -36,7 +36,7 @@ type fileStore struct {
 }
 
 func (f fileStore) PathOf(id uint64) (string, *bfspb.FileInfo, error) { return f.t.ns.PathOf(id) }
-func (f fileStore) BlockOwner(block int64) (uint64, error)              { return f.t.ns.BlockOwner(block) }
+func (f fileStore) BlockOwner(block int64) (uint64, error)            { return f.t.ns.BlockOwner(block) }
 func (f fileStore) OpenFiles(session string) ([]namespace.OpenFile, error) {
 	return f.t.ns.OpenFiles(session)
 }
