@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
@@ -132,7 +133,7 @@ func TestMillionBlockReport(t *testing.T) {
 		t.Skip("a million blocks: not with -short or -race")
 	}
 	cfg := nameserver.DefaultConfig()
-	cfg.DataDir, cfg.MetricsAddr = t.TempDir(), ""
+	cfg.DataDir, cfg.MetricsAddr, cfg.RaftListen = t.TempDir(), "", "127.0.0.1:0"
 	ns, err := nameserver.New(cfg)
 	require.NoError(t, err)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
@@ -141,6 +142,7 @@ func TestMillionBlockReport(t *testing.T) {
 	served := make(chan error, 1)
 	go func() { served <- ns.Serve(ctx, lis) }()
 	t.Cleanup(func() { cancel(); require.NoError(t, ns.Close()); <-served })
+	require.Eventually(t, ns.Leading, 10*time.Second, 5*time.Millisecond, "the nameserver leads its group of one")
 
 	m, sizes := testMember(t, lis.Addr().String(), 0)
 	const n = 1 << 20

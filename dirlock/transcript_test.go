@@ -96,6 +96,7 @@ func newCluster(t *testing.T, dir string) *cluster {
 	c.cfg = nameserver.DefaultConfig()
 	c.cfg.DataDir, c.cfg.MetricsAddr, c.cfg.Clock = dir, "", c.clock
 	c.cfg.TestingKnobs.DialChunkserver = c.fleet.dial
+	c.cfg.TestingKnobs.RaftLocal = true
 	c.start(t)
 	return c
 }
@@ -105,6 +106,11 @@ func (c *cluster) start(t *testing.T) {
 	ns, err := nameserver.New(c.cfg)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// A group of one elects itself after its election timeout (bubble
+	// time), then starts its term.
+	for !ns.Leading() {
+		time.Sleep(10 * time.Millisecond)
 	}
 	c.ns = ns
 	c.fleet.mu.Lock()

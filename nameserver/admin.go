@@ -19,7 +19,10 @@ const tokenChunkservers = 'c'
 // recorded in the namespace (DrainCmd) before it takes effect, so it
 // survives a restart.
 func (srv *Server) Decommission(ctx context.Context, req *bfspb.DecommissionRequest) (*bfspb.DecommissionResponse, error) {
-	s := srv.termOf(ctx)
+	s, notLeader := leading[*bfspb.DecommissionResponse](srv, ctx)
+	if s == nil {
+		return notLeader, nil
+	}
 	verb := "decommission"
 	if req.Cancel {
 		verb = "cancel decommission"
@@ -100,7 +103,10 @@ func (s *term) checkDecommission(verb string, addrs []string) (bfspb.StatusCode,
 // ListChunkservers reports one page of the chunkservers known, by
 // address.
 func (srv *Server) ListChunkservers(ctx context.Context, req *bfspb.ListChunkserversRequest) (*bfspb.ListChunkserversResponse, error) {
-	s := srv.termOf(ctx)
+	s, notLeader := leading[*bfspb.ListChunkserversResponse](srv, ctx)
+	if s == nil {
+		return notLeader, nil
+	}
 	after, err := parsePageToken(tokenChunkservers, req.PageToken)
 	if err != nil {
 		code, msg := statusOf(err)

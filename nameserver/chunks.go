@@ -17,7 +17,10 @@ import (
 // Register records a chunkserver and tells it how often to heartbeat and
 // report.
 func (srv *Server) Register(ctx context.Context, req *bfspb.RegisterRequest) (*bfspb.RegisterResponse, error) {
-	s := srv.termOf(ctx)
+	s, notLeader := leading[*bfspb.RegisterResponse](srv, ctx)
+	if s == nil {
+		return notLeader, nil
+	}
 	if req.Address == "" {
 		return &bfspb.RegisterResponse{Status: bfspb.StatusCode_INVALID_ARGUMENT, Message: "register: empty address"}, nil
 	}
@@ -44,7 +47,10 @@ func (srv *Server) Register(ctx context.Context, req *bfspb.RegisterRequest) (*b
 
 // HeartBeat keeps a chunkserver alive.
 func (srv *Server) HeartBeat(ctx context.Context, req *bfspb.HeartBeatRequest) (*bfspb.HeartBeatResponse, error) {
-	s := srv.termOf(ctx)
+	s, notLeader := leading[*bfspb.HeartBeatResponse](srv, ctx)
+	if s == nil {
+		return notLeader, nil
+	}
 	u := blockmap.Usage{Capacity: req.CapacityBytes, Used: req.UsedBytes, Free: req.FreeBytes}
 	if !s.blocks.Heartbeat(blockmap.ServerID(req.ChunkserverId), req.Address, u, s.cfg.Clock.Now()) {
 		return &bfspb.HeartBeatResponse{Status: bfspb.StatusCode_UNAVAILABLE, Reregister: true,
@@ -58,7 +64,10 @@ func (srv *Server) HeartBeat(ctx context.Context, req *bfspb.HeartBeatRequest) (
 // answers which of the page's blocks the namespace positively knows to
 // belong to no file (see obsolete); in safe mode it answers none.
 func (srv *Server) BlockReport(ctx context.Context, req *bfspb.BlockReportRequest) (*bfspb.BlockReportResponse, error) {
-	s := srv.termOf(ctx)
+	s, notLeader := leading[*bfspb.BlockReportResponse](srv, ctx)
+	if s == nil {
+		return notLeader, nil
+	}
 	replicas := make(map[blockmap.BlockID]blockmap.Replica, len(req.Blocks))
 	resp := &bfspb.BlockReportResponse{ClusterId: s.ns.ClusterID()}
 	ids := make([]int64, len(req.Blocks))
@@ -133,7 +142,10 @@ var reportCodes = statuscode.Table{
 
 // BlockReceived records replicas a chunkserver has sealed.
 func (srv *Server) BlockReceived(ctx context.Context, req *bfspb.BlockReceivedRequest) (*bfspb.BlockReceivedResponse, error) {
-	s := srv.termOf(ctx)
+	s, notLeader := leading[*bfspb.BlockReceivedResponse](srv, ctx)
+	if s == nil {
+		return notLeader, nil
+	}
 	replicas := make(map[blockmap.BlockID]blockmap.Replica, len(req.Blocks))
 	for _, b := range req.Blocks {
 		replicas[blockmap.BlockID(b.BlockId)] = replicaOf(b)
@@ -159,7 +171,10 @@ func (srv *Server) BlockReceived(ctx context.Context, req *bfspb.BlockReceivedRe
 // kept (a corrupt replica may still hold the only copy of some chunks).
 // Replicas of blocks that belong to no live file are ignored.
 func (srv *Server) ReportBadReplicas(ctx context.Context, req *bfspb.ReportBadReplicasRequest) (*bfspb.ReportBadReplicasResponse, error) {
-	s := srv.termOf(ctx)
+	s, notLeader := leading[*bfspb.ReportBadReplicasResponse](srv, ctx)
+	if s == nil {
+		return notLeader, nil
+	}
 	reporter := req.Address
 	if reporter == "" {
 		reporter = "a client"

@@ -104,16 +104,23 @@ type TestingKnobs struct {
 	DialChunkserver func(addr string) (bfspb.ChunkServerClient, error)
 	// DeletePage, if positive, replaces DefaultDeletePage.
 	DeletePage int
+	// RaftLocal runs a group of one with a Raft transport in memory (no
+	// listener): for tests whose goroutines must all block on channels
+	// (a testing/synctest bubble).
+	RaftLocal bool
 }
 
 // DefaultConfig returns the configuration of a nameserver on this host.
 func DefaultConfig() Config {
 	return Config{
-		DataDir:           "bfs-data/nameserver",
-		ListenAddr:        "127.0.0.1:8828",
-		MetricsAddr:       "127.0.0.1:8829",
-		Name:              "ns1",
-		RaftListen:        "127.0.0.1:8827",
+		DataDir:     "bfs-data/nameserver",
+		ListenAddr:  "127.0.0.1:8828",
+		MetricsAddr: "127.0.0.1:8829",
+		Name:        "ns1",
+		// A group of one has no peer to tell its address: any free port
+		// serves, and it may change from one start to the next. A member
+		// of a larger group needs a fixed one (--raft-listen).
+		RaftListen:        "127.0.0.1:0",
 		MinSessionTTL:     time.Second,
 		MaxSessionTTL:     10 * time.Minute,
 		HeartbeatInterval: time.Second,
@@ -138,7 +145,7 @@ func (c *Config) validate() error {
 	if c.Name == "" {
 		return fmt.Errorf("nameserver: empty name (--id)")
 	}
-	if c.RaftListen == "" && c.RaftListener == nil {
+	if c.RaftListen == "" && c.RaftListener == nil && !c.TestingKnobs.RaftLocal {
 		return fmt.Errorf("nameserver: no raft address (--raft-listen)")
 	}
 	if c.MinSessionTTL == 0 {

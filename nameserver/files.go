@@ -22,7 +22,10 @@ var errNoServers = blockmap.ErrNotEnoughServers
 // is still named; the writer drops it. If none of them managed to, the
 // answer is UNAVAILABLE and a retry creates them again.
 func (srv *Server) AddBlock(ctx context.Context, req *bfspb.AddBlockRequest) (*bfspb.AddBlockResponse, error) {
-	s := srv.termOf(ctx)
+	s, notLeader := leading[*bfspb.AddBlockResponse](srv, ctx)
+	if s == nil {
+		return notLeader, nil
+	}
 	blk, err := s.addBlock(ctx, req)
 	code, msg := statusOf(err)
 	return &bfspb.AddBlockResponse{Status: code, Message: msg, Block: blk, Conflict: conflictOf(err)}, nil
@@ -119,7 +122,10 @@ func locate(b *bfspb.BlockMeta, open bool, replicas []blockmap.Replica) *bfspb.L
 
 // SyncBlock records how much of a block every replica has on disk.
 func (srv *Server) SyncBlock(ctx context.Context, req *bfspb.SyncBlockRequest) (*bfspb.SyncBlockResponse, error) {
-	s := srv.termOf(ctx)
+	s, notLeader := leading[*bfspb.SyncBlockResponse](srv, ctx)
+	if s == nil {
+		return notLeader, nil
+	}
 	res, err := s.withPath(req.Path, func(p string) (*namespace.Result, error) {
 		return s.mutate(req.SessionId, req.Fences, &bfspb.Command{Op: &bfspb.Command_SyncBlock{SyncBlock: &bfspb.SyncBlockCmd{
 			Path: p, SessionId: req.SessionId, BlockId: req.BlockId, Size: req.Size, Dropped: req.Dropped,
@@ -147,7 +153,10 @@ func (srv *Server) SyncBlock(ctx context.Context, req *bfspb.SyncBlockRequest) (
 // is the nameserver's, driven by the replicas' reports, so a refused
 // finish still ends with the file closed.
 func (srv *Server) FinishFile(ctx context.Context, req *bfspb.FinishFileRequest) (*bfspb.FinishFileResponse, error) {
-	s := srv.termOf(ctx)
+	s, notLeader := leading[*bfspb.FinishFileResponse](srv, ctx)
+	if s == nil {
+		return notLeader, nil
+	}
 	info, err := s.finishFile(ctx, req)
 	code, msg := statusOf(err)
 	return &bfspb.FinishFileResponse{Status: code, Message: msg, Info: info, Conflict: conflictOf(err)}, nil
@@ -216,7 +225,10 @@ func (s *term) finishedAlready(ctx context.Context, info *bfspb.FileInfo, wait b
 
 // GetFileLocation returns a file and where its blocks are.
 func (srv *Server) GetFileLocation(ctx context.Context, req *bfspb.GetFileLocationRequest) (*bfspb.GetFileLocationResponse, error) {
-	s := srv.termOf(ctx)
+	s, notLeader := leading[*bfspb.GetFileLocationResponse](srv, ctx)
+	if s == nil {
+		return notLeader, nil
+	}
 	info, err := s.ns.Stat(req.Path)
 	if err == nil && info.Type == bfspb.FileType_FILE_TYPE_DIR {
 		err = namespace.ErrIsDirectory

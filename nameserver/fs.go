@@ -80,7 +80,10 @@ func infoOf(res *namespace.Result) *bfspb.FileInfo {
 
 // Mkdir creates a directory, and with parents every missing ancestor.
 func (srv *Server) Mkdir(ctx context.Context, req *bfspb.MkdirRequest) (*bfspb.MkdirResponse, error) {
-	s := srv.termOf(ctx)
+	s, notLeader := leading[*bfspb.MkdirResponse](srv, ctx)
+	if s == nil {
+		return notLeader, nil
+	}
 	res, err := s.mkdir(req)
 	code, msg := statusOf(err)
 	return &bfspb.MkdirResponse{Status: code, Message: msg, Conflict: conflictOf(err), Info: infoOf(res)}, nil
@@ -98,7 +101,10 @@ func (s *term) mkdir(req *bfspb.MkdirRequest) (*namespace.Result, error) {
 
 // Create creates a file, optionally open for write by the caller's session.
 func (srv *Server) Create(ctx context.Context, req *bfspb.CreateRequest) (*bfspb.CreateResponse, error) {
-	s := srv.termOf(ctx)
+	s, notLeader := leading[*bfspb.CreateResponse](srv, ctx)
+	if s == nil {
+		return notLeader, nil
+	}
 	res, err := s.create(req)
 	code, msg := statusOf(err)
 	return &bfspb.CreateResponse{Status: code, Message: msg, Conflict: conflictOf(err), Info: infoOf(res)}, nil
@@ -119,7 +125,10 @@ func (s *term) create(req *bfspb.CreateRequest) (*namespace.Result, error) {
 
 // Stat returns one entry.
 func (srv *Server) Stat(ctx context.Context, req *bfspb.StatRequest) (*bfspb.StatResponse, error) {
-	s := srv.termOf(ctx)
+	s, notLeader := leading[*bfspb.StatResponse](srv, ctx)
+	if s == nil {
+		return notLeader, nil
+	}
 	info, err := s.ns.Stat(req.Path)
 	s.noteLive(info)
 	code, msg := statusOf(err)
@@ -128,7 +137,10 @@ func (srv *Server) Stat(ctx context.Context, req *bfspb.StatRequest) (*bfspb.Sta
 
 // List returns one page of a directory.
 func (srv *Server) List(ctx context.Context, req *bfspb.ListRequest) (*bfspb.ListResponse, error) {
-	s := srv.termOf(ctx)
+	s, notLeader := leading[*bfspb.ListResponse](srv, ctx)
+	if s == nil {
+		return notLeader, nil
+	}
 	entries, more, err := s.ns.List(req.Path, req.StartAfter, int(req.Limit))
 	for _, e := range entries {
 		s.noteLive(e)
@@ -139,7 +151,10 @@ func (srv *Server) List(ctx context.Context, req *bfspb.ListRequest) (*bfspb.Lis
 
 // DeleteFile deletes a file.
 func (srv *Server) DeleteFile(ctx context.Context, req *bfspb.DeleteFileRequest) (*bfspb.DeleteFileResponse, error) {
-	s := srv.termOf(ctx)
+	s, notLeader := leading[*bfspb.DeleteFileResponse](srv, ctx)
+	if s == nil {
+		return notLeader, nil
+	}
 	_, err := s.withPath(req.Path, func(p string) (*namespace.Result, error) {
 		return s.mutate(req.SessionId, req.Fences, &bfspb.Command{Op: &bfspb.Command_DeleteFile{DeleteFile: &bfspb.DeleteFileCmd{
 			Path: p, SessionId: req.SessionId}}})
@@ -151,7 +166,10 @@ func (srv *Server) DeleteFile(ctx context.Context, req *bfspb.DeleteFileRequest)
 // DeleteDir deletes a directory: an empty one, or with recursive its whole
 // subtree.
 func (srv *Server) DeleteDir(ctx context.Context, req *bfspb.DeleteDirRequest) (*bfspb.DeleteDirResponse, error) {
-	s := srv.termOf(ctx)
+	s, notLeader := leading[*bfspb.DeleteDirResponse](srv, ctx)
+	if s == nil {
+		return notLeader, nil
+	}
 	_, err := s.withPath(req.Path, func(p string) (*namespace.Result, error) {
 		return s.mutate(req.SessionId, req.Fences, &bfspb.Command{Op: &bfspb.Command_DeleteDir{DeleteDir: &bfspb.DeleteDirCmd{
 			Path: p, Recursive: req.Recursive, SessionId: req.SessionId}}})
@@ -162,7 +180,10 @@ func (srv *Server) DeleteDir(ctx context.Context, req *bfspb.DeleteDirRequest) (
 
 // Rename moves a file or directory atomically.
 func (srv *Server) Rename(ctx context.Context, req *bfspb.RenameRequest) (*bfspb.RenameResponse, error) {
-	s := srv.termOf(ctx)
+	s, notLeader := leading[*bfspb.RenameResponse](srv, ctx)
+	if s == nil {
+		return notLeader, nil
+	}
 	err := s.rename(req)
 	code, msg := statusOf(err)
 	return &bfspb.RenameResponse{Status: code, Message: msg, Conflict: conflictOf(err)}, nil
@@ -184,7 +205,10 @@ func (s *term) rename(req *bfspb.RenameRequest) error {
 
 // Chmod changes the mode bits of an entry.
 func (srv *Server) Chmod(ctx context.Context, req *bfspb.ChmodRequest) (*bfspb.ChmodResponse, error) {
-	s := srv.termOf(ctx)
+	s, notLeader := leading[*bfspb.ChmodResponse](srv, ctx)
+	if s == nil {
+		return notLeader, nil
+	}
 	_, err := s.withPath(req.Path, func(p string) (*namespace.Result, error) {
 		return s.mutate(req.SessionId, req.Fences, &bfspb.Command{Op: &bfspb.Command_Chmod{Chmod: &bfspb.ChmodCmd{
 			Path: p, Mode: req.Mode, SessionId: req.SessionId}}})
@@ -195,7 +219,10 @@ func (srv *Server) Chmod(ctx context.Context, req *bfspb.ChmodRequest) (*bfspb.C
 
 // DiskUsage adds up a subtree.
 func (srv *Server) DiskUsage(ctx context.Context, req *bfspb.DiskUsageRequest) (*bfspb.DiskUsageResponse, error) {
-	s := srv.termOf(ctx)
+	s, notLeader := leading[*bfspb.DiskUsageResponse](srv, ctx)
+	if s == nil {
+		return notLeader, nil
+	}
 	u, err := s.ns.DiskUsage(req.Path)
 	code, msg := statusOf(err)
 	return &bfspb.DiskUsageResponse{Status: code, Message: msg, Bytes: u.Bytes, Files: u.Files, Dirs: u.Dirs}, nil

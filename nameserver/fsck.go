@@ -21,7 +21,10 @@ const (
 // Fsck checks one stretch of the namespace under a path: every block of
 // every file against the block map. See FsckResponse.
 func (srv *Server) Fsck(ctx context.Context, req *bfspb.FsckRequest) (*bfspb.FsckResponse, error) {
-	s := srv.termOf(ctx)
+	s, notLeader := leading[*bfspb.FsckResponse](srv, ctx)
+	if s == nil {
+		return notLeader, nil
+	}
 	err := s.verify()
 	var resp *bfspb.FsckResponse
 	if err == nil {

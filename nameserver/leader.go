@@ -64,11 +64,7 @@ func (s *Server) leaderOnly(ctx context.Context, req any, info *grpc.UnaryServer
 		if !ok {
 			return nil, status.Error(codes.Unavailable, s.notLeaderMessage(ctx))
 		}
-		resp := mt.New()
-		fields := resp.Descriptor().Fields()
-		resp.Set(fields.ByName("status"), protoreflect.ValueOfEnum(protoreflect.EnumNumber(bfspb.StatusCode_NOT_LEADER)))
-		resp.Set(fields.ByName("message"), protoreflect.ValueOfString(s.notLeaderMessage(ctx)))
-		return resp.Interface(), nil
+		return notLeaderAnswer(mt.New(), s.notLeaderMessage(ctx)).Interface(), nil
 	}
 	resp, err := handler(context.WithValue(ctx, termKey{}, t), req)
 	if r, ok := resp.(interface{ GetStatus() bfspb.StatusCode }); ok && r.GetStatus() == bfspb.StatusCode_NOT_LEADER {
@@ -116,13 +112,15 @@ func (s *Server) notLeaderMessage(ctx context.Context) string {
 // the data directory beside the namespace.
 func (s *Server) openReplica() error {
 	lis := s.cfg.RaftListener
-	if lis == nil {
+	advertise := s.cfg.RaftAdvertise
+	if s.cfg.TestingKnobs.RaftLocal {
+		advertise = "local"
+	} else if lis == nil {
 		var err error
 		if lis, err = net.Listen("tcp", s.cfg.RaftListen); err != nil {
 			return fmt.Errorf("nameserver: raft listener: %w", err)
 		}
 	}
-	advertise := s.cfg.RaftAdvertise
 	if advertise == "" {
 		advertise = lis.Addr().String()
 	}
@@ -132,6 +130,7 @@ func (s *Server) openReplica() error {
 		RaftAddress:        advertise,
 		Listener:           lis,
 		Dial:               s.cfg.RaftDial,
+		Local:              s.cfg.TestingKnobs.RaftLocal,
 		InitialCluster:     s.cfg.InitialCluster,
 		Join:               s.cfg.Join,
 		HeartbeatTimeout:   s.cfg.Raft.HeartbeatTimeout,
@@ -284,7 +283,10 @@ func (s *Server) nameserver(addr string) (bfspb.NameServerClient, error) {
 // PublishMember records a member's addresses (the member asks for its
 // own record).
 func (srv *Server) PublishMember(ctx context.Context, req *bfspb.PublishMemberRequest) (*bfspb.PublishMemberResponse, error) {
-	s := srv.termOf(ctx)
+	s, notLeader := leading[*bfspb.PublishMemberResponse](srv, ctx)
+	if s == nil {
+		return notLeader, nil
+	}
 	m := req.GetMember()
 	if !srv.isMember(m.GetName(), m.GetRaftAddress()) {
 		return &bfspb.PublishMemberResponse{Status: bfspb.StatusCode_NOT_FOUND,
@@ -335,9 +337,17 @@ const catchUpTimeout = 2 * time.Minute
 // what the leader had committed when it was added, then makes it a
 // voter: a member that cannot keep up never counts toward a majority.
 func (srv *Server) AddMember(ctx context.Context, req *bfspb.AddMemberRequest) (*bfspb.AddMemberResponse, error) {
-	s := srv.termOf(ctx)
+	s, notLeader := leading[*bfspb.AddMemberResponse](srv, ctx)
+	if s == nil {
+		return notLeader, nil
+	}
 	if req.Name == "" || req.RaftAddress == "" {
 		return &bfspb.AddMemberResponse{Status: bfspb.StatusCode_INVALID_ARGUMENT, Message: "add member: a name and a raft address are needed"}, nil
+	}
+	if srv.cfg.RaftAdvertise == "" && srv.cfg.RaftListener == nil && strings.HasSuffix(srv.cfg.RaftListen, ":0") {
+		return &bfspb.AddMemberResponse{Status: bfspb.StatusCode_INVALID_ARGUMENT, Message: fmt.Sprintf(
+			"add member: %s listens for its peers on a port picked at start (%s), which they could not find after a restart: restart it with a fixed --raft-listen first",
+			s.node.Name(), srv.raftAddr)}, nil
 	}
 	for _, m := range s.node.Members() {
 		if m.Name == req.Name && m.Address != req.RaftAddress || m.Name != req.Name && m.Address == req.RaftAddress {
@@ -401,7 +411,10 @@ func (s *term) memberApplied(ctx context.Context, name string) (uint64, error) {
 // RemoveMember takes a member out of the group and out of the member
 // table.
 func (srv *Server) RemoveMember(ctx context.Context, req *bfspb.RemoveMemberRequest) (*bfspb.RemoveMemberResponse, error) {
-	s := srv.termOf(ctx)
+	s, notLeader := leading[*bfspb.RemoveMemberResponse](srv, ctx)
+	if s == nil {
+		return notLeader, nil
+	}
 	found := false
 	for _, m := range s.node.Members() {
 		found = found || m.Name == req.Name
@@ -429,7 +442,10 @@ func (srv *Server) RemoveMember(ctx context.Context, req *bfspb.RemoveMemberRequ
 // nothing of the term (a seal, an expiry) is done after the transfer
 // began. If the transfer fails, a new term starts here.
 func (srv *Server) TransferLeader(ctx context.Context, req *bfspb.TransferLeaderRequest) (*bfspb.TransferLeaderResponse, error) {
-	s := srv.termOf(ctx)
+	s, notLeader := leading[*bfspb.TransferLeaderResponse](srv, ctx)
+	if s == nil {
+		return notLeader, nil
+	}
 	srv.terms.end()
 	var err error
 	if req.To == "" {
@@ -446,4 +462,26 @@ func (srv *Server) TransferLeader(ctx context.Context, req *bfspb.TransferLeader
 		msg = "leadership handed over"
 	}
 	return &bfspb.TransferLeaderResponse{Status: code, Message: strings.TrimSpace(msg)}, nil
+}
+
+// leading returns the term a request is served in, or, when no term is
+// in office (this member does not lead, or its term ended), the request's
+// NOT_LEADER answer. The leaderOnly interceptor answers most such
+// requests before they reach a handler; this covers the rest (a term
+// that ended meanwhile, a handler called in-process).
+func leading[R proto.Message](srv *Server, ctx context.Context) (*term, R) {
+	var zero R
+	if t := srv.termOf(ctx); t != nil {
+		return t, zero
+	}
+	return nil, notLeaderAnswer(zero.ProtoReflect().New(), srv.notLeaderMessage(ctx)).Interface().(R)
+}
+
+// notLeaderAnswer fills resp, an empty response of the NameServer
+// service (each has a status and a message), as NOT_LEADER.
+func notLeaderAnswer(resp protoreflect.Message, msg string) protoreflect.Message {
+	fields := resp.Descriptor().Fields()
+	resp.Set(fields.ByName("status"), protoreflect.ValueOfEnum(protoreflect.EnumNumber(bfspb.StatusCode_NOT_LEADER)))
+	resp.Set(fields.ByName("message"), protoreflect.ValueOfString(msg))
+	return resp
 }

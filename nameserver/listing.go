@@ -86,7 +86,10 @@ func (b *pageBudget) fits(m proto.Message) bool {
 // ListDirLocks lists one page of the locked and cleaning directories
 // under a prefix, by path, filtered by state, holder and session.
 func (srv *Server) ListDirLocks(ctx context.Context, req *bfspb.ListDirLocksRequest) (*bfspb.ListDirLocksResponse, error) {
-	s := srv.termOf(ctx)
+	s, notLeader := leading[*bfspb.ListDirLocksResponse](srv, ctx)
+	if s == nil {
+		return notLeader, nil
+	}
 	err := s.verify()
 	var resp *bfspb.ListDirLocksResponse
 	if err == nil {
@@ -148,7 +151,10 @@ func lockQuery(req *bfspb.ListDirLocksRequest) (dirlock.Query, error) {
 
 // ListSessions lists one page of the live sessions, by id.
 func (srv *Server) ListSessions(ctx context.Context, req *bfspb.ListSessionsRequest) (*bfspb.ListSessionsResponse, error) {
-	s := srv.termOf(ctx)
+	s, notLeader := leading[*bfspb.ListSessionsResponse](srv, ctx)
+	if s == nil {
+		return notLeader, nil
+	}
 	resp, err := s.listSessions(req)
 	if err != nil {
 		code, msg := statusOf(err)
@@ -206,7 +212,10 @@ func firstBytes(paths []string, n int) []string {
 // GetLockHistory returns one page of the past locks of a directory,
 // oldest (lowest epoch) first.
 func (srv *Server) GetLockHistory(ctx context.Context, req *bfspb.GetLockHistoryRequest) (*bfspb.GetLockHistoryResponse, error) {
-	s := srv.termOf(ctx)
+	s, notLeader := leading[*bfspb.GetLockHistoryResponse](srv, ctx)
+	if s == nil {
+		return notLeader, nil
+	}
 	resp, err := s.lockHistory(req)
 	if err != nil {
 		code, msg := statusOf(err)

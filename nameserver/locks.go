@@ -50,7 +50,10 @@ func (s *Server) cleaningCounts() (n, pending int) {
 // first (SPEC §6: a grant starts clean); the call waits for that cleaning,
 // with or without wait, then tries the grant again.
 func (srv *Server) LockDir(ctx context.Context, req *bfspb.LockDirRequest) (*bfspb.LockDirResponse, error) {
-	s := srv.termOf(ctx)
+	s, notLeader := leading[*bfspb.LockDirResponse](srv, ctx)
+	if s == nil {
+		return notLeader, nil
+	}
 	ctx, cancel := beforeDeadline(ctx)
 	defer cancel()
 	var before *dirlock.Lock // the cleaning this call started before its grant
@@ -148,7 +151,10 @@ func namespaceInvalid(msg string) error {
 // for write in its subtree is sealed and closed, then UNLOCKED. With wait
 // it answers only once UNLOCKED (or at the call's deadline).
 func (srv *Server) UnlockDir(ctx context.Context, req *bfspb.UnlockDirRequest) (*bfspb.UnlockDirResponse, error) {
-	s := srv.termOf(ctx)
+	s, notLeader := leading[*bfspb.UnlockDirResponse](srv, ctx)
+	if s == nil {
+		return notLeader, nil
+	}
 	p, err := cleanPath(req.Path)
 	if err == nil && !req.Force {
 		err = s.checkSession(req.SessionId)
@@ -391,7 +397,10 @@ func conflictWith(l dirlock.Lock) *bfspb.LockConflict {
 
 // GetDirLock returns the lock state of one directory.
 func (srv *Server) GetDirLock(ctx context.Context, req *bfspb.GetDirLockRequest) (*bfspb.GetDirLockResponse, error) {
-	s := srv.termOf(ctx)
+	s, notLeader := leading[*bfspb.GetDirLockResponse](srv, ctx)
+	if s == nil {
+		return notLeader, nil
+	}
 	p, err := cleanPath(req.Path)
 	if err == nil {
 		err = s.verify() // a lock's state decides: never a deposed leader's
@@ -420,6 +429,9 @@ func (srv *Server) GetDirLock(ctx context.Context, req *bfspb.GetDirLockRequest)
 // again and watch anew.
 func (srv *Server) WatchDirLocks(req *bfspb.WatchDirLocksRequest, stream bfspb.NameServer_WatchDirLocksServer) error {
 	s := srv.termOf(stream.Context())
+	if s == nil {
+		return status.Error(codes.Unavailable, srv.notLeaderMessage(stream.Context()))
+	}
 	prefix := req.Prefix
 	if prefix == "" {
 		prefix = "/"

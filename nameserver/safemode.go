@@ -201,7 +201,10 @@ func (s *term) startSafeMode() error {
 
 // GetSafeMode reports the safe mode state.
 func (srv *Server) GetSafeMode(ctx context.Context, _ *bfspb.GetSafeModeRequest) (*bfspb.GetSafeModeResponse, error) {
-	s := srv.termOf(ctx)
+	s, notLeader := leading[*bfspb.GetSafeModeResponse](srv, ctx)
+	if s == nil {
+		return notLeader, nil
+	}
 	st := s.safe.Status()
 	return &bfspb.GetSafeModeResponse{On: st.On, KnownBlocks: st.Known, ReportedBlocks: st.Reported,
 		Threshold: st.Threshold, LeftByOperator: st.LeftByOperator}, nil
@@ -209,7 +212,10 @@ func (srv *Server) GetSafeMode(ctx context.Context, _ *bfspb.GetSafeModeRequest)
 
 // LeaveSafeMode ends safe mode at once.
 func (srv *Server) LeaveSafeMode(ctx context.Context, _ *bfspb.LeaveSafeModeRequest) (*bfspb.LeaveSafeModeResponse, error) {
-	s := srv.termOf(ctx)
+	s, notLeader := leading[*bfspb.LeaveSafeModeResponse](srv, ctx)
+	if s == nil {
+		return notLeader, nil
+	}
 	s.safe.Leave()
 	return &bfspb.LeaveSafeModeResponse{}, nil
 }

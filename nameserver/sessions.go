@@ -77,7 +77,10 @@ func (s *term) onSessionEnd(sess session.Session, why session.EndReason) {
 
 // OpenSession grants a session with the asked TTL.
 func (srv *Server) OpenSession(ctx context.Context, req *bfspb.OpenSessionRequest) (*bfspb.OpenSessionResponse, error) {
-	s := srv.termOf(ctx)
+	s, notLeader := leading[*bfspb.OpenSessionResponse](srv, ctx)
+	if s == nil {
+		return notLeader, nil
+	}
 	ttl, ok := millis.Duration(req.TtlMs)
 	var sess session.Session
 	var err error
@@ -95,7 +98,10 @@ func (srv *Server) OpenSession(ctx context.Context, req *bfspb.OpenSessionReques
 
 // KeepAlive renews a session for another TTL.
 func (srv *Server) KeepAlive(ctx context.Context, req *bfspb.KeepAliveRequest) (*bfspb.KeepAliveResponse, error) {
-	s := srv.termOf(ctx)
+	s, notLeader := leading[*bfspb.KeepAliveResponse](srv, ctx)
+	if s == nil {
+		return notLeader, nil
+	}
 	// Renewed only by a leader a majority still follows: a deposed one
 	// whose clients still reach it grants nothing.
 	err := s.verify()
@@ -109,7 +115,10 @@ func (srv *Server) KeepAlive(ctx context.Context, req *bfspb.KeepAliveRequest) (
 
 // CloseSession ends a session now.
 func (srv *Server) CloseSession(ctx context.Context, req *bfspb.CloseSessionRequest) (*bfspb.CloseSessionResponse, error) {
-	s := srv.termOf(ctx)
+	s, notLeader := leading[*bfspb.CloseSessionResponse](srv, ctx)
+	if s == nil {
+		return notLeader, nil
+	}
 	err := s.sessions.CloseSession(ctx, session.ID(req.SessionId))
 	code, msg := statusOf(err)
 	return &bfspb.CloseSessionResponse{Status: code, Message: msg}, nil

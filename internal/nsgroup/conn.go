@@ -10,9 +10,10 @@
 // be reached before the call is sent, makes the call try the next member,
 // with a jittered backoff after each round, until the call's context ends
 // or Config.Patience has passed; then it fails with UNAVAILABLE. A call
-// whose outcome is unknown (a transport failure once it was sent, or a
-// nameserver's UNAVAILABLE) is retried only if its method is in
-// Config.Idempotent; otherwise its caller decides.
+// whose outcome is unknown because the transport failed once it was sent
+// is retried only if its method is in Config.Idempotent; otherwise its
+// caller decides. An answer is the caller's, whatever its status (a
+// nameserver's UNAVAILABLE included), but NOT_LEADER.
 //
 // Streams are opened on the leader the same way; a stream that fails
 // later is its caller's to open again.
@@ -240,9 +241,6 @@ func (c *Conn) invokeOn(ctx context.Context, addr, method string, args, reply an
 			return l[0], nil
 		}
 		return addr, nil
-	}
-	if r, ok := reply.(interface{ GetStatus() bfspb.StatusCode }); ok && r.GetStatus() == bfspb.StatusCode_UNAVAILABLE && c.cfg.Idempotent[method] {
-		return "", errNotSent{addr} // its outcome is unknown, but sending it again is harmless
 	}
 	return "", nil
 }

@@ -3,12 +3,10 @@ package namespace
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/bfs-go/bfs/dirlock"
-	"github.com/bfs-go/bfs/internal/fspath"
 	"github.com/bfs-go/bfs/proto/bfspb"
 )
 
@@ -103,6 +101,9 @@ func (s *Store) Apply(index uint64, cmd *bfspb.Command) (*Result, error) {
 	o, err := bind(cmd)
 	if err != nil {
 		return nil, err
+	}
+	if _, format := o.msg.(*bfspb.FormatCmd); !format && !s.Formatted() {
+		return nil, ErrNotFormatted
 	}
 	if err := validate(o.paths(), cmd.Fences); err != nil {
 		return nil, err
@@ -200,20 +201,4 @@ func (s *Store) committed(index uint64, st *step, res *Result, open openChanges)
 	}
 	s.open.apply(open)
 	s.applied.Store(index)
-}
-
-// ancestors returns the strict ancestors of a normalized path, root first.
-// They are prefixes of p, not copies.
-func ancestors(p string) []string {
-	if p == fspath.Root {
-		return nil
-	}
-	out := make([]string, 1, strings.Count(p, "/"))
-	out[0] = fspath.Root
-	for i := 1; i < len(p); i++ {
-		if p[i] == '/' {
-			out = append(out, p[:i])
-		}
-	}
-	return out
 }

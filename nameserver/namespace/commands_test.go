@@ -126,8 +126,8 @@ func TestOperatorSession(t *testing.T) {
 // and they survive a reopen.
 func TestDrainIsRecorded(t *testing.T) {
 	dir := t.TempDir()
-	s, err := Open(Options{Dir: dir})
-	require.NoError(t, err)
+	s := open(t, dir)
+	var err error
 	drain := func(cancel bool, addrs ...string) error {
 		_, err := s.apply(cmdOf(1, &bfspb.DrainCmd{Addresses: addrs, Cancel: cancel}))
 		return err

@@ -262,11 +262,9 @@ func putEntry(b *pebble.Batch, info *bfspb.FileInfo) error {
 		}
 	}
 	if info.WriterSession != "" {
-		if err := b.Set(openKey(info.WriterSession, info.EntryId), nil, nil); err != nil {
-			return err
-		}
+		return b.Set(openKey(info.WriterSession, info.EntryId), nil, nil)
 	}
-	return b.Merge(keyNextID, encodeUint64(info.EntryId), nil)
+	return nil
 }
 
 // deleteEntry removes info and every index record that points at it.

@@ -25,6 +25,9 @@ var (
 	ErrSessionExpired = errors.New("session expired or unknown")
 	// ErrApplied refuses a command at a log index already applied.
 	ErrApplied = errors.New("log index already applied")
+	// ErrNotFormatted refuses every command but a format on a store that
+	// has no root yet.
+	ErrNotFormatted = errors.New("namespace not formatted yet")
 )
 
 // IsStorageError reports whether err, from Apply, is a failure of the
@@ -39,8 +42,8 @@ func IsStorageError(err error) bool {
 	}
 	for _, domain := range []error{
 		ErrNotFound, ErrExists, ErrNotDirectory, ErrIsDirectory, ErrNotEmpty, ErrInvalid,
-		ErrBlockChanged, ErrNotOpen, ErrSessionExpired, ErrApplied,
-		dirlock.ErrLocked, dirlock.ErrCleaning, dirlock.ErrUnlocked, dirlock.ErrStaleEpoch, dirlock.ErrFenceUnrelated, dirlock.ErrFenceUnrelated,
+		ErrBlockChanged, ErrNotOpen, ErrSessionExpired, ErrApplied, ErrNotFormatted,
+		dirlock.ErrLocked, dirlock.ErrCleaning, dirlock.ErrUnlocked, dirlock.ErrStaleEpoch, dirlock.ErrFenceUnrelated,
 	} {
 		if errors.Is(err, domain) {
 			return false

@@ -68,6 +68,9 @@ func (s *Store) Restore(dir string) error {
 		return fmt.Errorf("namespace: open snapshot %s: %w", dir, err)
 	}
 	defer src.Close()
+	// From the first batch on, the state is a mix until the last one:
+	// nothing applies meanwhile, nor after a failure part way.
+	s.restoring.Store(true)
 	if err := s.replaceWith(src); err != nil {
 		return err
 	}

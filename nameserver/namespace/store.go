@@ -251,13 +251,6 @@ func decodeInfo(key, value []byte) (*bfspb.FileInfo, error) {
 	return info, nil
 }
 
-func (s *Store) get(key []byte) (*bfspb.FileInfo, error) {
-	if s.closed.Load() {
-		return nil, ErrClosed
-	}
-	return getInfo(s.db, key)
-}
-
 func (s *Store) getString(key []byte) (string, error) {
 	v, closer, err := s.db.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -41,6 +42,10 @@ type Config struct {
 	// Dial, if set, makes the connections to peers (TLS, a test's proxy);
 	// plain TCP otherwise.
 	Dial func(ctx context.Context, addr string) (net.Conn, error)
+	// Local, for a group of one only, replaces the network transport
+	// with one in memory (no Listener): for tests whose goroutines must
+	// all block on channels (a testing/synctest bubble).
+	Local bool
 	// InitialCluster is the group bootstrapped the first time the data
 	// directories are empty; empty means a one-voter group of this node.
 	// Ignored once the node has Raft state, except that it must not
@@ -98,11 +103,14 @@ type Node struct {
 	raft  *raft.Raft
 	logs  *LogStore
 	snaps *raft.FileSnapshotStore
-	trans *raft.NetworkTransport
+	trans raft.Transport
 	fsm   *fsm
 
 	notifyc chan bool
 	donec   chan struct{}
+	// moved is set when a group of one starts at another address than
+	// it stored: it records the new one when it leads.
+	moved bool
 
 	closeOnce sync.Once
 	closeErr  error
@@ -128,8 +136,10 @@ func Open(cfg Config, store *namespace.Store) (*Node, error) {
 
 func (c *Config) fill() error {
 	switch {
-	case c.Dir == "" || c.Name == "" || c.RaftAddress == "" || c.Listener == nil:
+	case c.Dir == "" || c.Name == "" || c.RaftAddress == "" || c.Listener == nil && !c.Local:
 		return errors.New("replica: Dir, Name, RaftAddress and Listener are required")
+	case c.Local && len(c.InitialCluster) > 0:
+		return errors.New("replica: a Local node is a group of one")
 	case c.OnLeadership == nil || c.OnFatal == nil:
 		return errors.New("replica: OnLeadership and OnFatal are required")
 	}
@@ -209,14 +219,7 @@ func (n *Node) open() error {
 		return err
 	}
 	rc := n.raftConfig()
-	n.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		Stream: newStreamLayer(n.cfg.Listener, n.cfg.RaftAddress, n.cfg.Name, n.store.ClusterID, n.cfg.Dial),
-		// Enough connections that a burst of appends does not wait for
-		// one: most of the time one or two are in use per peer.
-		MaxPool: 4,
-		Timeout: 10 * time.Second,
-		Logger:  raftLogger("raft-net"),
-	})
+	n.trans = n.transport()
 	if err := n.bootstrap(rc); err != nil {
 		return err
 	}
@@ -228,6 +231,23 @@ func (n *Node) open() error {
 		return fmt.Errorf("replica: start raft: %w", err)
 	}
 	return nil
+}
+
+// transport is the network transport to the peers, or with Local one in
+// memory.
+func (n *Node) transport() raft.Transport {
+	if n.cfg.Local {
+		_, t := raft.NewInmemTransport(raft.ServerAddress(n.cfg.RaftAddress))
+		return t
+	}
+	return raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream: newStreamLayer(n.cfg.Listener, n.cfg.RaftAddress, n.cfg.Name, n.store.ClusterID, n.cfg.Dial),
+		// Enough connections that a burst of appends does not wait for
+		// one: most of the time one or two are in use per peer.
+		MaxPool: 4,
+		Timeout: 10 * time.Second,
+		Logger:  raftLogger("raft-net"),
+	})
 }
 
 func (n *Node) scratch() string { return filepath.Join(n.cfg.Dir, "scratch") }
@@ -341,6 +361,11 @@ func (n *Node) checkStored() error {
 	case !ok:
 		return fmt.Errorf("replica: this data directory belongs to a group whose members are %s, and this node (%s) is not one of them: %s",
 			storedString(stored), n.cfg.Name, what)
+	case addr != n.cfg.RaftAddress && len(stored) == 1:
+		// A group of one has no peer to find it at its old address: it
+		// records the new one once it leads.
+		glog.Infof("replica: %s moves from %s to %s", n.cfg.Name, addr, n.cfg.RaftAddress)
+		n.moved = true
 	case addr != n.cfg.RaftAddress:
 		return fmt.Errorf("replica: the group knows %s at %s, not at %s: %s", n.cfg.Name, addr, n.cfg.RaftAddress, what)
 	}
@@ -397,9 +422,22 @@ func (n *Node) watchLeadership() {
 		term := uint64(0)
 		if leader {
 			term = n.raft.CurrentTerm()
+			n.recordMove()
 		}
 		n.cfg.OnLeadership(leader, term)
 	}
+}
+
+// recordMove records a group of one's new address in its configuration.
+func (n *Node) recordMove() {
+	if !n.moved {
+		return
+	}
+	if err := n.AddVoter(n.cfg.Name, n.cfg.RaftAddress); err != nil {
+		glog.Warningf("replica: recording %s at %s: %v", n.cfg.Name, n.cfg.RaftAddress, err)
+		return
+	}
+	n.moved = false
 }
 
 // failed is the fsm's report of a storage failure: the owner closes the
@@ -485,8 +523,8 @@ func (n *Node) Close() error {
 // closeStores closes the transport (or, before there is one, the
 // listener) and the log store.
 func (n *Node) closeStores() {
-	if n.trans != nil {
-		n.trans.Close()
+	if c, ok := n.trans.(io.Closer); ok {
+		c.Close()
 	} else if n.cfg.Listener != nil {
 		n.cfg.Listener.Close()
 	}

@@ -49,7 +49,7 @@ and is added with 'bfs cluster add NAME RAFT_ADDRESS'.`,
 	f.StringVar(&cfg.ListenAddr, "listen", cfg.ListenAddr, "gRPC listen address for clients")
 	f.StringVar(&cfg.Advertise, "advertise", "", "client address this nameserver publishes to the group (default: the address --listen bound; give one when listening on a wildcard address)")
 	f.StringVar(&cfg.Name, "id", cfg.Name, "this nameserver's name in its group")
-	f.StringVar(&cfg.RaftListen, "raft-listen", cfg.RaftListen, "address this nameserver listens on for its peers")
+	f.StringVar(&cfg.RaftListen, "raft-listen", cfg.RaftListen, "address this nameserver listens on for its peers (a fixed one for a member of a group; a group of one may take any free port)")
 	f.StringVar(&cfg.RaftAdvertise, "raft-advertise", "", "address its peers dial (default: --raft-listen)")
 	f.StringVar(&initialCluster, "initial-cluster", "", "the group to bootstrap: NAME=RAFT_ADDRESS,... (each member's advertised raft address)")
 	f.BoolVar(&cfg.Join, "join", false, "join a running group (bfs cluster add) instead of bootstrapping one")
