@@ -17,8 +17,12 @@ type Config struct {
 	// ListenAddr is where the bfs nameserver command listens; Serve itself
 	// takes a listener.
 	ListenAddr string
-	// MetricsAddr is the HTTP address for Prometheus metrics; "" serves none.
+	// MetricsAddr is the HTTP address for Prometheus metrics (/metrics)
+	// and the status page (/, nameserver/statuspage); "" serves none.
 	MetricsAddr string
+	// StatusPublic serves the status page and its JSON to every client;
+	// otherwise only to clients on loopback addresses.
+	StatusPublic bool
 	// MinSessionTTL and MaxSessionTTL bound the TTL a client may ask for.
 	MinSessionTTL, MaxSessionTTL time.Duration
 	// HeartbeatInterval is how often chunkservers are told to heartbeat;
@@ -75,6 +79,10 @@ type TestingKnobs struct {
 	DialChunkserver func(addr string) (bfspb.ChunkServerClient, error)
 	// DeletePage, if positive, replaces DefaultDeletePage.
 	DeletePage int
+	// StatusSampleInterval, if positive, is how often the status page
+	// samples the metrics its charts draw (statuspage.DefaultSampleInterval
+	// otherwise).
+	StatusSampleInterval time.Duration
 }
 
 // DefaultConfig returns the configuration of a nameserver on this host.

@@ -25,6 +25,7 @@ import (
 	"github.com/bfs-go/bfs/nameserver/namespace"
 	"github.com/bfs-go/bfs/nameserver/repair"
 	"github.com/bfs-go/bfs/nameserver/session"
+	"github.com/bfs-go/bfs/nameserver/statuspage"
 	"github.com/bfs-go/bfs/proto/bfspb"
 )
 
@@ -63,6 +64,8 @@ type Server struct {
 	// dead remembers the chunkservers declared dead, for the report.
 	dead   *deadList
 	watch  *watchers
+	// status is the status page on the HTTP port (statuspage.go).
+	status *statuspage.Page
 	grpc   *grpc.Server
 	health *health.Server
 	// tasks are the server's own background work (releasing the locks of
@@ -150,6 +153,10 @@ func newServer(cfg Config, dataLock *os.File) (*Server, error) {
 		return fail(err)
 	}
 	stops = append(stops, func() { s.sessions.Close() })
+	if err := s.startStatusPage(); err != nil {
+		return fail(err)
+	}
+	stops = append(stops, s.status.Close)
 	if err := s.recover(); err != nil {
 		return fail(err)
 	}
@@ -231,11 +238,11 @@ func (s *Server) startSessions() error {
 	return err
 }
 
-// Serve answers RPCs on lis (and metrics on cfg.MetricsAddr) until ctx is
-// done or Close is called.
+// Serve answers RPCs on lis (and metrics and the status page on
+// cfg.MetricsAddr) until ctx is done or Close is called.
 func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
 	glog.Infof("nameserver serving on %s", lis.Addr())
-	err := daemon.Serve(ctx, s.stopc, s.grpc, s.health, lis, s.cfg.MetricsAddr, s.metrics.registry)
+	err := daemon.Serve(ctx, s.stopc, s.grpc, s.health, lis, s.cfg.MetricsAddr, s.HTTPHandler())
 	if err != nil {
 		return fmt.Errorf("nameserver: %w", err)
 	}
@@ -249,6 +256,7 @@ func (s *Server) Close() error {
 		close(s.stopc)
 		s.grpc.Stop()
 		<-s.livenessDone
+		s.status.Close()
 		s.sessions.Close()
 		s.repair.Close()
 		s.stopCleaning()

@@ -32,6 +32,12 @@ type Config struct {
 	ChunkserverAddrs []string
 	// Chunkserver adjusts chunkserver i's configuration before it starts.
 	Chunkserver func(i int, cfg *chunkserver.Config)
+	// HTTP has every daemon serve its HTTP port: Prometheus metrics at
+	// /metrics, and the nameserver its status page at /. HTTPAddrs, if
+	// set, are where: the nameserver's first, then one per chunkserver;
+	// by default (or where one is "") a free port on 127.0.0.1.
+	HTTP      bool
+	HTTPAddrs []string
 }
 
 // Sandbox is a running cluster.
@@ -47,6 +53,11 @@ type Sandbox struct {
 	chunkservers []*runningChunkserver
 	// csAddrs are the addresses chunkservers last listened on.
 	csAddrs []string
+	// nsWeb serves the nameserver's HTTP port (with Config.HTTP);
+	// httpAddrs are where each daemon's last listened (the nameserver's
+	// first), "" for none.
+	nsWeb     *web
+	httpAddrs []string
 	wg      sync.WaitGroup
 	mu      sync.Mutex
 	errs    []error
@@ -63,8 +74,11 @@ func Start(cfg Config) (*Sandbox, error) {
 	if len(cfg.ChunkserverAddrs) != 0 && len(cfg.ChunkserverAddrs) != cfg.Chunkservers {
 		return nil, fmt.Errorf("sandbox: %d chunkserver addresses for %d chunkservers", len(cfg.ChunkserverAddrs), cfg.Chunkservers)
 	}
+	if len(cfg.HTTPAddrs) != 0 && len(cfg.HTTPAddrs) != 1+cfg.Chunkservers {
+		return nil, fmt.Errorf("sandbox: %d HTTP addresses for a nameserver and %d chunkservers", len(cfg.HTTPAddrs), cfg.Chunkservers)
+	}
 	s := &Sandbox{cfg: cfg, chunkservers: make([]*runningChunkserver, cfg.Chunkservers),
-		csAddrs: make([]string, cfg.Chunkservers)}
+		csAddrs: make([]string, cfg.Chunkservers), httpAddrs: make([]string, 1+cfg.Chunkservers)}
 	if err := s.startNameServer(cfg.NameServerAddr); err != nil {
 		return nil, err
 	}
@@ -129,6 +143,14 @@ func (s *Sandbox) startNameServer(addr string) error {
 		srv.Close()
 		return fmt.Errorf("sandbox: nameserver listener: %w", err)
 	}
+	if s.cfg.HTTP {
+		if s.nsWeb, err = serveHTTP(s.httpAddr(0), srv.HTTPHandler()); err != nil {
+			lis.Close()
+			srv.Close()
+			return fmt.Errorf("sandbox: nameserver: %w", err)
+		}
+		s.httpAddrs[0] = s.nsWeb.addr
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s.ns, s.cancel, s.NameServerAddr = srv, cancel, lis.Addr().String()
 	s.wg.Add(1)
@@ -168,9 +190,9 @@ func (s *Sandbox) stopNameServer() error {
 		return nil
 	}
 	s.cancel()
-	err := s.ns.Close()
+	err := errors.Join(s.nsWeb.close(), s.ns.Close())
 	s.wg.Wait()
-	s.ns = nil
+	s.ns, s.nsWeb = nil, nil
 	return err
 }
 

@@ -19,6 +19,7 @@ func (e *env) sandboxCommand() *cobra.Command {
 		listen       string
 		chunkservers int
 		basePort     int
+		httpPort     int
 		demo         bool
 		demoOnly     bool
 	)
@@ -29,6 +30,12 @@ func (e *env) sandboxCommand() *cobra.Command {
 (by default) three chunkservers on 127.0.0.1, with all data under one
 folder. It prints the addresses and a few commands to try, and stops
 cleanly on Ctrl-C. Running it again on the same folder keeps the data.
+
+Every daemon serves HTTP on loopback, from --http-port on: the
+nameserver its status page (http://127.0.0.1:8840/ by default) and
+Prometheus metrics (/metrics), each chunkserver its metrics on the
+ports after it. BUILD.md has a Prometheus scrape configuration for them
+and deploy/grafana a dashboard.
 
 With --demo it first runs a narrated failover against itself: tablet
 server A locks /demo/t1 and writes, the master force-unlocks it, the
@@ -42,14 +49,22 @@ A's bytes, and A is refused. --demo-only exits after the demo.`,
 			if basePort < 0 || basePort+chunkservers > 65535 {
 				return usagef("--chunkserver-port %d out of range", basePort)
 			}
+			if httpPort < 0 || httpPort+chunkservers > 65535 {
+				return usagef("--http-port %d out of range", httpPort)
+			}
 			defaultLogToStderr(cmd.Flags())
 			defer glog.Flush()
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			cfg := sandbox.Config{Dir: dir, NameServerAddr: listen, Chunkservers: chunkservers}
+			cfg := sandbox.Config{Dir: dir, NameServerAddr: listen, Chunkservers: chunkservers, HTTP: true}
 			if basePort > 0 {
 				for i := range chunkservers {
 					cfg.ChunkserverAddrs = append(cfg.ChunkserverAddrs, fmt.Sprintf("127.0.0.1:%d", basePort+i))
+				}
+			}
+			if httpPort > 0 {
+				for i := range 1 + chunkservers {
+					cfg.HTTPAddrs = append(cfg.HTTPAddrs, fmt.Sprintf("127.0.0.1:%d", httpPort+i))
 				}
 			}
 			sb, err := sandbox.Start(cfg)
@@ -78,6 +93,7 @@ A's bytes, and A is refused. --demo-only exits after the demo.`,
 	f.StringVar(&listen, "listen", DefaultNameServer, "nameserver listen address")
 	f.IntVar(&chunkservers, "chunkservers", 3, "number of chunkservers")
 	f.IntVar(&basePort, "chunkserver-port", 8830, "first chunkserver port on 127.0.0.1 (0: any free ports)")
+	f.IntVar(&httpPort, "http-port", 8840, "the nameserver's HTTP port (status page, metrics) on 127.0.0.1, the chunkservers' metrics on the ports after it (0: any free ports)")
 	f.BoolVar(&demo, "demo", false, "run a narrated failover demo once the sandbox is up")
 	f.BoolVar(&demoOnly, "demo-only", false, "run the demo, then stop the sandbox and exit")
 	addGlogFlags(f)
@@ -86,9 +102,11 @@ A's bytes, and A is refused. --demo-only exits after the demo.`,
 
 func (e *env) printSandbox(sb *sandbox.Sandbox, dir string) {
 	fmt.Fprintf(e.stdout, "BFS sandbox running, data in %s\n", dir)
-	fmt.Fprintf(e.stdout, "  nameserver   %s\n", sb.NameServerAddr)
+	fmt.Fprintf(e.stdout, "  nameserver   %-16s  status page http://%s/  metrics http://%[2]s/metrics\n",
+		sb.NameServerAddr, sb.NameServerHTTPAddr())
+	web := sb.ChunkserverHTTPAddrs()
 	for i, a := range sb.ChunkserverAddrs() {
-		fmt.Fprintf(e.stdout, "  chunkserver  %s  (%d)\n", a, i)
+		fmt.Fprintf(e.stdout, "  chunkserver  %-16s  metrics http://%s/metrics  (%d)\n", a, web[i], i)
 	}
 }
 
