@@ -62,8 +62,8 @@ type Server struct {
 	// repair keeps the blocks' replica counts up (nameserver/repair).
 	repair *repair.Scheduler
 	// dead remembers the chunkservers declared dead, for the report.
-	dead   *deadList
-	watch  *watchers
+	dead  *deadList
+	watch *watchers
 	// status is the status page on the HTTP port (statuspage.go).
 	status *statuspage.Page
 	grpc   *grpc.Server

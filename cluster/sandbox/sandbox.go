@@ -58,9 +58,9 @@ type Sandbox struct {
 	// first), "" for none.
 	nsWeb     *web
 	httpAddrs []string
-	wg      sync.WaitGroup
-	mu      sync.Mutex
-	errs    []error
+	wg        sync.WaitGroup
+	mu        sync.Mutex
+	errs      []error
 }
 
 // Start starts the cluster. Close stops it.

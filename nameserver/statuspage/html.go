@@ -48,12 +48,12 @@ func parseTemplates() (map[string]*template.Template, error) {
 			}
 			return fmt.Sprintf("%.0f%%", 100*float64(part)/float64(whole))
 		},
-		"ms":   func(ms int64) string { return (time.Duration(ms) * time.Millisecond).Round(time.Millisecond).String() },
-		"when": when,
-		"withp": withParam,
-		"sub":   func(a, b int64) int64 { return a - b },
-		"percent": func(v float64) string { return fmt.Sprintf("%.1f%%", 100*v) },
-		"rate":    perSecond,
+		"ms":       func(ms int64) string { return (time.Duration(ms) * time.Millisecond).Round(time.Millisecond).String() },
+		"when":     when,
+		"withp":    withParam,
+		"sub":      func(a, b int64) int64 { return a - b },
+		"percent":  func(v float64) string { return fmt.Sprintf("%.1f%%", 100*v) },
+		"rate":     perSecond,
 		"byterate": bytesPerSecond,
 	}
 	out := make(map[string]*template.Template, len(pages))

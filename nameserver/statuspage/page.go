@@ -135,8 +135,8 @@ type Page struct {
 	css       template.CSS
 	js        template.JS
 	handler   http.Handler
-	stopc   chan struct{}
-	donec   chan struct{}
+	stopc     chan struct{}
+	donec     chan struct{}
 }
 
 // New starts sampling the metrics and following the lock transitions;
