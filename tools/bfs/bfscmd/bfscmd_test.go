@@ -91,11 +91,37 @@ func TestHelp(t *testing.T) {
 	assert.Equal(t, 0, r.code)
 	assert.Contains(t, r.stdout, "ls [-l] [-R] [PATH...]")
 
+	for _, daemon := range []string{"nameserver", "chunkserver", "sandbox"} {
+		r = run(t, daemon, "--help")
+		assert.Equal(t, 0, r.code)
+		for _, f := range []string{"-v, --v", "--log-dir"} {
+			assert.Contains(t, r.stdout, f, daemon)
+		}
+		// glog's other flags are out of the way, in bfs help logging.
+		for _, f := range []string{"--vmodule", "--logtostderr", "--alsologtostderr", "--stderrthreshold",
+			"--log_dir", "--log_link", "--logbuflevel", "--log_backtrace_at"} {
+			assert.NotContains(t, r.stdout, f, daemon)
+		}
+	}
 	r = run(t, "nameserver", "--help")
-	assert.Equal(t, 0, r.code)
-	for _, f := range []string{"--data", "--listen", "--metrics", "--logtostderr", "-v, --v"} {
+	for _, f := range []string{"--listen", "--metrics", "--status-public"} {
 		assert.Contains(t, r.stdout, f)
 	}
+
+	r = run(t, "help", "logging")
+	assert.Equal(t, 0, r.code)
+	for _, f := range []string{"-v N", "--log-dir DIR", "--log_dir", "--vmodule", "--logtostderr", "--alsologtostderr",
+		"--stderrthreshold", "--log_link", "--logbuflevel", "--log_backtrace_at"} {
+		assert.Contains(t, r.stdout, f)
+	}
+	assert.Contains(t, run(t, "--help").stdout, "logging")
+}
+
+// TestHiddenLogFlagsWork: a hidden glog flag is still taken.
+func TestHiddenLogFlagsWork(t *testing.T) {
+	r := run(t, "nameserver", "--data", t.TempDir(), "--vmodule", "bfscmd=0", "--listen", "nonsense", "--metrics", "")
+	assert.Equal(t, 1, r.code, r.stderr) // got past the flags, to the listener
+	assert.Contains(t, r.stderr, "nonsense")
 }
 
 // TestOddInputNeverPanics feeds malformed paths and arguments; every one

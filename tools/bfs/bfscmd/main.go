@@ -119,6 +119,7 @@ $BFS_NAMESERVER, or ` + DefaultNameServer + `.`,
 		e.locationCommand(),
 		e.adminCommand(),
 		e.fsckCommand(),
+		loggingHelp(),
 	)
 	return root
 }
