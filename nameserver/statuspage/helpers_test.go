@@ -156,8 +156,8 @@ type latch struct {
 	c    chan struct{}
 }
 
-func newLatch() *latch    { return &latch{c: make(chan struct{})} }
-func (l *latch) open()    { l.once.Do(func() { close(l.c) }) }
+func newLatch() *latch     { return &latch{c: make(chan struct{})} }
+func (l *latch) open()     { l.once.Do(func() { close(l.c) }) }
 func (l *latch) waitOpen() { <-l.c }
 
 // openFiles has the holder create n files under dir, each with some bytes
