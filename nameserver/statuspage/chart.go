@@ -150,14 +150,13 @@ func humanBytes(n int64) string {
 	return fmt.Sprintf("%.1f %ciB", v, "KMGTPE"[exp])
 }
 
-// shortDuration writes d as 10m, 90s or 1h30m.
+// shortDuration writes d > 0 as 2h, 10m, 1h30m or 2.4s.
 func shortDuration(d time.Duration) string {
-	d = d.Round(time.Second)
 	switch {
-	case d >= time.Hour:
-		return strings.TrimSuffix(strings.TrimSuffix(d.String(), "0s"), "0m")
-	case d >= time.Minute && d%time.Minute == 0:
-		return fmt.Sprintf("%dm", int(d.Minutes()))
+	case d%time.Hour == 0:
+		return fmt.Sprintf("%dh", d/time.Hour)
+	case d%time.Minute == 0:
+		return strings.TrimSuffix(d.String(), "0s")
 	}
-	return d.String()
+	return d.Round(100 * time.Millisecond).String()
 }
