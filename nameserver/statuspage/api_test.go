@@ -256,7 +256,7 @@ func TestChartsFromSamples(t *testing.T) {
 	})
 	require.EqualValues(t, 20, rates.IntervalMs)
 	_, body := get(t, cl, "/")
-	require.Regexp(t, `<polyline fill="none" stroke="#2a7ab0" stroke-width="2" points="[0-9.]+,[0-9.]+ [0-9.]+,[0-9.]+`, string(body))
+	require.Regexp(t, `<polyline fill="none" stroke="#2a7ab0" stroke-width="2" stroke-dasharray="" points="[0-9.]+,[0-9.]+ [0-9.]+,[0-9.]+`, string(body))
 	require.Contains(t, string(body), "Lock grants and refusals per second")
 	require.Contains(t, string(body), "Repair copies, bytes per second")
 

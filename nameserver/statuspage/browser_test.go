@@ -69,10 +69,15 @@ func browser(t testing.TB) context.Context {
 	return ctx
 }
 
-// screenshot writes the page as a PNG in dir and checks it decodes.
-func screenshot(t testing.TB, ctx context.Context, dir, name string) {
+// screenshot writes the page as a PNG in dir (the whole page, or what
+// the window shows) and checks it decodes.
+func screenshot(t testing.TB, ctx context.Context, dir, name string, whole bool) {
 	t.Helper()
-	buf, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	shot := chromedp.CaptureScreenshot()
+	if whole {
+		shot = chromedp.FullScreenshot(100)
+	}
+	buf, err := chromedp.Run(ctx, shot)
 	require.NoError(t, err)
 	img, err := png.Decode(bytes.NewReader(buf))
 	require.NoError(t, err, "%s is no PNG", name)
@@ -117,6 +122,7 @@ func TestForcedUnlockInBrowser(t *testing.T) {
 	_, err := tablet.LockDir(bg, dir)
 	require.NoError(t, err)
 	_, blocks := openFiles(t, tablet, dir, files)
+	gate.hold(blocks...)
 
 	un, err := master.UnlockDir(bg, dir, sdk.Force())
 	require.NoError(t, err)
@@ -169,12 +175,12 @@ func TestForcedUnlockInBrowser(t *testing.T) {
 	step("CLEANING", files)
 	gate.release(blocks[:40]...)
 	step("CLEANING", 60)
-	screenshot(t, ctx, shots, "status-cleaning.png")
+	screenshot(t, ctx, shots, "status-cleaning.png", true)
 	gate.release()
 	step("CLEANING", 0) // every replica sealed; the closes are held
 	closes.open()
 	step("UNLOCKED", 0)
-	screenshot(t, ctx, shots, "status-unlocked.png")
+	screenshot(t, ctx, shots, "status-unlocked.png", true)
 
 	// The recent history has the forced unlock, by whom it was held.
 	var h statuspage.HistoryPage

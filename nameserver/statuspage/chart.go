@@ -19,6 +19,9 @@ type chart struct {
 type series struct {
 	name  string
 	color string
+	// dash is the line's stroke-dasharray ("" for a solid line), so that
+	// lines over one another stay apart.
+	dash  string
 	value func(Rate) float64
 }
 
@@ -49,11 +52,11 @@ func (p *Page) charts() []chart {
 	window := p.cfg.SampleInterval * time.Duration(p.cfg.Samples)
 	return []chart{
 		{Title: "Lock grants and refusals per second", SVG: drawChart(rs, window, perSecondAxis, []series{
-			{"grants", "#2a7ab0", func(r Rate) float64 { return r.GrantsPerSecond }},
-			{"refusals", "#c0392b", func(r Rate) float64 { return r.RefusalsPerSecond }},
+			{"grants", "#2a7ab0", "", func(r Rate) float64 { return r.GrantsPerSecond }},
+			{"refusals", "#c0392b", "5 3", func(r Rate) float64 { return r.RefusalsPerSecond }},
 		})},
 		{Title: "Repair copies, bytes per second", SVG: drawChart(rs, window, bytesPerSecondAxis, []series{
-			{"repair", "#27856a", func(r Rate) float64 { return r.RepairBytesPerSecond }},
+			{"repair", "#27856a", "", func(r Rate) float64 { return r.RepairBytesPerSecond }},
 		})},
 	}
 }
@@ -94,7 +97,8 @@ func drawChart(rs []Rate, window time.Duration, y axis, ss []series) template.HT
 			}
 			pts = append(pts, fmt.Sprintf("%.1f,%.1f", x, plotT+ph*(1-s.value(r)/top)))
 		}
-		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2" points="%s"/>`, s.color, strings.Join(pts, " "))
+		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2" stroke-dasharray="%s" points="%s"/>`,
+			s.color, s.dash, strings.Join(pts, " "))
 		fmt.Fprintf(&b, `<text x="%d" y="%d" fill="%s" class="legend">%s %s</text>`, plotL+8+110*i, plotT+12, s.color,
 			s.name, template.HTMLEscapeString(y.format(s.value(rs[len(rs)-1]))))
 	}

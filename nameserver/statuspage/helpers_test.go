@@ -82,21 +82,20 @@ func dialSDK(t testing.TB, cl *testcluster.Cluster, holder string) *sdk.Client {
 }
 
 // sealGate holds the nameserver's Seal RPCs to the chunkservers (through
-// TestingKnobs.DialChunkserver) until the test lets the block's seals
-// through: a cleaning's pending files then fall as the test says.
+// TestingKnobs.DialChunkserver) of the blocks the test holds, until it
+// releases them: a cleaning's pending files then fall as the test says.
 type sealGate struct {
 	pool *connpool.Pool
 	mu   struct {
 		sync.Mutex
-		open    map[int64]bool
-		all     bool
+		held    map[int64]bool
 		changed chan struct{}
 	}
 }
 
 func newSealGate(t testing.TB) *sealGate {
 	g := &sealGate{pool: connpool.New(grpc.WithTransportCredentials(insecure.NewCredentials()))}
-	g.mu.open = map[int64]bool{}
+	g.mu.held = map[int64]bool{}
 	g.mu.changed = make(chan struct{})
 	t.Cleanup(func() { g.pool.Close() })
 	return g
@@ -110,14 +109,25 @@ func (g *sealGate) dial(addr string) (bfspb.ChunkServerClient, error) {
 	return gatedClient{ChunkServerClient: bfspb.NewChunkServerClient(conn), g: g}, nil
 }
 
+// hold holds the seals of blocks.
+func (g *sealGate) hold(blocks ...int64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, b := range blocks {
+		g.mu.held[b] = true
+	}
+}
+
 // release lets the seals of blocks through (all of them with none named).
 func (g *sealGate) release(blocks ...int64) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for _, b := range blocks {
-		g.mu.open[b] = true
+		delete(g.mu.held, b)
 	}
-	g.mu.all = g.mu.all || len(blocks) == 0
+	if len(blocks) == 0 {
+		clear(g.mu.held)
+	}
 	close(g.mu.changed)
 	g.mu.changed = make(chan struct{})
 }
@@ -125,9 +135,9 @@ func (g *sealGate) release(blocks ...int64) {
 func (g *sealGate) wait(ctx context.Context, block int64) error {
 	for {
 		g.mu.Lock()
-		open, changed := g.mu.all || g.mu.open[block], g.mu.changed
+		held, changed := g.mu.held[block], g.mu.changed
 		g.mu.Unlock()
-		if open {
+		if !held {
 			return nil
 		}
 		select {

@@ -166,7 +166,7 @@ func (p *Page) index(r *http.Request) (any, error) {
 	if v.Sessions, err = p.listSessions(ctx, &bfspb.ListSessionsRequest{PageSize: indexRows}); err != nil {
 		return nil, err
 	}
-	v.History = p.recent(0, indexRows)
+	v.History = p.recent(0, indexRows/2)
 	return v, nil
 }
 

@@ -237,7 +237,7 @@ func TestChartScale(t *testing.T) {
 }
 
 func TestDrawChart(t *testing.T) {
-	ss := []series{{"grants", "#000", func(r Rate) float64 { return r.GrantsPerSecond }}}
+	ss := []series{{"grants", "#000", "", func(r Rate) float64 { return r.GrantsPerSecond }}}
 	require.Contains(t, string(drawChart(nil, time.Minute, perSecondAxis, ss)), "collecting samples")
 	end := time.Unix(600, 0)
 	svg := string(drawChart([]Rate{
