@@ -1,6 +1,9 @@
 // Package sandbox runs a whole BFS cluster in one process on loopback: a
-// nameserver and N chunkservers, each with its data under one folder. The
-// `bfs sandbox` command, bfsbench and the test cluster are built on it.
+// nameserver and N chunkservers, each with its data under one folder, and
+// with Config.HTTP each serving its HTTP port (metrics, the nameserver's
+// status page) on a listener the sandbox opens, so a free port is known
+// once bound. The `bfs sandbox` command, bfsbench and the test cluster
+// are built on it.
 package sandbox
 
 import (
