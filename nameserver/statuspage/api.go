@@ -50,6 +50,18 @@ func statusError(what string, code bfspb.StatusCode, msg string) error {
 	return &httpError{status, fmt.Sprintf("%s: %s: %s", what, code, msg)}
 }
 
+// answer is the error of an RPC's answer: the call's own, or that of its
+// status code.
+func answer(what string, resp interface {
+	GetStatus() bfspb.StatusCode
+	GetMessage() string
+}, err error) error {
+	if err != nil {
+		return err
+	}
+	return statusError(what, resp.GetStatus(), resp.GetMessage())
+}
+
 func httpStatus(err error) int {
 	var he *httpError
 	if errors.As(err, &he) {
@@ -150,10 +162,7 @@ func (p *Page) listLocks(ctx context.Context, req *bfspb.ListDirLocksRequest, li
 	for {
 		req.PageSize = uint32(limit - len(page.Locks))
 		resp, err := p.cfg.Locks.ListDirLocks(ctx, req)
-		if err == nil {
-			err = statusError("list locks", resp.GetStatus(), resp.GetMessage())
-		}
-		if err != nil {
+		if err := answer("list locks", resp, err); err != nil {
 			return LockPage{}, err
 		}
 		for _, d := range resp.GetLocks() {
@@ -175,10 +184,7 @@ func (p *Page) lockDetail(r *http.Request) (any, error) {
 		return nil, badRequest("name a directory: ?path=/dir")
 	}
 	resp, err := p.cfg.Locks.GetDirLock(r.Context(), &bfspb.GetDirLockRequest{Path: path})
-	if err == nil {
-		err = statusError("lock of "+path, resp.GetStatus(), resp.GetMessage())
-	}
-	if err != nil {
+	if err := answer("lock of "+path, resp, err); err != nil {
 		return nil, err
 	}
 	d := LockDetail{Lock: lockOf(resp.GetLock()), History: []HistoryEntry{}}
@@ -186,10 +192,7 @@ func (p *Page) lockDetail(r *http.Request) (any, error) {
 	req := &bfspb.GetLockHistoryRequest{Path: path}
 	for {
 		h, err := p.cfg.Locks.GetLockHistory(r.Context(), req)
-		if err == nil {
-			err = statusError("lock history of "+path, h.GetStatus(), h.GetMessage())
-		}
-		if err != nil {
+		if err := answer("lock history of "+path, h, err); err != nil {
 			return nil, err
 		}
 		for _, e := range h.GetEntries() {
@@ -222,10 +225,7 @@ func (p *Page) sessionPage(r *http.Request) (any, error) {
 
 func (p *Page) listSessions(ctx context.Context, req *bfspb.ListSessionsRequest) (SessionPage, error) {
 	resp, err := p.cfg.Sessions.ListSessions(ctx, req)
-	if err == nil {
-		err = statusError("list sessions", resp.GetStatus(), resp.GetMessage())
-	}
-	if err != nil {
+	if err := answer("list sessions", resp, err); err != nil {
 		return SessionPage{}, err
 	}
 	page := SessionPage{Holder: req.Holder, Sessions: []Session{}, NextPage: resp.GetNextPageToken()}
@@ -252,10 +252,7 @@ func (p *Page) chunkserverPage(r *http.Request) (any, error) {
 
 func (p *Page) listChunkservers(ctx context.Context, req *bfspb.ListChunkserversRequest) (ChunkserverPage, error) {
 	resp, err := p.cfg.Chunkservers.ListChunkservers(ctx, req)
-	if err == nil {
-		err = statusError("list chunkservers", resp.GetStatus(), resp.GetMessage())
-	}
-	if err != nil {
+	if err := answer("list chunkservers", resp, err); err != nil {
 		return ChunkserverPage{}, err
 	}
 	page := ChunkserverPage{Chunkservers: []Chunkserver{}, NextPage: resp.GetNextPageToken()}

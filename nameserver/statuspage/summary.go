@@ -79,10 +79,7 @@ func MetricNames() []string { return append(append([]string(nil), summaryMetrics
 
 func (p *Page) summary(ctx context.Context) (Summary, error) {
 	sm, err := p.cfg.SafeMode.GetSafeMode(ctx, &bfspb.GetSafeModeRequest{})
-	if err == nil {
-		err = statusError("safe mode", sm.GetStatus(), sm.GetMessage())
-	}
-	if err != nil {
+	if err := answer("safe mode", sm, err); err != nil {
 		return Summary{}, err
 	}
 	families, err := p.cfg.Metrics.Gather()
