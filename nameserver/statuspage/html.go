@@ -48,6 +48,13 @@ func parseTemplates() (map[string]*template.Template, error) {
 			}
 			return fmt.Sprintf("%.0f%%", 100*float64(part)/float64(whole))
 		},
+		// share is part's share of whole in whole percent, for a bar.
+		"share": func(part, whole int64) int64 {
+			if whole <= 0 {
+				return 0
+			}
+			return min(max(100*part/whole, 0), 100)
+		},
 		"ms":       func(ms int64) string { return (time.Duration(ms) * time.Millisecond).Round(time.Millisecond).String() },
 		"when":     when,
 		"withp":    withParam,
