@@ -265,3 +265,34 @@ func TestChartsFromSamples(t *testing.T) {
 		require.Regexp(t, `(?m)^`+name+`(\{| )`, string(metrics), "the page reads %s", name)
 	}
 }
+
+// TestPageAfterRestart: a restarted nameserver serves its page on the
+// same HTTP port with the locks it recovered; the recent transitions are
+// the process's own and start empty, the stored history stays.
+func TestPageAfterRestart(t *testing.T) {
+	cl := testcluster.Start(t, testcluster.WithHTTP())
+	ctx := context.Background()
+	c := dialSDK(t, cl, "op")
+	require.NoError(t, c.MkdirAll(ctx, "/d", 0))
+	l, err := c.LockDirOperator(ctx, "/d", "ops")
+	require.NoError(t, err)
+	_, err = c.UnlockDir(ctx, "/d", sdk.Force(), sdk.WaitUnlocked())
+	require.NoError(t, err)
+	_, err = c.LockDirOperator(ctx, "/d", "ops")
+	require.NoError(t, err)
+	addr := cl.NameServerHTTPAddr()
+
+	cl.RestartNameServer()
+	require.Equal(t, addr, cl.NameServerHTTPAddr())
+	var locks statuspage.LockPage
+	getJSON(t, cl, "/api/locks", &locks)
+	require.Equal(t, []string{"/d"}, lockPaths(locks.Locks))
+	require.Equal(t, "operator-"+fmt.Sprint(locks.Locks[0].Epoch), locks.Locks[0].Session, "no secret: shown whole")
+	var h statuspage.HistoryPage
+	getJSON(t, cl, "/api/history", &h)
+	require.Empty(t, h.Transitions)
+	d := lockJSON(t, cl, "/d")
+	require.Len(t, d.History, 1)
+	require.Equal(t, statuspage.HistoryEntry{Holder: "ops", Epoch: l.Epoch, LockedAt: d.History[0].LockedAt,
+		UnlockedAt: d.History[0].UnlockedAt, Reason: "force"}, d.History[0])
+}
