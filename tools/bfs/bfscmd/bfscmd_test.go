@@ -263,40 +263,57 @@ func TestNameserverFromEnvironment(t *testing.T) {
 	assert.Equal(t, 1, r.code)
 }
 
+// daemonRun is a daemon command (nameserver, sandbox) run in-process.
+type daemonRun struct {
+	out    *bufio.Reader
+	stderr bytes.Buffer
+	cancel context.CancelFunc
+	exited chan int
+}
+
+// startDaemon runs bfs args until stop; out reads what it prints.
+func startDaemon(args ...string) *daemonRun {
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	d := &daemonRun{out: bufio.NewReader(pr), cancel: cancel, exited: make(chan int, 1)}
+	go func() {
+		defer pw.Close()
+		d.exited <- bfscmd.Main(ctx, args, pw, &d.stderr)
+	}()
+	return d
+}
+
+// stop stops the daemon as a signal would, after the rest of what it
+// prints is discarded, and requires it to exit 0.
+func (d *daemonRun) stop(t *testing.T) {
+	t.Helper()
+	go func() { _, _ = io.Copy(io.Discard, d.out) }()
+	d.cancel()
+	select {
+	case code := <-d.exited:
+		assert.Equal(t, 0, code)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the daemon did not stop")
+	}
+}
+
 // TestNameserverCommand runs the daemon in-process, uses it, and stops it
 // by cancelling its context as a signal would.
 func TestNameserverCommand(t *testing.T) {
 	data := t.TempDir()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	pr, pw := io.Pipe()
-	var stderr bytes.Buffer
-	exited := make(chan int, 1)
-	go func() {
-		defer pw.Close()
-		exited <- bfscmd.Main(ctx, []string{"nameserver", "--data", data, "--listen", "127.0.0.1:0", "--metrics", ""}, pw, &stderr)
-	}()
-
-	first, err := bufio.NewReader(pr).ReadString('\n')
+	d := startDaemon("nameserver", "--data", data, "--listen", "127.0.0.1:0", "--metrics", "")
+	first, err := d.out.ReadString('\n')
 	if err != nil {
-		t.Fatalf("no listening line (%v); exit code %d, stderr:\n%s", err, <-exited, stderr.String())
+		t.Fatalf("no listening line (%v); exit code %d, stderr:\n%s", err, <-d.exited, d.stderr.String())
 	}
 	m := regexp.MustCompile(`^nameserver listening on (127\.0\.0\.1:\d+) \(data (.*)\)\n$`).FindStringSubmatch(first)
 	require.NotNil(t, m, "first line %q", first)
 	assert.Equal(t, data, m[2])
-	go func() { _, _ = io.Copy(io.Discard, pr) }()
 
 	addr := m[1]
 	require.Equal(t, 0, bfs(t, addr, "mkdir", "-p", "/x/y").code)
 	assert.Equal(t, "/x/y\n", bfs(t, addr, "ls", "/x").stdout)
-
-	cancel()
-	select {
-	case code := <-exited:
-		assert.Equal(t, 0, code)
-	case <-time.After(30 * time.Second):
-		t.Fatal("nameserver did not stop")
-	}
+	d.stop(t)
 }
 
 func TestNameserverCommandBadListenAddress(t *testing.T) {
