@@ -36,8 +36,7 @@
 //
 // Paging: a table shows one page (?limit=, default 100, at most 1,000)
 // and links the next with the nameserver's opaque page token (?page=), so
-// the page costs what it shows, also at 100,000 locks
-// (BenchmarkIndexAtScale, BenchmarkLocksPageAtScale).
+// the page costs what it shows, also at 100,000 locks (BenchmarkAtScale).
 //
 // Samples and history are the process's own, in memory, bounded: a ring
 // of Config.Samples samples of the charted counters, taken every
