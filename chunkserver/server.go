@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"sync"
 	"sync/atomic"
 
@@ -186,11 +187,16 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
 		bg.Go(func() { s.scrub.run(ctx) })
 	}
 	glog.Infof("chunkserver serving on %s", lis.Addr())
-	if err := daemon.Serve(ctx, s.stopc, s.grpc, s.health, lis, s.cfg.MetricsAddr, s.metrics.registry); err != nil {
+	if err := daemon.Serve(ctx, s.stopc, s.grpc, s.health, lis, s.cfg.MetricsAddr, s.HTTPHandler()); err != nil {
 		return fmt.Errorf("chunkserver: %w", err)
 	}
 	return nil
 }
+
+// HTTPHandler serves the chunkserver's HTTP port (Prometheus metrics at
+// /metrics), for Serve at cfg.MetricsAddr or for a caller with a listener
+// of its own (the sandbox).
+func (s *Server) HTTPHandler() http.Handler { return daemon.HTTPHandler(s.metrics.registry, nil) }
 
 func (s *Server) startServing() error {
 	s.mu.Lock()

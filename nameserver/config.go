@@ -19,7 +19,8 @@ type Config struct {
 	// ListenAddr is where the bfs nameserver command listens; Serve itself
 	// takes a listener.
 	ListenAddr string
-	// MetricsAddr is the HTTP address for Prometheus metrics; "" serves none.
+	// MetricsAddr is the HTTP address for Prometheus metrics (/metrics)
+	// and the status page (/, nameserver/statuspage); "" serves none.
 	MetricsAddr string
 	// Name is this nameserver's name in its group (--id).
 	Name string
@@ -41,6 +42,9 @@ type Config struct {
 	// RaftDial, if set, dials the peers (a test's proxy, TLS).
 	RaftListener net.Listener
 	RaftDial     func(ctx context.Context, addr string) (net.Conn, error)
+	// StatusPublic serves the status page and its JSON to every client;
+	// otherwise only to clients on loopback addresses.
+	StatusPublic bool
 	// MinSessionTTL and MaxSessionTTL bound the TTL a client may ask for.
 	MinSessionTTL, MaxSessionTTL time.Duration
 	// HeartbeatInterval is how often chunkservers are told to heartbeat;
@@ -108,6 +112,10 @@ type TestingKnobs struct {
 	// listener): for tests whose goroutines must all block on channels
 	// (a testing/synctest bubble).
 	RaftLocal bool
+	// StatusSampleInterval, if positive, is how often the status page
+	// samples the metrics its charts draw (statuspage.DefaultSampleInterval
+	// otherwise).
+	StatusSampleInterval time.Duration
 }
 
 // DefaultConfig returns the configuration of a nameserver on this host.

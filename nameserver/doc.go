@@ -14,9 +14,9 @@
 //
 // Goroutines: the session manager's expiry loop, the chunkserver liveness
 // loop, the repair scheduler's loop and copies, the Cleaner's cleanings,
-// the Closer's seals and truncations, and the server's own task group
-// (releasing the locks of ended sessions, deletes of replicas) all stop
-// in Close, and none starts once Close has begun.
+// the Closer's seals and truncations, the status page's sampler, and the
+// server's own task group (releasing the locks of ended sessions, deletes
+// of replicas) all stop in Close, and none starts once Close has begun.
 //
 // A Server is a library: New opens the data directory, Serve answers on a
 // listener until its context ends or Close is called, Close stops every
@@ -132,6 +132,16 @@
 // corrupt); the last block of a file open for write is not judged. The
 // gauges bfs_nameserver_chunkservers{state} and the per-chunkserver
 // capacity and free bytes are read from the same sources at scrape time.
+//
+// The HTTP port (statuspage.go). Config.MetricsAddr serves the
+// Prometheus metrics at /metrics and the status page (nameserver/
+// statuspage) everywhere else; HTTPHandler is that port for a caller with
+// a listener of its own (the sandbox). The page reads the server through
+// its own RPC handlers (listings, safe mode), its metrics registry, and a
+// watcher of every lock transition (lockFeed, on the watchers that serve
+// WatchDirLocks); it runs one goroutine, stopped in Close. Until TLS and
+// admin identities exist it answers loopback clients only, unless
+// Config.StatusPublic.
 //
 // Handlers decode a request, normalize its paths (bad ones get
 // INVALID_ARGUMENT), call one domain method and encode the answer; the one

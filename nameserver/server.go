@@ -21,6 +21,7 @@ import (
 	"github.com/bfs-go/bfs/internal/datadir"
 	"github.com/bfs-go/bfs/nameserver/namespace"
 	"github.com/bfs-go/bfs/nameserver/replica"
+	"github.com/bfs-go/bfs/nameserver/statuspage"
 	"github.com/bfs-go/bfs/proto/bfspb"
 )
 
@@ -50,8 +51,10 @@ type Server struct {
 	metrics *metrics
 	peers   *connpool.Pool
 	watch   *watchers
-	grpc    *grpc.Server
-	health  *health.Server
+	// status is the status page on the HTTP port (statuspage.go).
+	status *statuspage.Page
+	grpc   *grpc.Server
+	health *health.Server
 	// dataLock holds the data directory (its LOCK file) until Close.
 	dataLock *os.File
 	// terms starts and ends the leadership terms; lead is the term in
@@ -116,7 +119,13 @@ func newServer(cfg Config, dataLock *os.File) (*Server, error) {
 	}
 	s.ns = ns
 	s.registerGauges()
+	if err := s.startStatusPage(); err != nil {
+		ns.Close()
+		s.peers.Close()
+		return nil, err
+	}
 	if err := s.openReplica(); err != nil {
+		s.status.Close()
 		ns.Close()
 		s.peers.Close()
 		return nil, err
@@ -139,9 +148,9 @@ func newServer(cfg Config, dataLock *os.File) (*Server, error) {
 	return s, nil
 }
 
-// Serve answers RPCs on lis (and metrics on cfg.MetricsAddr) until ctx is
-// done, Close is called, or the replica stops after a storage failure
-// (then it returns that failure).
+// Serve answers RPCs on lis (and metrics and the status page on
+// cfg.MetricsAddr) until ctx is done, Close is called, or the replica
+// stops after a storage failure (then it returns that failure).
 func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
 	addr := lis.Addr().String()
 	s.served.Store(&addr)
@@ -157,7 +166,7 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
 		case <-ctx.Done():
 		}
 	}()
-	err := daemon.Serve(ctx, s.stopc, s.grpc, s.health, lis, s.cfg.MetricsAddr, s.metrics.registry)
+	err := daemon.Serve(ctx, s.stopc, s.grpc, s.health, lis, s.cfg.MetricsAddr, s.HTTPHandler())
 	cancel()
 	if fatal != nil {
 		s.Close()
@@ -176,6 +185,7 @@ func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
 		close(s.stopc)
 		s.grpc.Stop()
+		s.status.Close()
 		s.terms.close()
 		s.closeErr = s.node.Close()
 		s.peers.Close()

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 type runningChunkserver struct {
 	srv    *chunkserver.Server
 	addr   string
+	web    *web // its HTTP port, with Config.HTTP
 	cancel context.CancelFunc
 	served chan error
 }
@@ -40,8 +42,17 @@ func (s *Sandbox) startChunkserver(i int, addr string) error {
 		lis.Close()
 		return fmt.Errorf("sandbox: chunkserver %d: %w", i, err)
 	}
+	cs := &runningChunkserver{srv: srv, addr: lis.Addr().String(), served: make(chan error, 1)}
+	if s.cfg.HTTP {
+		if cs.web, err = serveHTTP(s.httpAddr(s.cfg.NameServers+i), srv.HTTPHandler()); err != nil {
+			lis.Close()
+			srv.Close()
+			return fmt.Errorf("sandbox: chunkserver %d: %w", i, err)
+		}
+		s.httpAddrs[s.cfg.NameServers+i] = cs.web.addr
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	cs := &runningChunkserver{srv: srv, addr: lis.Addr().String(), cancel: cancel, served: make(chan error, 1)}
+	cs.cancel = cancel
 	go func() { cs.served <- srv.Serve(ctx, lis) }()
 	s.chunkservers[i] = cs
 	s.csAddrs[i] = cs.addr
@@ -76,7 +87,7 @@ func (s *Sandbox) StopChunkserver(i int) error {
 	}
 	s.chunkservers[i] = nil
 	cs.cancel()
-	err := cs.srv.Close()
+	err := errors.Join(cs.web.close(), cs.srv.Close())
 	if serr := <-cs.served; err == nil {
 		err = serr
 	}

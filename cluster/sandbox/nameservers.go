@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 
 type runningNameServer struct {
 	srv    *nameserver.Server
+	web    *web // its HTTP port, with Config.HTTP
 	cancel context.CancelFunc
 	served chan error
 }
@@ -108,8 +110,17 @@ func (s *Sandbox) serveNameServer(i int, client, raftLis net.Listener) error {
 		raftLis.Close()
 		return fmt.Errorf("sandbox: nameserver %d: %w", i, err)
 	}
+	ns := &runningNameServer{srv: srv, served: make(chan error, 1)}
+	if s.cfg.HTTP {
+		if ns.web, err = serveHTTP(s.httpAddr(i), srv.HTTPHandler()); err != nil {
+			client.Close()
+			srv.Close()
+			return fmt.Errorf("sandbox: nameserver %d: %w", i, err)
+		}
+		s.httpAddrs[i] = ns.web.addr
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	ns := &runningNameServer{srv: srv, cancel: cancel, served: make(chan error, 1)}
+	ns.cancel = cancel
 	go func() { ns.served <- srv.Serve(ctx, client) }()
 	s.nameservers[i] = ns
 	return nil
@@ -181,7 +192,7 @@ func (s *Sandbox) StopNameServer(i int) error {
 	}
 	s.nameservers[i] = nil
 	ns.cancel()
-	err := ns.srv.Close()
+	err := errors.Join(ns.web.close(), ns.srv.Close())
 	if serr := <-ns.served; err == nil {
 		err = serr
 	}

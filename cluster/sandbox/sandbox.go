@@ -1,6 +1,9 @@
 // Package sandbox runs a whole BFS cluster in one process on loopback: a
-// nameserver and N chunkservers, each with its data under one folder. The
-// `bfs sandbox` command, bfsbench and the test cluster are built on it.
+// group of nameservers (one by default) and N chunkservers, each with its
+// data under one folder, and with Config.HTTP each serving its HTTP port
+// (metrics, the nameservers' status page) on a listener the sandbox
+// opens, so a free port is known once bound. The `bfs sandbox` command,
+// bfsbench and the test cluster are built on it.
 package sandbox
 
 import (
@@ -42,6 +45,12 @@ type Config struct {
 	ChunkserverAddrs []string
 	// Chunkserver adjusts chunkserver i's configuration before it starts.
 	Chunkserver func(i int, cfg *chunkserver.Config)
+	// HTTP has every daemon serve its HTTP port: Prometheus metrics at
+	// /metrics, and the nameservers their status page at /. HTTPAddrs, if
+	// set, are where: the nameservers' first, then one per chunkserver;
+	// by default (or where one is "") a free port on 127.0.0.1.
+	HTTP      bool
+	HTTPAddrs []string
 }
 
 // Sandbox is a running cluster.
@@ -63,8 +72,11 @@ type Sandbox struct {
 	chunkservers []*runningChunkserver
 	// csAddrs are the addresses chunkservers last listened on.
 	csAddrs []string
-	mu      sync.Mutex
-	errs    []error
+	// httpAddrs are where each daemon's HTTP port last listened (with
+	// Config.HTTP): the nameservers' first, then the chunkservers'.
+	httpAddrs []string
+	mu        sync.Mutex
+	errs      []error
 }
 
 // Start starts the cluster. Close stops it.
@@ -84,8 +96,11 @@ func Start(cfg Config) (*Sandbox, error) {
 	if len(cfg.ChunkserverAddrs) != 0 && len(cfg.ChunkserverAddrs) != cfg.Chunkservers {
 		return nil, fmt.Errorf("sandbox: %d chunkserver addresses for %d chunkservers", len(cfg.ChunkserverAddrs), cfg.Chunkservers)
 	}
+	if len(cfg.HTTPAddrs) != 0 && len(cfg.HTTPAddrs) != cfg.NameServers+cfg.Chunkservers {
+		return nil, fmt.Errorf("sandbox: %d HTTP addresses for %d nameservers and %d chunkservers", len(cfg.HTTPAddrs), cfg.NameServers, cfg.Chunkservers)
+	}
 	s := &Sandbox{cfg: cfg, chunkservers: make([]*runningChunkserver, cfg.Chunkservers),
-		csAddrs: make([]string, cfg.Chunkservers)}
+		csAddrs: make([]string, cfg.Chunkservers), httpAddrs: make([]string, cfg.NameServers+cfg.Chunkservers)}
 	if err := s.startGroup(); err != nil {
 		return nil, errors.Join(err, s.Close())
 	}

@@ -75,6 +75,13 @@ func WithChunkservers(n int) Option {
 	}
 }
 
+// WithHTTP has every daemon serve its HTTP port (metrics, the
+// nameserver's status page) on a free port: NameServerHTTPAddr and
+// ChunkserverHTTPAddrs say where.
+func WithHTTP() Option {
+	return func(c *sandbox.Config) { c.HTTP = true }
+}
+
 // Start starts a cluster and registers its shutdown with t.Cleanup.
 func Start(t testing.TB, opts ...Option) *Cluster {
 	t.Helper()

@@ -1,6 +1,7 @@
 // Package daemon holds what the nameserver and chunkserver do alike as
-// gRPC daemons: serving with a graceful stop, a Prometheus endpoint, and
-// counting and timing their RPCs.
+// gRPC daemons: serving with a graceful stop, an HTTP port (Prometheus
+// metrics, and whatever page the daemon serves beside them), and counting
+// and timing their RPCs.
 package daemon
 
 import (
@@ -26,28 +27,37 @@ import (
 // GracePeriod is how long RPCs in flight may finish when a daemon stops.
 const GracePeriod = 2 * time.Second
 
-// Serve answers g's RPCs on lis, and Prometheus metrics from reg at
-// http://metricsAddr/metrics unless metricsAddr is "", until ctx is done,
-// stop is closed or serving fails. It then marks h not serving, lets RPCs
-// in flight finish for GracePeriod, cuts the rest, and returns.
-func Serve(ctx context.Context, stop <-chan struct{}, g *grpc.Server, h *health.Server, lis net.Listener, metricsAddr string, reg *prometheus.Registry) error {
-	var mlis net.Listener
-	if metricsAddr != "" {
+// HTTPHandler is a daemon's HTTP port: Prometheus metrics from reg at
+// /metrics and, unless page is nil, page at every other path.
+func HTTPHandler(reg prometheus.Gatherer, page http.Handler) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	if page != nil {
+		mux.Handle("/", page)
+	}
+	return mux
+}
+
+// Serve answers g's RPCs on lis, and web (HTTPHandler) at httpAddr unless
+// httpAddr is "", until ctx is done, stop is closed or serving fails. It
+// then marks h not serving, lets RPCs in flight finish for GracePeriod,
+// cuts the rest, and returns.
+func Serve(ctx context.Context, stop <-chan struct{}, g *grpc.Server, h *health.Server, lis net.Listener, httpAddr string, web http.Handler) error {
+	var hlis net.Listener
+	if httpAddr != "" {
 		var err error
-		if mlis, err = net.Listen("tcp", metricsAddr); err != nil {
+		if hlis, err = net.Listen("tcp", httpAddr); err != nil {
 			lis.Close()
-			return fmt.Errorf("metrics listener: %w", err)
+			return fmt.Errorf("HTTP listener: %w", err)
 		}
 	}
 	errc := make(chan error, 2)
 	go func() { errc <- g.Serve(lis) }()
 	var hs *http.Server
-	if mlis != nil {
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-		hs = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-		go func() { errc <- hs.Serve(mlis) }()
-		glog.Infof("metrics on http://%s/metrics", mlis.Addr())
+	if hlis != nil {
+		hs = &http.Server{Handler: web, ReadHeaderTimeout: 10 * time.Second}
+		go func() { errc <- hs.Serve(hlis) }()
+		glog.Infof("HTTP on http://%s (metrics at /metrics)", hlis.Addr())
 	}
 	var err error
 	select {

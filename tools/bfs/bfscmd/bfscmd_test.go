@@ -91,11 +91,37 @@ func TestHelp(t *testing.T) {
 	assert.Equal(t, 0, r.code)
 	assert.Contains(t, r.stdout, "ls [-l] [-R] [PATH...]")
 
+	for _, daemon := range []string{"nameserver", "chunkserver", "sandbox"} {
+		r = run(t, daemon, "--help")
+		assert.Equal(t, 0, r.code)
+		for _, f := range []string{"-v, --v", "--log-dir"} {
+			assert.Contains(t, r.stdout, f, daemon)
+		}
+		// glog's other flags are out of the way, in bfs help logging.
+		for _, f := range []string{"--vmodule", "--logtostderr", "--alsologtostderr", "--stderrthreshold",
+			"--log_dir", "--log_link", "--logbuflevel", "--log_backtrace_at"} {
+			assert.NotContains(t, r.stdout, f, daemon)
+		}
+	}
 	r = run(t, "nameserver", "--help")
-	assert.Equal(t, 0, r.code)
-	for _, f := range []string{"--data", "--listen", "--metrics", "--logtostderr", "-v, --v"} {
+	for _, f := range []string{"--listen", "--metrics", "--status-public"} {
 		assert.Contains(t, r.stdout, f)
 	}
+
+	r = run(t, "help", "logging")
+	assert.Equal(t, 0, r.code)
+	for _, f := range []string{"-v N", "--log-dir DIR", "--log_dir", "--vmodule", "--logtostderr", "--alsologtostderr",
+		"--stderrthreshold", "--log_link", "--logbuflevel", "--log_backtrace_at"} {
+		assert.Contains(t, r.stdout, f)
+	}
+	assert.Contains(t, run(t, "--help").stdout, "logging")
+}
+
+// TestHiddenLogFlagsWork: a hidden glog flag is still taken.
+func TestHiddenLogFlagsWork(t *testing.T) {
+	r := run(t, "nameserver", "--data", t.TempDir(), "--vmodule", "bfscmd=0", "--listen", "nonsense", "--metrics", "")
+	assert.Equal(t, 1, r.code, r.stderr) // got past the flags, to the listener
+	assert.Contains(t, r.stderr, "nonsense")
 }
 
 // TestOddInputNeverPanics feeds malformed paths and arguments; every one
@@ -237,40 +263,57 @@ func TestNameserverFromEnvironment(t *testing.T) {
 	assert.Equal(t, 1, r.code)
 }
 
+// daemonRun is a daemon command (nameserver, sandbox) run in-process.
+type daemonRun struct {
+	out    *bufio.Reader
+	stderr bytes.Buffer
+	cancel context.CancelFunc
+	exited chan int
+}
+
+// startDaemon runs bfs args until stop; out reads what it prints.
+func startDaemon(args ...string) *daemonRun {
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	d := &daemonRun{out: bufio.NewReader(pr), cancel: cancel, exited: make(chan int, 1)}
+	go func() {
+		defer pw.Close()
+		d.exited <- bfscmd.Main(ctx, args, pw, &d.stderr)
+	}()
+	return d
+}
+
+// stop stops the daemon as a signal would, after the rest of what it
+// prints is discarded, and requires it to exit 0.
+func (d *daemonRun) stop(t *testing.T) {
+	t.Helper()
+	go func() { _, _ = io.Copy(io.Discard, d.out) }()
+	d.cancel()
+	select {
+	case code := <-d.exited:
+		assert.Equal(t, 0, code)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the daemon did not stop")
+	}
+}
+
 // TestNameserverCommand runs the daemon in-process, uses it, and stops it
 // by cancelling its context as a signal would.
 func TestNameserverCommand(t *testing.T) {
 	data := t.TempDir()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	pr, pw := io.Pipe()
-	var stderr bytes.Buffer
-	exited := make(chan int, 1)
-	go func() {
-		defer pw.Close()
-		exited <- bfscmd.Main(ctx, []string{"nameserver", "--data", data, "--listen", "127.0.0.1:0", "--metrics", ""}, pw, &stderr)
-	}()
-
-	first, err := bufio.NewReader(pr).ReadString('\n')
+	d := startDaemon("nameserver", "--data", data, "--listen", "127.0.0.1:0", "--metrics", "")
+	first, err := d.out.ReadString('\n')
 	if err != nil {
-		t.Fatalf("no listening line (%v); exit code %d, stderr:\n%s", err, <-exited, stderr.String())
+		t.Fatalf("no listening line (%v); exit code %d, stderr:\n%s", err, <-d.exited, d.stderr.String())
 	}
 	m := regexp.MustCompile(`^nameserver listening on (127\.0\.0\.1:\d+) \(data (.*)\)\n$`).FindStringSubmatch(first)
 	require.NotNil(t, m, "first line %q", first)
 	assert.Equal(t, data, m[2])
-	go func() { _, _ = io.Copy(io.Discard, pr) }()
 
 	addr := m[1]
 	require.Equal(t, 0, bfs(t, addr, "mkdir", "-p", "/x/y").code)
 	assert.Equal(t, "/x/y\n", bfs(t, addr, "ls", "/x").stdout)
-
-	cancel()
-	select {
-	case code := <-exited:
-		assert.Equal(t, 0, code)
-	case <-time.After(30 * time.Second):
-		t.Fatal("nameserver did not stop")
-	}
+	d.stop(t)
 }
 
 func TestNameserverCommandBadListenAddress(t *testing.T) {

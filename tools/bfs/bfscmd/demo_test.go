@@ -49,7 +49,7 @@ func TestSandboxDemo(t *testing.T) {
 
 func runSandboxDemo(t *testing.T, dir string) result {
 	t.Helper()
-	return run(t, "sandbox", "--dir", dir, "--listen", "127.0.0.1:0", "--chunkserver-port", "0", "--demo-only")
+	return run(t, "sandbox", "--dir", dir, "--listen", "127.0.0.1:0", "--chunkserver-port", "0", "--http-port", "0", "--demo-only")
 }
 
 func atoi(t *testing.T, s string) int {

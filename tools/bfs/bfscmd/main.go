@@ -120,6 +120,7 @@ $BFS_NAMESERVER, or ` + DefaultNameServer + `.`,
 		e.adminCommand(),
 		e.groupCommand(),
 		e.fsckCommand(),
+		loggingHelp(),
 	)
 	return root
 }

@@ -58,7 +58,9 @@ and is added with 'bfs cluster add NAME RAFT_ADDRESS'.`,
 	f.DurationVar(&cfg.Raft.ElectionTimeout, "raft-election-timeout", replica.DefaultElectionTimeout, "how long a candidate waits for votes")
 	f.Uint64Var(&cfg.Raft.SnapshotThreshold, "raft-snapshot-threshold", replica.DefaultSnapshotThreshold,
 		"log entries applied since the last snapshot before the next one")
-	f.StringVar(&cfg.MetricsAddr, "metrics", cfg.MetricsAddr, `Prometheus metrics HTTP address ("" for none)`)
+	f.StringVar(&cfg.MetricsAddr, "metrics", cfg.MetricsAddr, `HTTP address of the status page (/) and Prometheus metrics (/metrics); "" for none`)
+	f.BoolVar(&cfg.StatusPublic, "status-public", cfg.StatusPublic,
+		"serve the status page and its JSON to every client, not only to loopback ones (no TLS or login guards it yet)")
 	f.DurationVar(&cfg.DeadTimeout, "dead-timeout", cfg.DeadTimeout, "a chunkserver silent this long is declared dead")
 	f.DurationVar(&cfg.HeartbeatInterval, "heartbeat", cfg.HeartbeatInterval, "heartbeat interval chunkservers are told to use")
 	f.DurationVar(&cfg.ReportInterval, "report-interval", cfg.ReportInterval, "full block report interval chunkservers are told to use")
@@ -104,12 +106,26 @@ var glogFlags = []string{
 	"log_dir", "log_link", "logbuflevel", "log_backtrace_at",
 }
 
-// addGlogFlags lets a daemon command take glog's flags (-v, --logtostderr,
-// ...). They set glog's process-wide state.
+// addGlogFlags lets a daemon command take glog's flags. They set glog's
+// process-wide state. Its --help shows -v and --log-dir (glog's
+// --log_dir in the style of the other flags); the rest are hidden, and
+// `bfs help logging` describes them all.
 func addGlogFlags(f *pflag.FlagSet) {
 	for _, name := range glogFlags {
-		if gf := flag.CommandLine.Lookup(name); gf != nil {
-			f.AddGoFlag(gf)
+		gf := flag.CommandLine.Lookup(name)
+		if gf == nil {
+			continue
+		}
+		f.AddGoFlag(gf)
+		if name == "v" {
+			f.Lookup(name).Usage = "log verbosity: 1 for more detail, 2 for much more (bfs help logging)"
+			continue
+		}
+		_ = f.MarkHidden(name) // the flag was just added
+		if name == "log_dir" {
+			dir := pflag.PFlagFromGoFlag(gf)
+			dir.Name, dir.Usage = "log-dir", "write log files in this directory instead of logging to stderr"
+			f.AddFlag(dir)
 		}
 	}
 }
@@ -117,7 +133,34 @@ func addGlogFlags(f *pflag.FlagSet) {
 // defaultLogToStderr makes a daemon log to stderr unless the command line
 // chose otherwise: a daemon's logs belong to whatever supervises it.
 func defaultLogToStderr(f *pflag.FlagSet) {
-	if f.Lookup("logtostderr") != nil && !f.Changed("logtostderr") && !f.Changed("log_dir") {
+	if f.Lookup("logtostderr") != nil && !f.Changed("logtostderr") && !f.Changed("log_dir") && !f.Changed("log-dir") {
 		_ = flag.Set("logtostderr", "true")
+	}
+}
+
+// loggingHelp is `bfs help logging`: every flag of the daemons' logs.
+func loggingHelp() *cobra.Command {
+	return &cobra.Command{
+		Use:   "logging",
+		Short: "The flags of the daemons' logs (glog)",
+		Long: `The daemons (bfs nameserver, chunkserver and sandbox) log through glog,
+to stderr unless --log-dir is given. Their --help shows the two flags
+most runs need:
+
+  -v N                       verbosity of the detail logs: 1 for more, 2 for much more
+  --log-dir DIR              write log files in DIR (one per severity, rotated by size)
+                             instead of logging to stderr; also spelt --log_dir
+
+and takes glog's other flags, hidden there:
+
+  --vmodule PATTERN=N,...    verbosity by source file, e.g. --vmodule=cleaner=2,closer=1
+  --logtostderr              log to stderr only (the default without --log-dir)
+  --alsologtostderr          log to stderr as well as to the files of --log-dir
+  --stderrthreshold LEVEL    with --log-dir, copy logs at or above LEVEL (INFO, WARNING,
+                             ERROR, FATAL) to stderr too (default ERROR)
+  --log_link DIR             put symbolic links to the current log files in DIR
+  --logbuflevel N            buffer log lines of severity N and below before writing
+                             them (-1: write every line at once)
+  --log_backtrace_at FILE:N  write a stack trace when the log line at FILE:N is reached`,
 	}
 }

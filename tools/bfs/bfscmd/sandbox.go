@@ -22,6 +22,7 @@ func (e *env) sandboxCommand() *cobra.Command {
 		nameservers  int
 		chunkservers int
 		basePort     int
+		httpPort     int
 		demo         bool
 		demoOnly     bool
 	)
@@ -32,6 +33,12 @@ func (e *env) sandboxCommand() *cobra.Command {
 (by default) three chunkservers on 127.0.0.1, with all data under one
 folder. It prints the addresses and a few commands to try, and stops
 cleanly on Ctrl-C. Running it again on the same folder keeps the data.
+
+Every daemon serves HTTP on loopback, from --http-port on: the
+nameserver its status page (http://127.0.0.1:8840/ by default) and
+Prometheus metrics (/metrics), each chunkserver its metrics on the
+ports after it. BUILD.md has a Prometheus scrape configuration for them
+and deploy/grafana a dashboard.
 
 With --demo it first runs a narrated failover against itself: tablet
 server A locks /demo/t1 and writes, the master force-unlocks it, the
@@ -48,11 +55,14 @@ A's bytes, and A is refused. --demo-only exits after the demo.`,
 			if basePort < 0 || basePort+chunkservers > 65535 {
 				return usagef("--chunkserver-port %d out of range", basePort)
 			}
+			if httpPort < 0 || httpPort+chunkservers > 65535 {
+				return usagef("--http-port %d out of range", httpPort)
+			}
 			defaultLogToStderr(cmd.Flags())
 			defer glog.Flush()
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			cfg := sandbox.Config{Dir: dir, NameServers: nameservers, Chunkservers: chunkservers}
+			cfg := sandbox.Config{Dir: dir, NameServers: nameservers, Chunkservers: chunkservers, HTTP: true}
 			var err error
 			if cfg.NameServerAddrs, cfg.RaftAddrs, err = sandboxNameServerAddrs(listen, nameservers); err != nil {
 				return err
@@ -60,6 +70,11 @@ A's bytes, and A is refused. --demo-only exits after the demo.`,
 			if basePort > 0 {
 				for i := range chunkservers {
 					cfg.ChunkserverAddrs = append(cfg.ChunkserverAddrs, fmt.Sprintf("127.0.0.1:%d", basePort+i))
+				}
+			}
+			if httpPort > 0 {
+				for i := range nameservers + chunkservers {
+					cfg.HTTPAddrs = append(cfg.HTTPAddrs, fmt.Sprintf("127.0.0.1:%d", httpPort+i))
 				}
 			}
 			sb, err := sandbox.Start(cfg)
@@ -89,6 +104,7 @@ A's bytes, and A is refused. --demo-only exits after the demo.`,
 	f.IntVar(&nameservers, "nameservers", 1, "nameservers in the group: 1, 3 or 5")
 	f.IntVar(&chunkservers, "chunkservers", 3, "number of chunkservers")
 	f.IntVar(&basePort, "chunkserver-port", 8830, "first chunkserver port on 127.0.0.1 (0: any free ports)")
+	f.IntVar(&httpPort, "http-port", 8840, "the nameservers' HTTP ports (status page, metrics) on 127.0.0.1, then the chunkservers' metrics on the ports after them (0: any free ports)")
 	f.BoolVar(&demo, "demo", false, "run a narrated failover demo once the sandbox is up")
 	f.BoolVar(&demoOnly, "demo-only", false, "run the demo, then stop the sandbox and exit")
 	addGlogFlags(f)
@@ -115,11 +131,14 @@ func sandboxNameServerAddrs(listen string, n int) (clients, rafts []string, err 
 
 func (e *env) printSandbox(sb *sandbox.Sandbox, dir string) {
 	fmt.Fprintf(e.stdout, "BFS sandbox running, data in %s\n", dir)
+	nsWeb := sb.NameServerHTTPAddrs()
 	for i, a := range sb.NameServerAddrs() {
-		fmt.Fprintf(e.stdout, "  nameserver   %s  (%s)\n", a, sandbox.NameServerName(i))
+		fmt.Fprintf(e.stdout, "  nameserver   %-16s  status page http://%s/  metrics http://%[2]s/metrics  (%s)\n",
+			a, nsWeb[i], sandbox.NameServerName(i))
 	}
+	web := sb.ChunkserverHTTPAddrs()
 	for i, a := range sb.ChunkserverAddrs() {
-		fmt.Fprintf(e.stdout, "  chunkserver  %s  (%d)\n", a, i)
+		fmt.Fprintf(e.stdout, "  chunkserver  %-16s  metrics http://%s/metrics  (%d)\n", a, web[i], i)
 	}
 }
 
