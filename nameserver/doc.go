@@ -1,8 +1,31 @@
 // Package nameserver is the BFS nameserver: the gRPC adapter in front of
 // the namespace and its directory locks (nameserver/namespace, dirlock),
-// the session table (nameserver/session), the block map
-// (nameserver/blockmap), and the closer of files open for write
-// (nameserver/fileclose), all wired together here.
+// replicated by the nameserver group (nameserver/replica), the session
+// table (nameserver/session), the block map (nameserver/blockmap), and
+// the closer of files open for write (nameserver/fileclose), all wired
+// together here.
+//
+// # The group and its terms
+//
+// A nameserver is a member of a group (a lone one is a group of one).
+// Every mutation is a command proposed through propose, the only way to
+// one: Raft commits it in a majority's log and each member applies it to
+// its namespace. Everything only the leader does belongs to one
+// leadership term (term.go): the session manager, the block map, the
+// closer and the cleaner, the repair, safe mode and the chunkserver
+// liveness loop are the term's, started after a Barrier when this member
+// becomes leader (every stored session with a full TTL, cleanings
+// resumed, the block map rebuilt from the chunkservers' registrations),
+// and stopped when leadership ends or before a transfer. RPC handlers
+// run in the term that was in office when the request arrived
+// (leaderOnly, leading, termOf); without one a request is answered
+// NOT_LEADER, naming the leader's client address in the LeaderTrailer
+// (leader.go). Decisive reads (keep-alives, lock state, fsck, obsolete
+// replicas) run after a VerifyLeader round. A deposed leader's term may
+// still be running for a moment: everything it would change goes through
+// propose, which it can no longer commit, and its chunkserver commands
+// carry its term, which chunkservers refuse once a newer leader has
+// spoken.
 //
 // The directory-lock cleaning is dirlock's Cleaner, which drains a
 // cleaning's files through fileclose's Closer; each of them sees the
@@ -12,11 +35,14 @@
 // clients as its Chunkservers. Every cleaning starts in clean and its end
 // is reported to cleaned (locks.go).
 //
-// Goroutines: the session manager's expiry loop, the chunkserver liveness
-// loop, the repair scheduler's loop and copies, the Cleaner's cleanings,
-// the Closer's seals and truncations, the status page's sampler, and the
-// server's own task group (releasing the locks of ended sessions, deletes
-// of replicas) all stop in Close, and none starts once Close has begun.
+// Goroutines: Raft's (the replica's, stopped by its Close), the loop that
+// publishes this member's addresses in the member table, the status
+// page's sampler, and a term's: the session manager's expiry loop, the
+// chunkserver liveness loop, the repair scheduler's loop and copies, the
+// Cleaner's cleanings, the Closer's seals and truncations, and the term's
+// task group (releasing the locks of ended sessions, deletes of
+// replicas). A term's stop with it; all stop in Close, and none starts
+// once Close has begun.
 //
 // A Server is a library: New opens the data directory, Serve answers on a
 // listener until its context ends or Close is called, Close stops every
