@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
 
+	"github.com/bfs-go/bfs/nameserver/namespace"
 	"github.com/bfs-go/bfs/nameserver/repair"
 	"github.com/bfs-go/bfs/nameserver/replica"
 	"github.com/bfs-go/bfs/proto/bfspb"
@@ -108,23 +110,10 @@ func (s *Server) notLeaderMessage(ctx context.Context) string {
 	return fmt.Sprintf("%s is not the leader; the leader is %s at %s", s.node.Name(), name, m.ClientAddress)
 }
 
-// openReplica joins the group: the Raft log and snapshots live under
-// the data directory beside the namespace.
-func (s *Server) openReplica() error {
-	lis := s.cfg.RaftListener
-	advertise := s.cfg.RaftAdvertise
-	if s.cfg.TestingKnobs.RaftLocal {
-		advertise = "local"
-	} else if lis == nil {
-		var err error
-		if lis, err = net.Listen("tcp", s.cfg.RaftListen); err != nil {
-			return fmt.Errorf("nameserver: raft listener: %w", err)
-		}
-	}
-	if advertise == "" {
-		advertise = lis.Addr().String()
-	}
-	node, err := replica.Open(replica.Config{
+// replicaConfig is the configuration of this member's replica, with lis
+// its Raft listener and advertise the address its peers dial.
+func (s *Server) replicaConfig(lis net.Listener, advertise string) replica.Config {
+	return replica.Config{
 		Dir:                filepath.Join(s.cfg.DataDir, "raft"),
 		Name:               s.cfg.Name,
 		RaftAddress:        advertise,
@@ -142,7 +131,58 @@ func (s *Server) openReplica() error {
 		OnLeadership:       s.terms.leadership,
 		OnFatal:            s.fatal,
 		OnApply:            s.metrics.applied,
-	}, s.ns)
+	}
+}
+
+// checkStart refuses, before anything is opened for writing, a start that
+// contradicts what this member stored (see replica.Check): a refused
+// start changes nothing.
+func (s *Server) checkStart() error {
+	formatted, cluster := false, ""
+	dir := filepath.Join(s.cfg.DataDir, "namespace")
+	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
+		ns, err := namespace.Open(namespace.Options{Dir: dir, Logger: glogLogger{}, ReadOnly: true})
+		if err != nil {
+			return err
+		}
+		formatted, cluster = ns.Formatted(), ns.ClusterID()
+		if err := ns.Close(); err != nil {
+			return err
+		}
+	}
+	advertise := s.cfg.RaftAdvertise
+	if advertise == "" {
+		advertise = s.cfg.RaftListen
+	}
+	if s.cfg.TestingKnobs.RaftLocal {
+		advertise = "local"
+	}
+	if advertise == "" || strings.HasSuffix(advertise, ":0") {
+		advertise = "127.0.0.1:0" // not known until bound; only a group of one takes such a port
+	}
+	if err := replica.Check(s.replicaConfig(nil, advertise), formatted, cluster); err != nil {
+		return fmt.Errorf("nameserver: %w", err)
+	}
+	return nil
+}
+
+// openReplica joins the group: the Raft log and snapshots live under
+// the data directory beside the namespace.
+func (s *Server) openReplica() error {
+	lis := s.cfg.RaftListener
+	advertise := s.cfg.RaftAdvertise
+	if s.cfg.TestingKnobs.RaftLocal {
+		advertise = "local"
+	} else if lis == nil {
+		var err error
+		if lis, err = net.Listen("tcp", s.cfg.RaftListen); err != nil {
+			return fmt.Errorf("nameserver: raft listener: %w", err)
+		}
+	}
+	if advertise == "" {
+		advertise = lis.Addr().String()
+	}
+	node, err := replica.Open(s.replicaConfig(lis, advertise), s.ns)
 	if err != nil {
 		return fmt.Errorf("nameserver: %w", err)
 	}

@@ -107,6 +107,10 @@ func newServer(cfg Config, dataLock *os.File) (*Server, error) {
 	}
 	s.terms = newTerms(s)
 	s.metrics = newMetrics(s.liveSessions)
+	if err := s.checkStart(); err != nil {
+		s.peers.Close()
+		return nil, err
+	}
 	ns, err := namespace.Open(namespace.Options{
 		Dir:           filepath.Join(cfg.DataDir, "namespace"),
 		Logger:        glogLogger{},

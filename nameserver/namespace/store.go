@@ -35,6 +35,9 @@ type Options struct {
 	// DirCacheEntries bounds the directory cache (see dirCache); 0 means
 	// 256Ki directories.
 	DirCacheEntries int
+	// ReadOnly opens an existing store without writing anything to it
+	// (the checks before a start); Apply then fails.
+	ReadOnly bool
 	// OnLockChange, if set, is called after every command that changed a
 	// directory lock has committed, before the command's path locks are
 	// released: calls for the same directory come in commit order. It
@@ -65,6 +68,8 @@ type Store struct {
 	// onLocks is Options.OnLockChange.
 	onLocks func(cmd *bfspb.Command, res *Result)
 	closed  atomic.Bool
+	// readOnly is Options.ReadOnly.
+	readOnly bool
 	// restoring is set while the state is a mix left by a restore cut
 	// short: nothing applies until Restore succeeds.
 	restoring atomic.Bool
@@ -98,6 +103,7 @@ func Open(opts Options) (*Store, error) {
 		Merger:             maxMerger,
 		Logger:             opts.Logger,
 		EventListener:      opts.EventListener,
+		ReadOnly:           opts.ReadOnly,
 	}
 	db, err := pebble.Open(opts.Dir, po)
 	if err != nil {
@@ -107,7 +113,8 @@ func Open(opts Options) (*Store, error) {
 	if dirEntries == 0 {
 		dirEntries = defaultDirCacheEntries
 	}
-	s := &Store{db: db, dirs: newDirCache(dirEntries), locks: dirlock.NewTable(), open: newOpenIndex(), onLocks: opts.OnLockChange}
+	s := &Store{db: db, dirs: newDirCache(dirEntries), locks: dirlock.NewTable(), open: newOpenIndex(), onLocks: opts.OnLockChange,
+		readOnly: opts.ReadOnly}
 	s.view = &reader{Reader: db, dirs: s.dirs}
 	if err := s.load(); err != nil {
 		db.Close()
@@ -223,7 +230,10 @@ func (s *Store) Close() error {
 	}
 	// What applied without fsync is in the command log too; syncing here
 	// spares replaying it at the next start.
-	err := s.db.LogData(nil, pebble.Sync)
+	var err error
+	if !s.readOnly {
+		err = s.db.LogData(nil, pebble.Sync)
+	}
 	return errors.Join(err, s.db.Close())
 }
 

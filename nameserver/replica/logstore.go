@@ -78,6 +78,9 @@ type LogStoreOptions struct {
 	// EventListener receives Pebble's events (flushes, compactions,
 	// stalls, slow disks) for metrics; may be nil.
 	EventListener *pebble.EventListener
+	// ReadOnly opens an existing store without writing anything to it
+	// (the checks before a start); writes then fail.
+	ReadOnly bool
 	// Cache is the block cache, to share one with other stores; nil gives
 	// the store a private cache of 8 MiB (recent entries are read from
 	// raft.LogCache, not from here).
@@ -129,6 +132,7 @@ func OpenLogStore(opts LogStoreOptions) (*LogStore, error) {
 		FormatMajorVersion: LogFormatMajorVersion,
 		Logger:             opts.Logger, // nil: Pebble's default
 		EventListener:      opts.EventListener,
+		ReadOnly:           opts.ReadOnly,
 	}
 	// Defaults here, not in Open, so that the disk-health-checking FS
 	// Pebble wraps around the disk is ours to close when Open fails:
@@ -142,7 +146,7 @@ func OpenLogStore(opts LogStoreOptions) (*LogStore, error) {
 		return nil, fmt.Errorf("replica: open log store %s: %w", opts.Dir, err)
 	}
 	s := &LogStore{db: db}
-	err = s.checkFormat(opts.Dir)
+	err = s.checkFormat(opts.Dir, opts.ReadOnly)
 	if err == nil {
 		s.bounds.first, err = s.seek(0, false)
 	}
@@ -158,7 +162,7 @@ func OpenLogStore(opts LogStoreOptions) (*LogStore, error) {
 
 // checkFormat refuses a directory that holds another format or other data
 // (the namespace's, say), and marks a new one as a log store.
-func (s *LogStore) checkFormat(dir string) error {
+func (s *LogStore) checkFormat(dir string, readOnly bool) error {
 	v, closer, err := s.db.Get(keyFormat)
 	if err == nil {
 		defer closer.Close()
@@ -180,6 +184,9 @@ func (s *LogStore) checkFormat(dir string) error {
 	}
 	if used {
 		return fmt.Errorf("replica: %s holds data that is not a raft log store (is it another store's directory?)", dir)
+	}
+	if readOnly {
+		return nil
 	}
 	if err := s.db.Set(keyFormat, []byte(logStoreFormat), pebble.Sync); err != nil {
 		return fmt.Errorf("replica: create log store %s: %w", dir, err)

@@ -122,7 +122,7 @@ type Node struct {
 // contradicts the membership the node has stored, or that names a member
 // twice, and changes nothing then.
 func Open(cfg Config, store *namespace.Store) (*Node, error) {
-	if err := cfg.fill(); err != nil {
+	if err := cfg.fill(true); err != nil {
 		return nil, err
 	}
 	n := &Node{cfg: cfg, store: store, notifyc: make(chan bool, 16), donec: make(chan struct{})}
@@ -134,9 +134,11 @@ func Open(cfg Config, store *namespace.Store) (*Node, error) {
 	return n, nil
 }
 
-func (c *Config) fill() error {
+// fill checks c and sets its defaults; a node that will listen needs a
+// Listener (or Local).
+func (c *Config) fill(listening bool) error {
 	switch {
-	case c.Dir == "" || c.Name == "" || c.RaftAddress == "" || c.Listener == nil && !c.Local:
+	case c.Dir == "" || c.Name == "" || c.RaftAddress == "" || listening && c.Listener == nil && !c.Local:
 		return errors.New("replica: Dir, Name, RaftAddress and Listener are required")
 	case c.Local && len(c.InitialCluster) > 0:
 		return errors.New("replica: a Local node is a group of one")
@@ -312,24 +314,9 @@ func (n *Node) catchUpFromSnapshot() error {
 // Raft state, or checks that --initial-cluster does not contradict the
 // configuration stored.
 func (n *Node) bootstrap(rc *raft.Config) error {
-	has, err := raft.HasExistingState(n.logs, n.logs, n.snaps)
-	if err != nil {
-		return fmt.Errorf("replica: read raft state: %w", err)
-	}
-	if has {
-		return n.checkStored()
-	}
-	if n.cfg.Join {
-		glog.Infof("replica: joining an existing group: waiting for its leader to add %s (%s)", n.cfg.Name, n.cfg.RaftAddress)
-		return nil
-	}
-	peers := n.cfg.InitialCluster
-	if len(peers) == 0 {
-		peers = []Peer{{n.cfg.Name, n.cfg.RaftAddress}}
-	}
-	if len(peers) > 1 && n.store.Formatted() {
-		return fmt.Errorf("replica: this data directory holds a namespace (cluster %s) but no group: a group of %d is bootstrapped from empty directories only; "+
-			"start this node alone (without --initial-cluster) and add the others with bfs cluster add", n.store.ClusterID(), len(peers))
+	peers, err := n.startState(n.store.Formatted(), n.store.ClusterID())
+	if err != nil || peers == nil {
+		return err
 	}
 	var conf raft.Configuration
 	for _, p := range peers {
@@ -340,6 +327,63 @@ func (n *Node) bootstrap(rc *raft.Config) error {
 		return fmt.Errorf("replica: bootstrap: %w", err)
 	}
 	return nil
+}
+
+// startState says how this node starts: the members of the group to
+// bootstrap (nil: none to bootstrap, the node has Raft state or joins a
+// group), or why it must not start at all. formatted and cluster tell
+// whether the namespace holds a formatted store.
+func (n *Node) startState(formatted bool, cluster string) ([]Peer, error) {
+	has, err := raft.HasExistingState(n.logs, n.logs, n.snaps)
+	if err != nil {
+		return nil, fmt.Errorf("replica: read raft state: %w", err)
+	}
+	if has {
+		return nil, n.checkStored()
+	}
+	if n.cfg.Join {
+		glog.Infof("replica: joining an existing group: waiting for its leader to add %s (%s)", n.cfg.Name, n.cfg.RaftAddress)
+		return nil, nil
+	}
+	peers := n.cfg.InitialCluster
+	if len(peers) == 0 {
+		peers = []Peer{{n.cfg.Name, n.cfg.RaftAddress}}
+	}
+	if len(peers) > 1 && formatted {
+		return nil, fmt.Errorf("replica: this data directory holds a namespace (cluster %s) but no group: a group of %d is bootstrapped from empty directories only; "+
+			"start this node alone (without --initial-cluster) and add the others with bfs cluster add", cluster, len(peers))
+	}
+	return peers, nil
+}
+
+// Check refuses a start that Open would refuse (a contradiction of what
+// the node stored, a bootstrap over a namespace), reading the node's
+// Raft state without writing anything to it. formatted and cluster say
+// whether the namespace holds a formatted store. Listener may be nil.
+func Check(cfg Config, formatted bool, cluster string) error {
+	if err := cfg.fill(false); err != nil {
+		return err
+	}
+	n := &Node{cfg: cfg}
+	logDir := filepath.Join(cfg.Dir, "log")
+	if _, err := os.Stat(logDir); errors.Is(err, os.ErrNotExist) {
+		n.logs, n.snaps = nil, nil
+		if cfg.Join || len(cfg.InitialCluster) <= 1 || !formatted {
+			return nil
+		}
+		return fmt.Errorf("replica: this data directory holds a namespace (cluster %s) but no group: a group of %d is bootstrapped from empty directories only; "+
+			"start this node alone (without --initial-cluster) and add the others with bfs cluster add", cluster, len(cfg.InitialCluster))
+	}
+	var err error
+	if n.logs, err = OpenLogStore(LogStoreOptions{Dir: logDir, Logger: pebbleLogger{}, ReadOnly: true}); err != nil {
+		return err
+	}
+	defer n.logs.Close()
+	if n.snaps, err = raft.NewFileSnapshotStoreWithLogger(filepath.Join(cfg.Dir, "snapshots"), 2, raftLogger("raft-snapshots")); err != nil {
+		return fmt.Errorf("replica: snapshot store: %w", err)
+	}
+	_, err = n.startState(formatted, cluster)
+	return err
 }
 
 // checkStored refuses a start whose identity or --initial-cluster
