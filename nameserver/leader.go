@@ -189,6 +189,7 @@ func (s *Server) openReplica() error {
 	s.node = node
 	s.raftAddr = advertise
 	s.metrics.replicaGauges(node)
+	node.Start()
 	go s.publishSelf()
 	return nil
 }

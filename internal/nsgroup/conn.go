@@ -227,12 +227,16 @@ func (c *Conn) invokeOn(ctx context.Context, addr, method string, args, reply an
 	if err != nil {
 		return "", err
 	}
-	if st := cc.GetState(); st == connectivity.TransientFailure {
-		cc.Connect()
-		return "", errNotSent{addr}
+	down, err := c.connect(ctx, cc)
+	if err != nil {
+		return "", errNotSent{addr, err}
 	}
 	var md metadata.MD
 	err = cc.Invoke(ctx, method, args, reply, append(opts, grpc.Trailer(&md))...)
+	if down && status.Code(err) == codes.Unavailable {
+		// Failed fast on a connection that could not be made: not sent.
+		return "", errNotSent{addr, err}
+	}
 	if err != nil {
 		return "", err
 	}
@@ -245,10 +249,42 @@ func (c *Conn) invokeOn(ctx context.Context, addr, method string, args, reply an
 	return "", nil
 }
 
-// errNotSent: the call did not reach addr (or may be sent again).
-type errNotSent struct{ addr string }
+// connectTimeout bounds the wait for a connection to a member before a
+// call moves on to the next one.
+const connectTimeout = 2 * time.Second
 
-func (e errNotSent) Error() string { return "nameserver " + e.addr + " unreachable" }
+// connect waits (for connectTimeout at most) until cc is connected. It
+// reports down if the connection failed (a call then fails fast, unsent,
+// saying why), and an error if it neither connected nor failed in time.
+func (c *Conn) connect(ctx context.Context, cc *grpc.ClientConn) (down bool, err error) {
+	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
+	defer cancel()
+	for {
+		switch st := cc.GetState(); st {
+		case connectivity.Ready:
+			return false, nil
+		case connectivity.TransientFailure:
+			return true, nil
+		case connectivity.Shutdown:
+			return false, errors.New("connection closed")
+		case connectivity.Idle:
+			cc.Connect()
+			fallthrough
+		default:
+			if !cc.WaitForStateChange(ctx, st) {
+				return false, fmt.Errorf("no connection within %v", connectTimeout)
+			}
+		}
+	}
+}
+
+// errNotSent: the call did not reach addr.
+type errNotSent struct {
+	addr string
+	err  error
+}
+
+func (e errNotSent) Error() string { return fmt.Sprintf("nameserver %s unreachable: %v", e.addr, e.err) }
 
 // retryable reports whether a failed call may go to another member: it
 // was not sent, or it may be sent twice.

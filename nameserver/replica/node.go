@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/golang/glog"
@@ -108,6 +109,7 @@ type Node struct {
 
 	notifyc chan bool
 	donec   chan struct{}
+	started atomic.Bool
 	// moved is set when a group of one starts at another address than
 	// it stored: it records the new one when it leads.
 	moved bool
@@ -118,7 +120,7 @@ type Node struct {
 
 // Open starts the replica over store: it bootstraps the group on a first
 // start, restores the store from the newest snapshot if the store is
-// behind it, and joins Raft. Open refuses a start whose --initial-cluster
+// behind it, and joins Raft. OnLeadership is called only after Start. Open refuses a start whose --initial-cluster
 // contradicts the membership the node has stored, or that names a member
 // twice, and changes nothing then.
 func Open(cfg Config, store *namespace.Store) (*Node, error) {
@@ -130,8 +132,15 @@ func Open(cfg Config, store *namespace.Store) (*Node, error) {
 		n.closeStores()
 		return nil, err
 	}
-	go n.watchLeadership()
 	return n, nil
+}
+
+// Start starts telling OnLeadership of leadership changes (none is lost
+// meanwhile): the owner calls it once it has wired the node in. Call it
+// once.
+func (n *Node) Start() {
+	n.started.Store(true)
+	go n.watchLeadership()
 }
 
 // fill checks c and sets its defaults; a node that will listen needs a
@@ -558,7 +567,9 @@ func (n *Node) Close() error {
 			n.closeErr = n.raft.Shutdown().Error()
 		}
 		close(n.notifyc)
-		<-n.donec
+		if n.started.Load() {
+			<-n.donec
+		}
 		n.closeStores()
 	})
 	return n.closeErr

@@ -91,7 +91,7 @@ func (e *env) serveNameServer(ctx context.Context, cfg nameserver.Config) error 
 	if err != nil {
 		return errors.Join(err, srv.Close())
 	}
-	fmt.Fprintf(e.stdout, "nameserver %s listening on %s (data %s)\n", cfg.Name, lis.Addr(), cfg.DataDir)
+	fmt.Fprintf(e.stdout, "nameserver listening on %s (data %s)\n", lis.Addr(), cfg.DataDir)
 	err = srv.Serve(ctx, lis)
 	if cerr := srv.Close(); err == nil {
 		err = cerr

@@ -111,15 +111,24 @@ A's bytes, and A is refused. --demo-only exits after the demo.`,
 	return cmd
 }
 
-// sandboxNameServerAddrs gives the sandbox's nameservers fixed
-// addresses, so that running it again on the same folder finds the
-// group it stored: nameserver i listens 100*i ports above --listen, and
-// its peers dial the port below its own.
+// sandboxNameServerAddrs gives the sandbox's nameservers their
+// addresses. A lone nameserver listens on --listen and takes any free
+// port for Raft. Members of a group get fixed addresses, so that running
+// the sandbox again on the same folder finds the group it stored:
+// nameserver i listens 100*i ports above --listen, and its peers dial the
+// port below its own; with port 0 every port is a free one.
 func sandboxNameServerAddrs(listen string, n int) (clients, rafts []string, err error) {
 	host, portStr, err := net.SplitHostPort(listen)
 	port, perr := strconv.Atoi(portStr)
-	if err != nil || perr != nil || port < 1 || port+100*(n-1) > 65535 {
-		return nil, nil, usagef("--listen %q: want HOST:PORT with a port in [1, %d]", listen, 65535-100*(n-1))
+	if err != nil || perr != nil || port < 0 || port+100*(n-1) > 65535 {
+		return nil, nil, usagef("--listen %q: want HOST:PORT with a port in [0, %d]", listen, 65535-100*(n-1))
+	}
+	if n == 1 || port == 0 {
+		clients = []string{listen}
+		for range n - 1 {
+			clients = append(clients, net.JoinHostPort(host, "0"))
+		}
+		return clients, nil, nil
 	}
 	for i := range n {
 		p := port + 100*i

@@ -26,7 +26,7 @@ func TestSandboxServesHTTP(t *testing.T) {
 		printed.WriteString(line)
 	}
 	out := printed.String()
-	page := regexp.MustCompile(`(?m)^  nameserver +127\.0\.0\.1:\d+ +status page (http://127\.0\.0\.1:\d+/) +metrics (http://127\.0\.0\.1:\d+/metrics)$`).FindStringSubmatch(out)
+	page := regexp.MustCompile(`(?m)^  nameserver +127\.0\.0\.1:\d+ +status page (http://127\.0\.0\.1:\d+/) +metrics (http://127\.0\.0\.1:\d+/metrics) +\(ns1\)$`).FindStringSubmatch(out)
 	require.NotNil(t, page, "no nameserver line in:\n%s", out)
 	chunkservers := regexp.MustCompile(`(?m)^  chunkserver +127\.0\.0\.1:\d+ +metrics (http://127\.0\.0\.1:\d+/metrics) +\(\d\)$`).FindAllStringSubmatch(out, -1)
 	require.Len(t, chunkservers, 3, out)
@@ -40,7 +40,7 @@ func TestSandboxServesHTTP(t *testing.T) {
 		require.Equal(t, http.StatusOK, resp.StatusCode, url)
 		return string(body)
 	}
-	require.Contains(t, get(page[1]), "single nameserver")
+	require.Contains(t, get(page[1]), "leader <b>ns1</b>")
 	var status struct {
 		Chunkservers struct{ Live int } `json:"chunkservers"`
 	}
