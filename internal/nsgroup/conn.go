@@ -284,7 +284,9 @@ type errNotSent struct {
 	err  error
 }
 
-func (e errNotSent) Error() string { return fmt.Sprintf("nameserver %s unreachable: %v", e.addr, e.err) }
+func (e errNotSent) Error() string {
+	return fmt.Sprintf("nameserver %s unreachable: %v", e.addr, e.err)
+}
 
 // retryable reports whether a failed call may go to another member: it
 // was not sent, or it may be sent twice.
