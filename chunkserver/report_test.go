@@ -132,7 +132,7 @@ func TestMillionBlockReport(t *testing.T) {
 		t.Skip("a million blocks: not with -short or -race")
 	}
 	cfg := nameserver.DefaultConfig()
-	cfg.DataDir, cfg.MetricsAddr = t.TempDir(), ""
+	cfg.DataDir, cfg.MetricsAddr, cfg.Insecure = t.TempDir(), "", true
 	ns, err := nameserver.New(cfg)
 	require.NoError(t, err)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/bfs-go/bfs/internal/certs"
 	"github.com/bfs-go/bfs/internal/clock"
+	"github.com/bfs-go/bfs/internal/daemon"
 	"github.com/bfs-go/bfs/nameserver/repair"
 	"github.com/bfs-go/bfs/proto/bfspb"
 )
@@ -19,6 +21,14 @@ type Config struct {
 	ListenAddr string
 	// MetricsAddr is the HTTP address for Prometheus metrics; "" serves none.
 	MetricsAddr string
+	// TLS holds the nameserver's node certificate and the cluster's CA
+	// (internal/certs): both ports require a client certificate of the CA,
+	// and the nameserver dials chunkservers with it. Nil only with
+	// Insecure.
+	TLS *certs.Creds
+	// Insecure serves both ports in plaintext with no authentication; it
+	// must be chosen explicitly.
+	Insecure bool
 	// MinSessionTTL and MaxSessionTTL bound the TTL a client may ask for.
 	MinSessionTTL, MaxSessionTTL time.Duration
 	// HeartbeatInterval is how often chunkservers are told to heartbeat;
@@ -103,6 +113,9 @@ func DefaultConfig() Config {
 func (c *Config) validate() error {
 	if c.DataDir == "" {
 		return fmt.Errorf("nameserver: empty data directory")
+	}
+	if err := daemon.CheckSecurity(c.TLS, c.Insecure); err != nil {
+		return fmt.Errorf("nameserver: %w", err)
 	}
 	if c.MinSessionTTL == 0 {
 		c.MinSessionTTL = time.Second

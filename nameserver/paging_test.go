@@ -108,7 +108,7 @@ func TestDeletePages(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			sink := newDeleteSink()
 			cfg := DefaultConfig()
-			cfg.DataDir, cfg.MetricsAddr = t.TempDir(), ""
+			cfg.DataDir, cfg.MetricsAddr, cfg.Insecure = t.TempDir(), "", true
 			cfg.TestingKnobs.DeletePage = tc.page
 			cfg.TestingKnobs.DialChunkserver = func(string) (bfspb.ChunkServerClient, error) { return sinkClient{sink: sink}, nil }
 			s, err := New(cfg)
@@ -136,7 +136,7 @@ func TestMillionBlocksOverGRPC(t *testing.T) {
 	}
 	const n, page = 1 << 20, 1 << 16 // chunkserver.DefaultReportPage
 	cfg := DefaultConfig()
-	cfg.DataDir, cfg.MetricsAddr = t.TempDir(), ""
+	cfg.DataDir, cfg.MetricsAddr, cfg.Insecure = t.TempDir(), "", true
 	s, err := New(cfg)
 	require.NoError(t, err)
 	defer s.Close()
@@ -218,7 +218,7 @@ func TestMillionBlocksOverGRPC(t *testing.T) {
 // acts on.
 func TestReportPageErrors(t *testing.T) {
 	cfg := DefaultConfig()
-	cfg.DataDir, cfg.MetricsAddr = t.TempDir(), ""
+	cfg.DataDir, cfg.MetricsAddr, cfg.Insecure = t.TempDir(), "", true
 	s, err := New(cfg)
 	require.NoError(t, err)
 	defer s.Close()

@@ -10,12 +10,12 @@ import (
 
 	"github.com/golang/glog"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
 
 	"github.com/bfs-go/bfs/dirlock"
+	"github.com/bfs-go/bfs/internal/certs"
 	"github.com/bfs-go/bfs/internal/connpool"
 	"github.com/bfs-go/bfs/internal/daemon"
 	"github.com/bfs-go/bfs/internal/datadir"
@@ -104,7 +104,7 @@ func newServer(cfg Config, dataLock *os.File) (*Server, error) {
 		stopc:        make(chan struct{}),
 		livenessDone: make(chan struct{}),
 		blocks:       blockmap.New(cfg.Clock.Now()),
-		peers:        connpool.New(grpc.WithTransportCredentials(insecure.NewCredentials())),
+		peers:        connpool.New(grpc.WithTransportCredentials(certs.TransportCredentials(cfg.TLS))),
 		watch:        newWatchers(),
 		tasks:        taskgroup.New(),
 		dead:         newDeadList(),
@@ -154,7 +154,7 @@ func newServer(cfg Config, dataLock *os.File) (*Server, error) {
 		return fail(err)
 	}
 	go s.watchChunkservers()
-	s.grpc = grpc.NewServer(
+	s.grpc = grpc.NewServer(append(daemon.ServerOptions(cfg.TLS),
 		grpc.ChainUnaryInterceptor(s.metrics.rpcs.Unary, s.metrics.countRefusals),
 		grpc.ChainStreamInterceptor(s.metrics.rpcs.Stream),
 		// No message limit of its own: gRPC's default 4 MiB holds a page
@@ -163,7 +163,7 @@ func newServer(cfg Config, dataLock *os.File) (*Server, error) {
 		grpc.NumStreamWorkers(streamWorkers),
 		grpc.StaticStreamWindowSize(flowWindow),
 		grpc.StaticConnWindowSize(flowWindow),
-	)
+	)...)
 	bfspb.RegisterNameServerServer(s.grpc, s)
 	s.health = health.NewServer()
 	healthpb.RegisterHealthServer(s.grpc, s.health)
@@ -235,7 +235,7 @@ func (s *Server) startSessions() error {
 // done or Close is called.
 func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
 	glog.Infof("nameserver serving on %s", lis.Addr())
-	err := daemon.Serve(ctx, s.stopc, s.grpc, s.health, lis, s.cfg.MetricsAddr, s.metrics.registry)
+	err := daemon.Serve(ctx, s.stopc, s.grpc, s.health, lis, s.cfg.MetricsAddr, s.metrics.registry, s.cfg.TLS)
 	if err != nil {
 		return fmt.Errorf("nameserver: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -83,7 +84,12 @@ func Dial(ctx context.Context, addr string, opts ...Option) (*Client, error) {
 	if o.holder == "" {
 		o.holder = defaultHolder(ctx, addr)
 	}
-	conn, err := grpc.NewClient(addr, append(append([]grpc.DialOption(nil), nameServerDialOptions...), o.dialOptions...)...)
+	creds, err := o.transportCredentials()
+	if err != nil {
+		return nil, fmt.Errorf("dial %s: %w", addr, err)
+	}
+	base := []grpc.DialOption{grpc.WithTransportCredentials(creds)}
+	conn, err := grpc.NewClient(addr, slices.Concat(base, nameServerDialOptions, o.dialOptions)...)
 	if err != nil {
 		return nil, fmt.Errorf("dial %s: %w", addr, err)
 	}
@@ -96,7 +102,7 @@ func Dial(ctx context.Context, addr string, opts ...Option) (*Client, error) {
 		opening:    make(chan struct{}, 1),
 		background: taskgroup.New(),
 	}
-	c.peers = connpool.New(append(append([]grpc.DialOption(nil), o.dialOptions...), dataDialOptions...)...)
+	c.peers = connpool.New(slices.Concat(base, o.dialOptions, dataDialOptions)...)
 	return c, nil
 }
 

@@ -22,6 +22,7 @@ func (s *Sandbox) ChunkserverConfig(i int) chunkserver.Config {
 	cfg.DataDir = filepath.Join(s.cfg.Dir, fmt.Sprintf("chunkserver-%d", i))
 	cfg.NameServerAddr = s.NameServerAddr
 	cfg.MetricsAddr = ""
+	cfg.TLS, cfg.Insecure = s.node, s.cfg.Insecure
 	if s.cfg.Chunkserver != nil {
 		s.cfg.Chunkserver(i, &cfg)
 	}

@@ -1,6 +1,13 @@
 // Package sandbox runs a whole BFS cluster in one process on loopback: a
 // nameserver and N chunkservers, each with its data under one folder. The
 // `bfs sandbox` command, bfsbench and the test cluster are built on it.
+//
+// A sandbox is secure unless Config.Insecure says otherwise: the first
+// start on a folder makes a CA (its key in ca.key) and, in certs/, a node
+// certificate for loopback and the listen addresses' hosts, a client
+// certificate (certs.ClientUser) and an admin certificate
+// (certs.AdminUser); every daemon then serves mutual TLS with them.
+// Later starts use what is there.
 package sandbox
 
 import (
@@ -13,6 +20,7 @@ import (
 	"time"
 
 	"github.com/bfs-go/bfs/chunkserver"
+	"github.com/bfs-go/bfs/internal/certs"
 	"github.com/bfs-go/bfs/nameserver"
 )
 
@@ -32,6 +40,8 @@ type Config struct {
 	ChunkserverAddrs []string
 	// Chunkserver adjusts chunkserver i's configuration before it starts.
 	Chunkserver func(i int, cfg *chunkserver.Config)
+	// Insecure runs every daemon in plaintext, without certificates.
+	Insecure bool
 }
 
 // Sandbox is a running cluster.
@@ -39,6 +49,9 @@ type Sandbox struct {
 	cfg Config
 	// NameServerAddr is the address clients dial.
 	NameServerAddr string
+	// node are the daemons' certificates, client the client's; nil when
+	// insecure.
+	node, client *certs.Creds
 
 	ns     *nameserver.Server
 	cancel context.CancelFunc
@@ -65,6 +78,11 @@ func Start(cfg Config) (*Sandbox, error) {
 	}
 	s := &Sandbox{cfg: cfg, chunkservers: make([]*runningChunkserver, cfg.Chunkservers),
 		csAddrs: make([]string, cfg.Chunkservers)}
+	if !cfg.Insecure {
+		if err := s.loadCerts(); err != nil {
+			return nil, err
+		}
+	}
 	if err := s.startNameServer(cfg.NameServerAddr); err != nil {
 		return nil, err
 	}
@@ -113,6 +131,7 @@ func (s *Sandbox) NameServerConfig() nameserver.Config {
 	cfg := nameserver.DefaultConfig()
 	cfg.DataDir = filepath.Join(s.cfg.Dir, "nameserver")
 	cfg.MetricsAddr = ""
+	cfg.TLS, cfg.Insecure = s.node, s.cfg.Insecure
 	if s.cfg.NameServer != nil {
 		s.cfg.NameServer(&cfg)
 	}

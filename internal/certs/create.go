@@ -254,7 +254,7 @@ func checkAbsent(o Options, paths ...string) error {
 	}
 	for _, p := range paths {
 		if _, err := os.Lstat(p); err == nil {
-			return fmt.Errorf("%s exists (overwrite to replace it)", p)
+			return fmt.Errorf("%s exists (--overwrite replaces it)", p)
 		} else if !errors.Is(err, os.ErrNotExist) {
 			return err
 		}

@@ -1,10 +1,21 @@
 // Package daemon holds what the nameserver and chunkserver do alike as
-// gRPC daemons: serving with a graceful stop, a Prometheus endpoint, and
-// counting and timing their RPCs.
+// gRPC daemons: serving with a graceful stop, a Prometheus endpoint,
+// mutual TLS on both ports, and counting and timing their RPCs.
+//
+// With TLS (a daemon's Config.TLS) the gRPC port and the metrics port both
+// require a client certificate from the cluster's CA (internal/certs): the
+// metrics port serves HTTPS, and every request carries the client's
+// identity in its context (certs.PeerIdentity), so a handler can refuse
+// all but admins and nodes. Plain HTTP on loopback was the other choice;
+// it was not taken because any local process could then read it, and the
+// status page served on the same port shows holders and sessions.
+// Without TLS (--insecure) both ports are plaintext and the daemon says so
+// loudly in its log at start.
 package daemon
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -20,6 +31,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 
+	"github.com/bfs-go/bfs/internal/certs"
 	"github.com/bfs-go/bfs/proto/bfspb"
 )
 
@@ -27,10 +39,17 @@ import (
 const GracePeriod = 2 * time.Second
 
 // Serve answers g's RPCs on lis, and Prometheus metrics from reg at
-// http://metricsAddr/metrics unless metricsAddr is "", until ctx is done,
-// stop is closed or serving fails. It then marks h not serving, lets RPCs
-// in flight finish for GracePeriod, cuts the rest, and returns.
-func Serve(ctx context.Context, stop <-chan struct{}, g *grpc.Server, h *health.Server, lis net.Listener, metricsAddr string, reg *prometheus.Registry) error {
+// /metrics on metricsAddr unless it is "" (HTTPS requiring a client
+// certificate with tlsCreds, plain HTTP with nil), until ctx is done, stop
+// is closed or serving fails. It then marks h not serving, lets RPCs in
+// flight finish for GracePeriod, cuts the rest, and returns. g must have
+// been made with ServerOptions(tlsCreds).
+func Serve(ctx context.Context, stop <-chan struct{}, g *grpc.Server, h *health.Server, lis net.Listener, metricsAddr string, reg *prometheus.Registry, tlsCreds *certs.Creds) error {
+	if tlsCreds == nil {
+		glog.Warningf("INSECURE: serving %s and metrics in plaintext, with no authentication at all (--insecure): anyone who reaches the ports can read, change and delete everything", lis.Addr())
+	} else {
+		glog.Infof("mutual TLS with certificates from %s: this daemon is %s", tlsCreds.Dir(), tlsCreds.Identity())
+	}
 	var mlis net.Listener
 	if metricsAddr != "" {
 		var err error
@@ -45,9 +64,13 @@ func Serve(ctx context.Context, stop <-chan struct{}, g *grpc.Server, h *health.
 	if mlis != nil {
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-		hs = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		hs = &http.Server{Handler: certs.IdentifyHTTP(mux), ReadHeaderTimeout: 10 * time.Second}
+		scheme := "http"
+		if tlsCreds != nil {
+			mlis, scheme = tls.NewListener(mlis, tlsCreds.ServerConfig()), "https"
+		}
 		go func() { errc <- hs.Serve(mlis) }()
-		glog.Infof("metrics on http://%s/metrics", mlis.Addr())
+		glog.Infof("metrics on %s://%s/metrics", scheme, mlis.Addr())
 	}
 	var err error
 	select {
@@ -64,6 +87,31 @@ func Serve(ctx context.Context, stop <-chan struct{}, g *grpc.Server, h *health.
 		err = nil
 	}
 	return err
+}
+
+// ServerOptions are the first options of a daemon's gRPC server: mutual
+// TLS with tlsCreds (plaintext with nil), and interceptors that put the
+// client's verified identity in every RPC's context (certs.PeerIdentity)
+// and, with TLS, refuse an RPC without one.
+func ServerOptions(tlsCreds *certs.Creds) []grpc.ServerOption {
+	secure := tlsCreds != nil
+	return []grpc.ServerOption{
+		grpc.Creds(certs.TransportCredentials(tlsCreds)),
+		grpc.ChainUnaryInterceptor(certs.UnaryServerInterceptor(secure)),
+		grpc.ChainStreamInterceptor(certs.StreamServerInterceptor(secure)),
+	}
+}
+
+// CheckSecurity is a daemon's check of its configuration: TLS
+// credentials, or Insecure said explicitly, never both.
+func CheckSecurity(tlsCreds *certs.Creds, insecure bool) error {
+	switch {
+	case tlsCreds == nil && !insecure:
+		return errors.New("no TLS certificates (give a certificates directory, or choose insecure explicitly)")
+	case tlsCreds != nil && insecure:
+		return errors.New("both TLS certificates and insecure")
+	}
+	return nil
 }
 
 func gracefulStop(g *grpc.Server) {

@@ -20,7 +20,7 @@ func TestDaemonOnDataDirectoryInUse(t *testing.T) {
 	hold := map[string]func(dir string) (io.Closer, error){
 		"nameserver": func(dir string) (io.Closer, error) {
 			cfg := nameserver.DefaultConfig()
-			cfg.DataDir = dir
+			cfg.DataDir, cfg.Insecure = dir, true
 			return nameserver.New(cfg)
 		},
 		"chunkserver": func(dir string) (io.Closer, error) { return blockstore.Open(dir) },

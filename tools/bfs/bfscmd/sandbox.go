@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 
 	"github.com/golang/glog"
 	"github.com/spf13/cobra"
 
 	"github.com/bfs-go/bfs/cluster/sandbox"
+	"github.com/bfs-go/bfs/internal/certs"
 )
 
 func (e *env) sandboxCommand() *cobra.Command {
@@ -30,6 +32,13 @@ func (e *env) sandboxCommand() *cobra.Command {
 folder. It prints the addresses and a few commands to try, and stops
 cleanly on Ctrl-C. Running it again on the same folder keeps the data.
 
+The sandbox is secure: the first run makes a CA and certificates in
+<dir>/certs (the CA key in <dir>/ca.key), and every daemon serves mutual
+TLS with them. bfs and lockctl run from the same working directory find
+them with no flag (./bfs-data/certs); otherwise give them --certs-dir.
+--insecure runs the daemons in plaintext instead (tools then need
+--insecure too).
+
 With --demo it first runs a narrated failover against itself: tablet
 server A locks /demo/t1 and writes, the master force-unlocks it, the
 directory is cleaned (A's file sealed), B takes the lock over and reads
@@ -42,11 +51,14 @@ A's bytes, and A is refused. --demo-only exits after the demo.`,
 			if basePort < 0 || basePort+chunkservers > 65535 {
 				return usagef("--chunkserver-port %d out of range", basePort)
 			}
+			if e.certsDir != "" {
+				return usagef("the sandbox keeps its certificates in <dir>/certs: --certs-dir is for the other commands")
+			}
 			defaultLogToStderr(cmd.Flags())
 			defer glog.Flush()
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			cfg := sandbox.Config{Dir: dir, NameServerAddr: listen, Chunkservers: chunkservers}
+			cfg := sandbox.Config{Dir: dir, NameServerAddr: listen, Chunkservers: chunkservers, Insecure: e.insecure}
 			if basePort > 0 {
 				for i := range chunkservers {
 					cfg.ChunkserverAddrs = append(cfg.ChunkserverAddrs, fmt.Sprintf("127.0.0.1:%d", basePort+i))
@@ -86,6 +98,11 @@ A's bytes, and A is refused. --demo-only exits after the demo.`,
 
 func (e *env) printSandbox(sb *sandbox.Sandbox, dir string) {
 	fmt.Fprintf(e.stdout, "BFS sandbox running, data in %s\n", dir)
+	if c := sb.CertsDir(); c != "" {
+		fmt.Fprintf(e.stdout, "  mutual TLS, certificates in %s (CA key %s)\n", c, sandbox.CAKey(dir))
+	} else {
+		fmt.Fprintln(e.stdout, "  INSECURE: plaintext, no authentication (--insecure)")
+	}
 	fmt.Fprintf(e.stdout, "  nameserver   %s\n", sb.NameServerAddr)
 	for i, a := range sb.ChunkserverAddrs() {
 		fmt.Fprintf(e.stdout, "  chunkserver  %s  (%d)\n", a, i)
@@ -98,6 +115,12 @@ func (e *env) printTips(sb *sandbox.Sandbox, demo bool) {
 	ns := ""
 	if sb.NameServerAddr != DefaultNameServer {
 		ns = " --nameserver " + sb.NameServerAddr
+	}
+	switch c := sb.CertsDir(); {
+	case c == "":
+		ns += " --insecure"
+	case filepath.Clean(c) != filepath.Clean(certs.SandboxDir):
+		ns += " --certs-dir " + c
 	}
 	fmt.Fprintf(e.stdout, `
 Try, from another terminal:
