@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"net"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -133,8 +132,10 @@ func TestMetricsEndpoint(t *testing.T) {
 	_, err = ns.Stat(context.Background(), &bfspb.StatRequest{Path: "/"})
 	require.NoError(t, err)
 	var body string
+	hc := c.HTTPClient()
+	defer hc.CloseIdleConnections()
 	require.Eventually(t, func() bool {
-		resp, err := http.Get("http://" + maddr + "/metrics")
+		resp, err := hc.Get(c.URL(maddr, "/metrics"))
 		if err != nil {
 			return false
 		}
