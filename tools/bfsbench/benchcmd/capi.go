@@ -63,7 +63,7 @@ func newCAPICmd(c *common) *cobra.Command {
 		Args:  cobra.NoArgs,
 	}
 	o.register(cmd.Flags(), "")
-	c.benchCommand(cmd, func() error { return o.validate("") }, o.run, capiChart)
+	c.benchCommandOn(cmd, func() error { return o.validate("") }, o.run, capiChart, c.plainTarget)
 	return cmd
 }
 
@@ -83,6 +83,9 @@ const (
 )
 
 func (o *capiOptions) run(ctx context.Context, c *common, cl *cluster) ([]bench.Result, error) {
+	if cl.certsDir != "" {
+		return nil, fmt.Errorf("capi: libbfs takes no certificates yet; it needs a cluster run with --insecure")
+	}
 	cProg, remove, err := buildCBench(ctx, c)
 	if err != nil {
 		return nil, err
@@ -92,7 +95,7 @@ func (o *capiOptions) run(ctx context.Context, c *common, cl *cluster) ([]bench.
 	if err != nil {
 		return nil, err
 	}
-	client, err := sdk.Dial(ctx, cl.addr)
+	client, err := sdk.Dial(ctx, cl.addr, cl.creds())
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,283 @@
+package benchcmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"image/color"
+	"strconv"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+
+	"github.com/bfs-go/bfs/internal/bench"
+	"github.com/bfs-go/bfs/sdk"
+)
+
+// The tls benchmark measures what mutual TLS costs: the same workloads on
+// two clusters started side by side on this host, one with TLS (its own
+// CA and certificates, as the sandbox makes them) and one in plaintext,
+// alternating between them so that drift on the shared machine favors
+// neither.
+
+type tlsOptions struct {
+	size   sizeValue
+	trials int
+}
+
+func defaultTLSOptions() tlsOptions { return tlsOptions{size: 256 << 20, trials: 3} }
+
+func (o *tlsOptions) register(f *pflag.FlagSet, prefix string) {
+	f.Var(&o.size, prefix+"size", "size of each file put (e.g. 256MiB)")
+	f.IntVar(&o.trials, prefix+"trials", o.trials, "put trials on each cluster")
+}
+
+func (o *tlsOptions) validate(prefix string) error {
+	switch {
+	case o.size <= 0:
+		return fmt.Errorf("--%ssize must be positive, got %s", prefix, o.size.String())
+	case o.trials < 1:
+		return fmt.Errorf("--%strials must be at least 1, got %d", prefix, o.trials)
+	}
+	return nil
+}
+
+func newTLSCmd(c *common) *cobra.Command {
+	o := defaultTLSOptions()
+	cmd := &cobra.Command{
+		Use:   "tls",
+		Short: "What mutual TLS costs: lock+unlock, create and put on a cluster with TLS beside one in plaintext",
+		Args:  cobra.NoArgs,
+	}
+	o.register(cmd.Flags(), "")
+	c.benchCommandOn(cmd, func() error { return o.validate("") }, o.run, tlsChart, c.tlsTargets)
+	return cmd
+}
+
+// The rows of the tls benchmark: each workload's figure on either
+// cluster, and their ratio.
+const (
+	tlsLocksRow  = "TLS/plaintext lock+unlock"
+	tlsCreateRow = "TLS/plaintext create"
+	tlsPutRow    = "TLS/plaintext put"
+	tlsNote      = "throughput with mutual TLS over the same in plaintext, on two clusters side by side alternating (plaintext, TLS, TLS, plaintext); 1.00x: TLS is free"
+)
+
+// tlsTargets starts the two clusters, even with --nameserver (as repair
+// starts its own): the TLS one is returned, with the plaintext one beside
+// it.
+func (c *common) tlsTargets(ctx context.Context) (*cluster, error) {
+	own := *c
+	own.nameserver = ""
+	secure, err := own.targetTLS(ctx, true)
+	if err != nil {
+		return nil, err
+	}
+	plain, err := own.targetTLS(ctx, false)
+	if err != nil {
+		secure.stop()
+		return nil, err
+	}
+	stop := secure.stop
+	secure.plain = plain
+	secure.stop = func() { plain.stop(); stop() }
+	return secure, nil
+}
+
+func (o *tlsOptions) run(ctx context.Context, c *common, secure *cluster) ([]bench.Result, error) {
+	if secure.plain == nil {
+		return nil, errors.New("tls needs the two clusters tlsTargets starts")
+	}
+	both := [2]*cluster{secure.plain, secure}
+	var results []bench.Result
+	for _, n := range c.clients {
+		rs, err := tlsClosedLoops(ctx, c, both, n)
+		if err != nil {
+			return nil, err
+		}
+		results = append(results, rs...)
+	}
+	puts, err := o.puts(ctx, c, both)
+	if err != nil {
+		return nil, err
+	}
+	return append(results, puts...), nil
+}
+
+// tlsName names the two sides in the rows.
+func tlsName(secure bool) string {
+	if secure {
+		return "TLS"
+	}
+	return "plaintext"
+}
+
+// tlsClosedLoops measures lock+unlock and create with n clients on each
+// cluster, in quarters of --duration (plaintext, TLS, TLS, plaintext).
+func tlsClosedLoops(ctx context.Context, c *common, both [2]*cluster, n int) ([]bench.Result, error) {
+	var clients [2][]*sdk.Client
+	for i, cl := range both {
+		cs, err := dialN(ctx, cl.addr, n, cl.creds())
+		if err != nil {
+			return nil, err
+		}
+		defer closeAll(cs)
+		clients[i] = cs
+	}
+	var locks, creates [2][]bench.Result
+	for q, i := range []int{0, 1, 1, 0} {
+		root := fmt.Sprintf("%s/tls/%d/q%d", c.root(), n, q)
+		op, err := bfsLockCycle(ctx, clients[i], root+"/locks")
+		if err != nil {
+			return nil, err
+		}
+		r, err := c.closedLoopFor(ctx, "lock+unlock ("+tlsName(i == 1)+")", n, c.duration/4, op)
+		if err != nil {
+			return nil, err
+		}
+		locks[i] = append(locks[i], r)
+		for ci, cl := range clients[i] {
+			if err := cl.MkdirAll(ctx, fmt.Sprintf("%s/c%d", root, ci), 0o755); err != nil {
+				return nil, err
+			}
+		}
+		r, err = c.closedLoopFor(ctx, "create ("+tlsName(i == 1)+")", n, c.duration/4, func(ctx context.Context, ci, k int) error {
+			return clients[i][ci].Touch(ctx, fmt.Sprintf("%s/c%d/f%d", root, ci, k))
+		})
+		if err != nil {
+			return nil, err
+		}
+		creates[i] = append(creates[i], r)
+	}
+	var out []bench.Result
+	for _, w := range []struct {
+		runs [2][]bench.Result
+		row  string
+	}{{locks, tlsLocksRow}, {creates, tlsCreateRow}} {
+		plain, secure := bench.Merge(w.runs[0]...), bench.Merge(w.runs[1]...)
+		plain.Note, secure.Note = tlsLoopNote, tlsLoopNote
+		ratio := bench.Result{Name: w.row, Clients: n, Unit: "x", Note: tlsNote}
+		if p := plain.OpsPerSec(); p > 0 {
+			ratio.Value = secure.OpsPerSec() / p
+		}
+		out = append(out, plain, secure, ratio)
+	}
+	return out, nil
+}
+
+const tlsLoopNote = "lock+unlock: SDK LockDir + Unlock, each client its own directory, connection and session; create: SDK Touch of a new file in the client's directory"
+
+// puts puts --size with 3 replicas --trials times on each cluster, the
+// plaintext one first in odd trials, and reports the medians.
+func (o *tlsOptions) puts(ctx context.Context, c *common, both [2]*cluster) ([]bench.Result, error) {
+	var benches [2]*ioBench
+	io := &ioOptions{size: o.size, replication: 3, trials: o.trials}
+	for i, cl := range both {
+		client, err := sdk.Dial(ctx, cl.addr, cl.creds())
+		if err != nil {
+			return nil, err
+		}
+		defer client.Close()
+		benches[i] = &ioBench{o: io, c: c, cl: cl, client: client, pattern: newPattern()}
+	}
+	var mbs [2][]float64
+	for t := range o.trials {
+		for _, i := range [][2]int{{0, 1}, {1, 0}}[t%2] {
+			path := fmt.Sprintf("%s/tls/put-%d", c.root(), t)
+			if err := benches[i].client.MkdirAll(ctx, c.root()+"/tls", 0o755); err != nil {
+				return nil, err
+			}
+			c.progressf("tls put trial %d (%s): %s, replication 3...", t+1, tlsName(i == 1), formatSize(int64(o.size)))
+			v, err := benches[i].put(ctx, path, int64(o.size))
+			if err != nil {
+				return nil, fmt.Errorf("put (%s): %w", tlsName(i == 1), err)
+			}
+			if err := benches[i].client.Remove(ctx, path); err != nil {
+				return nil, err
+			}
+			c.progressf("  %.1f MB/s", v)
+			mbs[i] = append(mbs[i], v)
+		}
+	}
+	n := int64(o.trials)
+	row := func(i int) bench.Result {
+		return bench.Result{Name: "put (" + tlsName(i == 1) + ")", Clients: 1, Param: "median", Ops: n, Value: bench.Median(mbs[i]), Unit: "MB/s",
+			Note: "SDK Create (replication 3) + 1 MiB writes + Close of " + formatSize(int64(o.size)) + ", median of the trials"}
+	}
+	plain, secure := row(0), row(1)
+	ratio := bench.Result{Name: tlsPutRow, Clients: 1, Param: "median", Ops: n, Unit: "x", Note: tlsNote}
+	if plain.Value > 0 {
+		ratio.Value = secure.Value / plain.Value
+	}
+	return []bench.Result{plain, secure, ratio}, nil
+}
+
+// tlsChart draws the three ratios.
+func tlsChart(results []bench.Result) (*plot.Plot, error) {
+	var names []string
+	var vals plotter.Values
+	labels := plotter.XYLabels{}
+	for _, r := range results {
+		if r.Unit != "x" {
+			continue
+		}
+		name := r.Name
+		if r.Param != "median" {
+			name = fmt.Sprintf("%s, %s", r.Name, nClients(r.Clients))
+		}
+		labels.XYs = append(labels.XYs, plotter.XY{X: float64(len(vals)), Y: r.Value})
+		labels.Labels = append(labels.Labels, strconv.FormatFloat(r.Value, 'f', 2, 64)+"x")
+		names, vals = append(names, name), append(vals, r.Value)
+	}
+	if len(vals) == 0 {
+		return nil, errNoData("tls")
+	}
+	p := newChart("Throughput with mutual TLS over plaintext", "", "TLS / plaintext")
+	b, err := plotter.NewBarChart(vals, vg.Points(40))
+	if err != nil {
+		return nil, err
+	}
+	b.Color, b.LineStyle.Width = plotutil.Color(0), 0
+	p.Add(b)
+	l, err := plotter.NewLabels(labels)
+	if err != nil {
+		return nil, err
+	}
+	l.Offset = vg.Point{X: -vg.Points(10), Y: vg.Points(3)}
+	p.Add(l)
+	one, err := plotter.NewLine(plotter.XYs{{X: -0.6, Y: 1}, {X: float64(len(vals)) - 0.4, Y: 1}})
+	if err != nil {
+		return nil, err
+	}
+	one.Color = color.Gray{Y: 120}
+	p.Add(one)
+	p.NominalX(names...)
+	p.X.Min, p.X.Max = -0.6, float64(len(vals))-0.4
+	p.Y.Min, p.Y.Max = 0, 1.2
+	return p, nil
+}
+
+// tlsVerdicts judges the ratios: the targets are set at 64
+// clients for locks, and for put.
+func tlsVerdicts(results []bench.Result) []verdict {
+	var vs []verdict
+	for _, r := range results {
+		switch r.Name {
+		case tlsLocksRow, tlsCreateRow:
+			v := verdict{figure: fmt.Sprintf("tls %s, %s", r.Name, nClients(r.Clients)), measured: fmt.Sprintf("%.2fx", r.Value)}
+			if r.Name == tlsLocksRow && r.Clients == manyClients {
+				v.target, v.met = atLeast(r.Value, tlsLocksTarget, "x")
+			}
+			vs = append(vs, v)
+		case tlsPutRow:
+			v := verdict{figure: "tls " + r.Name + " (median)", measured: fmt.Sprintf("%.2fx", r.Value)}
+			v.target, v.met = atLeast(r.Value, tlsPutTarget, "x")
+			vs = append(vs, v)
+		}
+	}
+	return vs
+}
