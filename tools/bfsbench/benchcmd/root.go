@@ -53,7 +53,7 @@ const sandboxChunkservers = 3
 
 // common are the flags every subcommand has.
 type common struct {
-	nameserver  string
+	nameserver string
 	// certsDir and insecure say how to reach the cluster: see target.
 	certsDir    string
 	insecure    bool
