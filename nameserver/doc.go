@@ -12,6 +12,11 @@
 // clients as its Chunkservers. Every cleaning starts in clean and its end
 // is reported to cleaned (locks.go).
 //
+// With Config.TLS both its ports take only peers with a certificate of
+// the cluster's CA (internal/daemon), each RPC's context carrying the
+// peer's identity (certs.PeerIdentity), and it dials chunkservers with its
+// node certificate.
+//
 // Goroutines: the session manager's expiry loop, the chunkserver liveness
 // loop, the repair scheduler's loop and copies, the Cleaner's cleanings,
 // the Closer's seals and truncations, and the server's own task group
