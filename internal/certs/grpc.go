@@ -40,20 +40,22 @@ func TransportCredentials(c *Creds) credentials.TransportCredentials {
 	return &transport{c: c}
 }
 
-func (t *transport) ClientHandshake(ctx context.Context, authority string, raw net.Conn) (net.Conn, credentials.AuthInfo, error) {
+func (t *transport) ClientHandshake(ctx context.Context, authority string, rawConn net.Conn) (net.Conn, credentials.AuthInfo, error) {
+	raw := newBatchConn(rawConn)
 	conn, ai, err := credentials.NewTLS(t.c.current().clientConfig(t.serverName)).ClientHandshake(ctx, authority, raw)
 	if err != nil {
 		return nil, nil, err
 	}
-	return withIdentity(conn, ai)
+	return withIdentity(&batchedTLS{Conn: conn, raw: raw}, ai)
 }
 
-func (t *transport) ServerHandshake(raw net.Conn) (net.Conn, credentials.AuthInfo, error) {
+func (t *transport) ServerHandshake(rawConn net.Conn) (net.Conn, credentials.AuthInfo, error) {
+	raw := newBatchConn(rawConn)
 	conn, ai, err := credentials.NewTLS(t.c.current().serverConfig()).ServerHandshake(raw)
 	if err != nil {
 		return nil, nil, err
 	}
-	return withIdentity(conn, ai)
+	return withIdentity(&batchedTLS{Conn: conn, raw: raw}, ai)
 }
 
 // withIdentity adds the peer's identity to the AuthInfo of a handshake

@@ -66,8 +66,8 @@
 //     writes once on the one disk).
 //   - tls: two sandboxes at once, one with mutual TLS and one in plaintext
 //     (even with --nameserver, as repair); lock+unlock cycles and creates
-//     with each --clients value, alternating between them in quarters of
-//     --duration (plaintext, TLS, TLS, plaintext), and a put of --size with
+//     with each --clients value, alternating between them in eighths of
+//     --duration (plaintext, TLS, TLS, plaintext, twice), and a put of --size with
 //     3 replicas --trials times on each, alternating which goes first; the
 //     TLS/plaintext throughput ratios are what TLS costs.
 //   - all: each of the above on a fresh cluster, with defaults sized for
