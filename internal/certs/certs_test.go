@@ -25,7 +25,9 @@ type pki struct {
 	ca         *Authority
 }
 
-func newPKI(t *testing.T) *pki {
+func newPKI(t *testing.T) *pki { return newPKIB(t) }
+
+func newPKIB(t testing.TB) *pki {
 	t.Helper()
 	p := &pki{dir: filepath.Join(t.TempDir(), "certs"), caKey: filepath.Join(t.TempDir(), "ca.key")}
 	require.NoError(t, CreateCA(p.dir, p.caKey, Options{}))

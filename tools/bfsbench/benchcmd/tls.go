@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"image/color"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -131,13 +133,28 @@ func tlsClosedLoops(ctx context.Context, c *common, both [2]*cluster, n int) ([]
 		clients[i] = cs
 	}
 	var locks, creates [2][]bench.Result
+	// cpu is the process's CPU time in each side's slices, by workload:
+	// with clients and servers in this process, CPU per operation is what
+	// TLS costs, whatever share of the machine others leave.
+	var cpu [2][2]time.Duration
+	cpuOK := true
+	timed := func(w, i int, run func() (bench.Result, error)) (bench.Result, error) {
+		before, ok1 := processCPU()
+		r, err := run()
+		after, ok2 := processCPU()
+		cpu[w][i] += after - before
+		cpuOK = cpuOK && ok1 && ok2
+		return r, err
+	}
 	for q, i := range []int{0, 1, 1, 0, 0, 1, 1, 0} {
 		root := fmt.Sprintf("%s/tls/%d/q%d", c.root(), n, q)
 		op, err := bfsLockCycle(ctx, clients[i], root+"/locks")
 		if err != nil {
 			return nil, err
 		}
-		r, err := c.closedLoopFor(ctx, "lock+unlock ("+tlsName(i == 1)+")", n, c.duration/8, op)
+		r, err := timed(0, i, func() (bench.Result, error) {
+			return c.closedLoopFor(ctx, "lock+unlock ("+tlsName(i == 1)+")", n, c.duration/8, op)
+		})
 		if err != nil {
 			return nil, err
 		}
@@ -147,8 +164,10 @@ func tlsClosedLoops(ctx context.Context, c *common, both [2]*cluster, n int) ([]
 				return nil, err
 			}
 		}
-		r, err = c.closedLoopFor(ctx, "create ("+tlsName(i == 1)+")", n, c.duration/8, func(ctx context.Context, ci, k int) error {
-			return clients[i][ci].Touch(ctx, fmt.Sprintf("%s/c%d/f%d", root, ci, k))
+		r, err = timed(1, i, func() (bench.Result, error) {
+			return c.closedLoopFor(ctx, "create ("+tlsName(i == 1)+")", n, c.duration/8, func(ctx context.Context, ci, k int) error {
+				return clients[i][ci].Touch(ctx, fmt.Sprintf("%s/c%d/f%d", root, ci, k))
+			})
 		})
 		if err != nil {
 			return nil, err
@@ -156,20 +175,35 @@ func tlsClosedLoops(ctx context.Context, c *common, both [2]*cluster, n int) ([]
 		creates[i] = append(creates[i], r)
 	}
 	var out []bench.Result
-	for _, w := range []struct {
-		runs [2][]bench.Result
-		row  string
-	}{{locks, tlsLocksRow}, {creates, tlsCreateRow}} {
-		plain, secure := bench.Merge(w.runs[0]...), bench.Merge(w.runs[1]...)
+	for w, wl := range []struct {
+		runs      [2][]bench.Result
+		row, name string
+	}{{locks, tlsLocksRow, "lock+unlock"}, {creates, tlsCreateRow, "create"}} {
+		plain, secure := bench.Merge(wl.runs[0]...), bench.Merge(wl.runs[1]...)
 		plain.Note, secure.Note = tlsLoopNote, tlsLoopNote
-		ratio := bench.Result{Name: w.row, Clients: n, Unit: "x", Note: tlsNote}
+		ratio := bench.Result{Name: wl.row, Clients: n, Unit: "x", Note: tlsNote}
 		if p := plain.OpsPerSec(); p > 0 {
 			ratio.Value = secure.OpsPerSec() / p
 		}
 		out = append(out, plain, secure, ratio)
+		if !cpuOK || plain.Ops == 0 || secure.Ops == 0 {
+			continue
+		}
+		perOp := func(i int, r bench.Result) bench.Result {
+			return bench.Result{Name: wl.name + " CPU/op (" + tlsName(i == 1) + ")", Clients: n, Ops: r.Ops,
+				Value: float64(cpu[w][i].Microseconds()) / float64(r.Ops), Unit: "µs", Note: tlsCPUNote}
+		}
+		p, s := perOp(0, plain), perOp(1, secure)
+		cr := bench.Result{Name: wl.row + " CPU/op", Clients: n, Unit: "x", Note: tlsCPUNote}
+		if p.Value > 0 {
+			cr.Value = s.Value / p.Value
+		}
+		out = append(out, p, s, cr)
 	}
 	return out, nil
 }
+
+const tlsCPUNote = "CPU time (user and system) of this process, clients and cluster together, over the operations, in the same slices; TLS/plaintext above 1.00x is what TLS adds to an operation"
 
 const tlsLoopNote = "lock+unlock: SDK LockDir + Unlock, each client its own directory, connection and session; create: SDK Touch of a new file in the client's directory"
 
@@ -224,7 +258,7 @@ func tlsChart(results []bench.Result) (*plot.Plot, error) {
 	var vals plotter.Values
 	labels := plotter.XYLabels{}
 	for _, r := range results {
-		if r.Unit != "x" {
+		if r.Unit != "x" || strings.HasSuffix(r.Name, "CPU/op") {
 			continue
 		}
 		name := r.Name
@@ -269,6 +303,8 @@ func tlsVerdicts(results []bench.Result) []verdict {
 	var vs []verdict
 	for _, r := range results {
 		switch r.Name {
+		case tlsLocksRow + " CPU/op", tlsCreateRow + " CPU/op":
+			vs = append(vs, verdict{figure: fmt.Sprintf("tls %s, %s", r.Name, nClients(r.Clients)), measured: fmt.Sprintf("%.2fx", r.Value)})
 		case tlsLocksRow, tlsCreateRow:
 			v := verdict{figure: fmt.Sprintf("tls %s, %s", r.Name, nClients(r.Clients)), measured: fmt.Sprintf("%.2fx", r.Value)}
 			if r.Name == tlsLocksRow && r.Clients == manyClients {
