@@ -203,7 +203,7 @@ func tlsClosedLoops(ctx context.Context, c *common, both [2]*cluster, n int) ([]
 	return out, nil
 }
 
-const tlsCPUNote = "CPU time (user and system) of this process, clients and cluster together, over the operations, in the same slices; TLS/plaintext above 1.00x is what TLS adds to an operation"
+const tlsCPUNote = "CPU time (user and system) of this process, clients and cluster together, over the operations (or the MB put), in the same slices; TLS/plaintext above 1.00x is what TLS adds to an operation"
 
 const tlsLoopNote = "lock+unlock: SDK LockDir + Unlock, each client its own directory, connection and session; create: SDK Touch of a new file in the client's directory"
 
@@ -221,6 +221,8 @@ func (o *tlsOptions) puts(ctx context.Context, c *common, both [2]*cluster) ([]b
 		benches[i] = &ioBench{o: io, c: c, cl: cl, client: client, pattern: newPattern()}
 	}
 	var mbs [2][]float64
+	var cpu [2]time.Duration
+	cpuOK := true
 	for t := range o.trials {
 		for _, i := range [][2]int{{0, 1}, {1, 0}}[t%2] {
 			path := fmt.Sprintf("%s/tls/put-%d", c.root(), t)
@@ -228,10 +230,14 @@ func (o *tlsOptions) puts(ctx context.Context, c *common, both [2]*cluster) ([]b
 				return nil, err
 			}
 			c.progressf("tls put trial %d (%s): %s, replication 3...", t+1, tlsName(i == 1), formatSize(int64(o.size)))
+			before, ok1 := processCPU()
 			v, err := benches[i].put(ctx, path, int64(o.size))
 			if err != nil {
 				return nil, fmt.Errorf("put (%s): %w", tlsName(i == 1), err)
 			}
+			after, ok2 := processCPU()
+			cpu[i] += after - before
+			cpuOK = cpuOK && ok1 && ok2
 			if err := benches[i].client.Remove(ctx, path); err != nil {
 				return nil, err
 			}
@@ -249,7 +255,21 @@ func (o *tlsOptions) puts(ctx context.Context, c *common, both [2]*cluster) ([]b
 	if plain.Value > 0 {
 		ratio.Value = secure.Value / plain.Value
 	}
-	return []bench.Result{plain, secure, ratio}, nil
+	out := []bench.Result{plain, secure, ratio}
+	if !cpuOK {
+		return out, nil
+	}
+	mb := float64(n) * float64(o.size) / 1e6
+	perMB := func(i int) bench.Result {
+		return bench.Result{Name: "put CPU/MB (" + tlsName(i == 1) + ")", Clients: 1, Param: "all", Ops: n,
+			Value: float64(cpu[i].Microseconds()) / mb, Unit: "µs", Note: tlsCPUNote}
+	}
+	p, s := perMB(0), perMB(1)
+	cr := bench.Result{Name: tlsPutRow + " CPU/MB", Clients: 1, Param: "all", Ops: n, Unit: "x", Note: tlsCPUNote}
+	if p.Value > 0 {
+		cr.Value = s.Value / p.Value
+	}
+	return append(out, p, s, cr), nil
 }
 
 // tlsChart draws the three ratios.
@@ -258,7 +278,7 @@ func tlsChart(results []bench.Result) (*plot.Plot, error) {
 	var vals plotter.Values
 	labels := plotter.XYLabels{}
 	for _, r := range results {
-		if r.Unit != "x" || strings.HasSuffix(r.Name, "CPU/op") {
+		if r.Unit != "x" || strings.Contains(r.Name, " CPU/") {
 			continue
 		}
 		name := r.Name
@@ -305,6 +325,8 @@ func tlsVerdicts(results []bench.Result) []verdict {
 		switch r.Name {
 		case tlsLocksRow + " CPU/op", tlsCreateRow + " CPU/op":
 			vs = append(vs, verdict{figure: fmt.Sprintf("tls %s, %s", r.Name, nClients(r.Clients)), measured: fmt.Sprintf("%.2fx", r.Value)})
+		case tlsPutRow + " CPU/MB":
+			vs = append(vs, verdict{figure: "tls " + r.Name, measured: fmt.Sprintf("%.2fx", r.Value)})
 		case tlsLocksRow, tlsCreateRow:
 			v := verdict{figure: fmt.Sprintf("tls %s, %s", r.Name, nClients(r.Clients)), measured: fmt.Sprintf("%.2fx", r.Value)}
 			if r.Name == tlsLocksRow && r.Clients == manyClients {
