@@ -75,7 +75,7 @@ func withIdentity(conn net.Conn, ai credentials.AuthInfo) (net.Conn, credentials
 }
 
 func (t *transport) Info() credentials.ProtocolInfo {
-	return credentials.ProtocolInfo{SecurityProtocol: "tls", ServerName: t.serverName}
+	return credentials.ProtocolInfo{SecurityProtocol: "tls"}
 }
 
 func (t *transport) Clone() credentials.TransportCredentials {
