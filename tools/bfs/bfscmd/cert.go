@@ -69,12 +69,28 @@ func (o *certFlags) options() certs.Options {
 	return certs.Options{Lifetime: o.lifetime, Overwrite: o.overwrite}
 }
 
-// authority is the CA of dir whose key is --ca-key.
-func (o *certFlags) authority(dir string) (*certs.Authority, error) {
-	if o.caKey == "" {
-		return nil, usagef("--ca-key is required")
-	}
-	return certs.LoadAuthority(dir, o.caKey)
+// withAuthority runs a command making a certificate with the CA of the
+// certificates directory whose key is --ca-key; issue returns the files it
+// wrote, which are then described.
+func (e *env) withAuthority(o *certFlags, issue func(ca *certs.Authority, dir string, args []string) (certFile, keyFile string, err error)) func(*cobra.Command, []string) error {
+	return e.run(func(_ *cobra.Command, args []string) error {
+		dir, err := e.writeDir()
+		if err != nil {
+			return err
+		}
+		if o.caKey == "" {
+			return usagef("--ca-key is required")
+		}
+		ca, err := certs.LoadAuthority(dir, o.caKey)
+		if err != nil {
+			return err
+		}
+		certFile, keyFile, err := issue(ca, dir, args)
+		if err != nil {
+			return err
+		}
+		return e.printWritten(dir, certFile, keyFile)
+	})
 }
 
 func (e *env) createCACommand(o *certFlags) *cobra.Command {
@@ -105,19 +121,8 @@ func (e *env) createNodeCommand(o *certFlags) *cobra.Command {
 		Use:   "create-node HOST... --certs-dir DIR --ca-key FILE",
 		Short: "Make a daemon's certificate (node.crt, node.key) for the IP addresses and DNS names it is reached at",
 		Args:  cobra.MinimumNArgs(1),
-		RunE: e.run(func(_ *cobra.Command, hosts []string) error {
-			dir, err := e.writeDir()
-			if err != nil {
-				return err
-			}
-			ca, err := o.authority(dir)
-			if err != nil {
-				return err
-			}
-			if err := ca.CreateNode(dir, name, hosts, o.options()); err != nil {
-				return err
-			}
-			return e.printWritten(dir, certs.NodeCertFile, certs.NodeKeyFile)
+		RunE: e.withAuthority(o, func(ca *certs.Authority, dir string, hosts []string) (string, string, error) {
+			return certs.NodeCertFile, certs.NodeKeyFile, ca.CreateNode(dir, name, hosts, o.options())
 		}),
 	}
 	cmd.Flags().StringVar(&name, "name", "", "the node's name in its identity (default: the first host)")
@@ -130,23 +135,12 @@ func (e *env) createClientCommand(o *certFlags) *cobra.Command {
 		Use:   "create-client NAME [--admin] --certs-dir DIR --ca-key FILE",
 		Short: "Make a client's certificate (client.NAME.crt, client.NAME.key); --admin for an operator",
 		Args:  cobra.ExactArgs(1),
-		RunE: e.run(func(_ *cobra.Command, args []string) error {
-			dir, err := e.writeDir()
-			if err != nil {
-				return err
-			}
-			ca, err := o.authority(dir)
-			if err != nil {
-				return err
-			}
+		RunE: e.withAuthority(o, func(ca *certs.Authority, dir string, args []string) (string, string, error) {
 			id := certs.Identity{Kind: certs.KindClient, Name: args[0]}
 			if admin {
 				id.Kind = certs.KindAdmin
 			}
-			if err := ca.CreateClient(dir, id, o.options()); err != nil {
-				return err
-			}
-			return e.printWritten(dir, certs.ClientCertFile(id.Name), certs.ClientKeyFile(id.Name))
+			return certs.ClientCertFile(id.Name), certs.ClientKeyFile(id.Name), ca.CreateClient(dir, id, o.options())
 		}),
 	}
 	cmd.Flags().BoolVar(&admin, "admin", false, "an admin: force unlock, operator locks, safe mode, decommission")

@@ -26,26 +26,12 @@ import (
 // alternating between them so that drift on the shared machine favors
 // neither.
 
-type tlsOptions struct {
-	size   sizeValue
-	trials int
-}
+type tlsOptions struct{ sizeTrials }
 
-func defaultTLSOptions() tlsOptions { return tlsOptions{size: 256 << 20, trials: 3} }
+func defaultTLSOptions() tlsOptions { return tlsOptions{sizeTrials{size: 256 << 20, trials: 3}} }
 
 func (o *tlsOptions) register(f *pflag.FlagSet, prefix string) {
-	f.Var(&o.size, prefix+"size", "size of each file put (e.g. 256MiB)")
-	f.IntVar(&o.trials, prefix+"trials", o.trials, "put trials on each cluster")
-}
-
-func (o *tlsOptions) validate(prefix string) error {
-	switch {
-	case o.size <= 0:
-		return fmt.Errorf("--%ssize must be positive, got %s", prefix, o.size.String())
-	case o.trials < 1:
-		return fmt.Errorf("--%strials must be at least 1, got %d", prefix, o.trials)
-	}
-	return nil
+	o.sizeTrials.register(f, prefix, "size of each file put (e.g. 256MiB)", "put trials on each cluster")
 }
 
 func newTLSCmd(c *common) *cobra.Command {
