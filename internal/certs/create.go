@@ -277,7 +277,8 @@ func writeKeyAndCert(keyPath string, key *ecdsa.PrivateKey, certPath string, der
 }
 
 // writeAtomic writes data to a temporary file beside path with mode perm,
-// syncs it and renames it over path.
+// syncs it, renames it over path and syncs the directory, so that what it
+// said it wrote survives a crash.
 func writeAtomic(path string, data []byte, perm os.FileMode) error {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-")
 	if err != nil {
@@ -300,6 +301,21 @@ func writeAtomic(path string, data []byte, perm os.FileMode) error {
 	if err != nil {
 		os.Remove(tmp)
 		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return syncDir(filepath.Dir(path))
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("sync %s: %w", dir, err)
 	}
 	return nil
 }
