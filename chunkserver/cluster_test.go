@@ -98,6 +98,6 @@ func TestClusterIDRefusesOtherNameserver(t *testing.T) {
 func TestClusterIDFileEmptyIsRefused(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, clusterIDFile), nil, 0o644))
-	_, err := New(Config{DataDir: dir, NameServerAddr: "127.0.0.1:1"})
+	_, err := New(Config{DataDir: dir, NameServerAddr: "127.0.0.1:1", Insecure: true})
 	require.ErrorContains(t, err, clusterIDFile)
 }

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/bfs-go/bfs/internal/certs"
 	"github.com/bfs-go/bfs/internal/clock"
+	"github.com/bfs-go/bfs/internal/daemon"
 )
 
 // Config configures a chunkserver.
@@ -22,6 +24,14 @@ type Config struct {
 	NameServerAddr string
 	// MetricsAddr is the HTTP address for Prometheus metrics; "" serves none.
 	MetricsAddr string
+	// TLS holds the chunkserver's node certificate and the cluster's CA
+	// (internal/certs): both ports require a client certificate of the CA,
+	// and the chunkserver dials the nameserver and other chunkservers
+	// (copies) with it. Nil only with Insecure.
+	TLS *certs.Creds
+	// Insecure serves both ports in plaintext with no authentication; it
+	// must be chosen explicitly.
+	Insecure bool
 	// HeartbeatInterval and ReportInterval set how often the chunkserver
 	// heartbeats and sends a full block report. Intervals the nameserver
 	// returns at registration take precedence.
@@ -99,6 +109,9 @@ func DefaultConfig() Config {
 func (c *Config) validate() error {
 	if c.DataDir == "" {
 		return fmt.Errorf("chunkserver: empty data directory")
+	}
+	if err := daemon.CheckSecurity(c.TLS, c.Insecure); err != nil {
+		return fmt.Errorf("chunkserver: %w", err)
 	}
 	if c.ScrubRate < 0 {
 		return fmt.Errorf("chunkserver: negative scrub rate %d", c.ScrubRate)

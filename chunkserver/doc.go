@@ -2,6 +2,11 @@
 // of a blockstore.Store (the replicas on local disk), and the
 // chunkserver's side of its relation with the nameserver.
 //
+// With Config.TLS both its ports take only peers with a certificate of
+// the cluster's CA (internal/daemon), each RPC's context carrying the
+// peer's identity (certs.PeerIdentity), and it dials the nameserver and
+// the sources of its copies with its node certificate.
+//
 // # Data path
 //
 // CreateBlock makes the empty replica of a block the nameserver has just

@@ -141,11 +141,14 @@ type chunkserver struct {
 
 // startChunkServer runs a chunkserver on 127.0.0.1:0 with its data in a
 // fresh temporary directory (unless cfg names one) until the test ends.
+// The package's tests run it in plaintext (beside a plaintext fake
+// nameserver); the clusters of the other packages' tests use TLS.
 func startChunkServer(t testing.TB, cfg Config) *chunkserver {
 	t.Helper()
 	if cfg.DataDir == "" {
 		cfg.DataDir = t.TempDir()
 	}
+	cfg.Insecure = true
 	srv, err := New(cfg)
 	require.NoError(t, err)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")

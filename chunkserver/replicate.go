@@ -10,10 +10,10 @@ import (
 	"github.com/golang/glog"
 	"golang.org/x/time/rate"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	"github.com/bfs-go/bfs/chunkserver/blockstore"
+	"github.com/bfs-go/bfs/internal/certs"
 	"github.com/bfs-go/bfs/internal/connpool"
 	"github.com/bfs-go/bfs/proto/bfspb"
 )
@@ -44,8 +44,9 @@ type copier struct {
 	}
 }
 
-func newCopier(maxCopies int, bytesPerSec int64) *copier {
-	c := &copier{max: maxCopies, peers: connpool.New(grpc.WithTransportCredentials(insecure.NewCredentials()))}
+// newCopier dials the sources with tlsCreds (plaintext with nil).
+func newCopier(maxCopies int, bytesPerSec int64, tlsCreds *certs.Creds) *copier {
+	c := &copier{max: maxCopies, peers: connpool.New(grpc.WithTransportCredentials(certs.TransportCredentials(tlsCreds)))}
 	if bytesPerSec > 0 {
 		// A burst of one read chunk: WaitN takes at most that much.
 		c.limit = rate.NewLimiter(rate.Limit(bytesPerSec), readChunkSize)

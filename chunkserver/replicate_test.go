@@ -124,7 +124,7 @@ func TestReplicateBlockRefusals(t *testing.T) {
 // TestCopierBounds: copies beyond the bound, and a second copy of one
 // block, are refused.
 func TestCopierBounds(t *testing.T) {
-	c := newCopier(1, 0)
+	c := newCopier(1, 0, nil)
 	defer c.peers.Close()
 	require.NoError(t, c.claim(1))
 	require.ErrorIs(t, c.claim(1), errCopyBusy)

@@ -133,7 +133,7 @@ func TestMillionBlockReport(t *testing.T) {
 		t.Skip("a million blocks: not with -short or -race")
 	}
 	cfg := nameserver.DefaultConfig()
-	cfg.DataDir, cfg.MetricsAddr, cfg.RaftListen = t.TempDir(), "", "127.0.0.1:0"
+	cfg.DataDir, cfg.MetricsAddr, cfg.RaftListen, cfg.Insecure = t.TempDir(), "", "127.0.0.1:0", true
 	ns, err := nameserver.New(cfg)
 	require.NoError(t, err)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")

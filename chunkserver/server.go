@@ -11,13 +11,13 @@ import (
 
 	"github.com/golang/glog"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/experimental"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
 
 	"github.com/bfs-go/bfs/chunkserver/blockstore"
+	"github.com/bfs-go/bfs/internal/certs"
 	"github.com/bfs-go/bfs/internal/daemon"
 	"github.com/bfs-go/bfs/internal/nsgroup"
 	"github.com/bfs-go/bfs/proto/bfspb"
@@ -87,7 +87,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	pool := &bufPool{}
 	s := &Server{cfg: cfg, store: store, cluster: cl, codec: newPacketCodec(pool, cfg.TestingKnobs.WritePacket), stopc: make(chan struct{}),
-		copies: newCopier(cfg.MaxCopies, cfg.CopyRate)}
+		copies: newCopier(cfg.MaxCopies, cfg.CopyRate, cfg.TLS)}
 	s.metrics = newMetrics(gauges{
 		blocks:       func() float64 { n, _ := store.Usage(); return float64(n) },
 		bytes:        func() float64 { _, n := store.Usage(); return float64(n) },
@@ -104,7 +104,7 @@ func New(cfg Config) (*Server, error) {
 			s.scrub.corrupt = s.bad.add
 		}
 	}
-	s.grpc = grpc.NewServer(
+	s.grpc = grpc.NewServer(append(daemon.ServerOptions(cfg.TLS),
 		grpc.ChainUnaryInterceptor(s.metrics.rpcs.Unary),
 		grpc.ChainStreamInterceptor(s.metrics.rpcs.Stream),
 		grpc.WaitForHandlers(true),
@@ -118,7 +118,7 @@ func New(cfg Config) (*Server, error) {
 		// into buffers that are not cleared first (bufpool.go).
 		grpc.ForceServerCodecV2(s.codec),
 		experimental.BufferPool(pool),
-	)
+	)...)
 	bfspb.RegisterChunkServerServer(s.grpc, s)
 	s.health = health.NewServer()
 	healthpb.RegisterHealthServer(s.grpc, s.health)
@@ -150,7 +150,7 @@ func (s *Server) dialNameServer() error {
 	}
 	conn, err := nsgroup.New(nsgroup.Config{
 		Addrs:       addrs,
-		DialOptions: []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())},
+		DialOptions: []grpc.DialOption{grpc.WithTransportCredentials(certs.TransportCredentials(s.cfg.TLS))},
 		Idempotent:  idempotentCalls,
 	})
 	if err != nil {
@@ -187,7 +187,7 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
 		bg.Go(func() { s.scrub.run(ctx) })
 	}
 	glog.Infof("chunkserver serving on %s", lis.Addr())
-	if err := daemon.Serve(ctx, s.stopc, s.grpc, s.health, lis, s.cfg.MetricsAddr, s.HTTPHandler()); err != nil {
+	if err := daemon.Serve(ctx, s.stopc, s.grpc, s.health, lis, s.cfg.MetricsAddr, s.HTTPHandler(), s.cfg.TLS); err != nil {
 		return fmt.Errorf("chunkserver: %w", err)
 	}
 	return nil

@@ -14,19 +14,21 @@ import (
 
 func TestConfig(t *testing.T) {
 	cfg := DefaultConfig()
+	require.ErrorContains(t, cfg.validate(), "no TLS certificates")
+	cfg.Insecure = true
 	require.NoError(t, cfg.validate())
 	require.Equal(t, "127.0.0.1:8830", cfg.ListenAddr)
 	require.NotNil(t, cfg.Clock)
 	_, err := New(Config{})
 	require.Error(t, err)
-	_, err = New(Config{DataDir: t.TempDir(), HeartbeatInterval: -1})
+	_, err = New(Config{DataDir: t.TempDir(), HeartbeatInterval: -1, Insecure: true})
 	require.Error(t, err)
 }
 
 func TestLifecycle(t *testing.T) {
 	dir := t.TempDir()
 	// Closed without serving.
-	srv, err := New(Config{DataDir: dir, NameServerAddr: "127.0.0.1:1"})
+	srv, err := New(Config{DataDir: dir, NameServerAddr: "127.0.0.1:1", Insecure: true})
 	require.NoError(t, err)
 	require.NoError(t, srv.Close())
 	require.NoError(t, srv.Close())
@@ -37,7 +39,7 @@ func TestLifecycle(t *testing.T) {
 
 	// Serve returns when its context ends, though the nameserver is
 	// unreachable (registration keeps retrying until then).
-	srv, err = New(Config{DataDir: dir, NameServerAddr: "127.0.0.1:1"})
+	srv, err = New(Config{DataDir: dir, NameServerAddr: "127.0.0.1:1", Insecure: true})
 	require.NoError(t, err)
 	lis, err = net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)

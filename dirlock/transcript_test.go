@@ -94,7 +94,7 @@ func newCluster(t *testing.T, dir string) *cluster {
 		sessions: map[string]*session{}, names: map[string]string{},
 	}
 	c.cfg = nameserver.DefaultConfig()
-	c.cfg.DataDir, c.cfg.MetricsAddr, c.cfg.Clock = dir, "", c.clock
+	c.cfg.DataDir, c.cfg.MetricsAddr, c.cfg.Clock, c.cfg.Insecure = dir, "", c.clock, true
 	c.cfg.TestingKnobs.DialChunkserver = c.fleet.dial
 	c.cfg.TestingKnobs.RaftLocal = true
 	c.start(t)

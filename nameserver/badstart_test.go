@@ -45,21 +45,21 @@ func TestBadStartsAreRefused(t *testing.T) {
 	a, b := freeAddr(t), freeAddr(t)
 	t.Run("a name given twice", func(t *testing.T) {
 		cfg := DefaultConfig()
-		cfg.DataDir, cfg.MetricsAddr, cfg.RaftListen = t.TempDir(), "", a
+		cfg.DataDir, cfg.MetricsAddr, cfg.RaftListen, cfg.Insecure = t.TempDir(), "", a, true
 		cfg.InitialCluster = []replica.Peer{{Name: "ns1", Address: a}, {Name: "ns1", Address: b}}
 		_, err := New(cfg)
 		require.ErrorContains(t, err, `names "ns1" twice`)
 	})
 	t.Run("an address given twice", func(t *testing.T) {
 		cfg := DefaultConfig()
-		cfg.DataDir, cfg.MetricsAddr, cfg.RaftListen = t.TempDir(), "", a
+		cfg.DataDir, cfg.MetricsAddr, cfg.RaftListen, cfg.Insecure = t.TempDir(), "", a, true
 		cfg.InitialCluster = []replica.Peer{{Name: "ns1", Address: a}, {Name: "ns2", Address: a}}
 		_, err := New(cfg)
 		require.ErrorContains(t, err, "gives the address "+a+" twice")
 	})
 	t.Run("a cluster that does not name this node", func(t *testing.T) {
 		cfg := DefaultConfig()
-		cfg.DataDir, cfg.MetricsAddr, cfg.RaftListen = t.TempDir(), "", a
+		cfg.DataDir, cfg.MetricsAddr, cfg.RaftListen, cfg.Insecure = t.TempDir(), "", a, true
 		cfg.InitialCluster = []replica.Peer{{Name: "ns2", Address: b}, {Name: "ns3", Address: freeAddr(t)}}
 		_, err := New(cfg)
 		require.ErrorContains(t, err, "does not name this node")
@@ -69,7 +69,7 @@ func TestBadStartsAreRefused(t *testing.T) {
 	// what it stored.
 	dir := t.TempDir()
 	cfg := DefaultConfig()
-	cfg.DataDir, cfg.MetricsAddr = dir, ""
+	cfg.DataDir, cfg.MetricsAddr, cfg.Insecure = dir, "", true
 	s, _ := startLone(t, cfg)
 	openSession(t, s, "kept")
 	require.NoError(t, s.Close())

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/bfs-go/bfs/cluster/testcluster"
 	"github.com/bfs-go/bfs/proto/bfspb"
@@ -23,7 +22,7 @@ func BenchmarkCreateDeleteGRPC(b *testing.B) {
 			var n atomic.Int64
 			b.SetParallelism(par)
 			b.RunParallel(func(pb *testing.PB) {
-				conn, err := grpc.NewClient(c.NameServerAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+				conn, err := grpc.NewClient(c.NameServerAddr, c.DialOption())
 				if err != nil {
 					b.Error(err)
 					return

@@ -45,11 +45,11 @@ func replicaAddrs(b *bfspb.LocatedBlock) []string {
 
 // rawPacket sends one packet to the replica of b at addr and waits for
 // its acknowledgement, which must be OK.
-func rawPacket(t *testing.T, addr string, b *bfspb.LocatedBlock, p *bfspb.WritePacket) {
+func rawPacket(t *testing.T, c *testcluster.Cluster, addr string, b *bfspb.LocatedBlock, p *bfspb.WritePacket) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	stream, err := bfspb.NewChunkServerClient(dial(t, addr)).Write(ctx)
+	stream, err := bfspb.NewChunkServerClient(c.Dial(addr)).Write(ctx)
 	require.NoError(t, err)
 	p.BlockId, p.Version = b.BlockId, b.Version
 	p.Crc32C = crc32.Checksum(p.Data, crc32.MakeTable(crc32.Castagnoli))
@@ -66,18 +66,18 @@ func rawPacket(t *testing.T, addr string, b *bfspb.LocatedBlock, p *bfspb.WriteP
 	}
 }
 
-func blockInfo(t *testing.T, addr string, block int64) *bfspb.GetBlockInfoResponse {
+func blockInfo(t *testing.T, c *testcluster.Cluster, addr string, block int64) *bfspb.GetBlockInfoResponse {
 	t.Helper()
-	r, err := bfspb.NewChunkServerClient(dial(t, addr)).GetBlockInfo(context.Background(), &bfspb.GetBlockInfoRequest{BlockId: block})
+	r, err := bfspb.NewChunkServerClient(c.Dial(addr)).GetBlockInfo(context.Background(), &bfspb.GetBlockInfoRequest{BlockId: block})
 	require.NoError(t, err)
 	return r
 }
 
 // rawWrite writes data to the replica at addr, synced, as its first
 // packet.
-func rawWrite(t *testing.T, addr string, b *bfspb.LocatedBlock, data []byte) {
+func rawWrite(t *testing.T, c *testcluster.Cluster, addr string, b *bfspb.LocatedBlock, data []byte) {
 	t.Helper()
-	rawPacket(t, addr, b, &bfspb.WritePacket{Seq: 1, Offset: 0, Data: data, Sync: true})
+	rawPacket(t, c, addr, b, &bfspb.WritePacket{Seq: 1, Offset: 0, Data: data, Sync: true})
 }
 
 func syncBlock(t *testing.T, ns bfspb.NameServerClient, path, session string, block, size int64) {
@@ -88,9 +88,9 @@ func syncBlock(t *testing.T, ns bfspb.NameServerClient, path, session string, bl
 }
 
 // readReplica returns every byte the replica of block at addr holds.
-func readReplica(t *testing.T, addr string, block int64) []byte {
+func readReplica(t *testing.T, c *testcluster.Cluster, addr string, block int64) []byte {
 	t.Helper()
-	stream, err := bfspb.NewChunkServerClient(dial(t, addr)).Read(context.Background(), &bfspb.ReadRequest{BlockId: block})
+	stream, err := bfspb.NewChunkServerClient(c.Dial(addr)).Read(context.Background(), &bfspb.ReadRequest{BlockId: block})
 	require.NoError(t, err)
 	var buf bytes.Buffer
 	for {
@@ -119,7 +119,7 @@ func stat(t *testing.T, ns bfspb.NameServerClient, path string) *bfspb.FileInfo 
 // chunkservers hold an empty replica of the block already.
 func TestFinishWithoutPacketsCloses(t *testing.T) {
 	c := testcluster.Start(t, testcluster.WithChunkservers(3))
-	ns := bfspb.NewNameServerClient(dial(t, c.NameServerAddr))
+	ns := bfspb.NewNameServerClient(c.Dial(c.NameServerAddr))
 	for _, empty := range []bool{false, true} {
 		t.Run(fmt.Sprintf("empty replicas=%v", empty), func(t *testing.T) {
 			sess := openSession(t, ns, "writer")
@@ -127,8 +127,8 @@ func TestFinishWithoutPacketsCloses(t *testing.T) {
 			b := rawCreate(t, ns, path, sess)
 			if empty {
 				for _, addr := range replicaAddrs(b) {
-					rawPacket(t, addr, b, &bfspb.WritePacket{Seq: 1})
-					require.False(t, blockInfo(t, addr, b.BlockId).Sealed)
+					rawPacket(t, c, addr, b, &bfspb.WritePacket{Seq: 1})
+					require.False(t, blockInfo(t, c, addr, b.BlockId).Sealed)
 				}
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -139,7 +139,7 @@ func TestFinishWithoutPacketsCloses(t *testing.T) {
 			require.Empty(t, r.Info.WriterSession, "the file is still open")
 			require.Zero(t, r.Info.Size)
 			for _, addr := range replicaAddrs(b) {
-				info := blockInfo(t, addr, b.BlockId)
+				info := blockInfo(t, c, addr, b.BlockId)
 				require.Equal(t, bfspb.StatusCode_OK, info.Status, "replica on %s: %s", addr, info.Message)
 				require.True(t, info.Sealed, "replica on %s is not sealed: a late packet could still land", addr)
 				require.Zero(t, info.Size)
@@ -156,7 +156,7 @@ func TestFinishWithoutPacketsCloses(t *testing.T) {
 // replicas that hold them keep them.
 func TestSyncClaimNeverCutsReplicas(t *testing.T) {
 	c := testcluster.Start(t, testcluster.WithChunkservers(3))
-	ns := bfspb.NewNameServerClient(dial(t, c.NameServerAddr))
+	ns := bfspb.NewNameServerClient(c.Dial(c.NameServerAddr))
 	ctx := context.Background()
 	data := bytes.Repeat([]byte("synced bytes. "), 200)
 	for i, tc := range []struct {
@@ -179,7 +179,7 @@ func TestSyncClaimNeverCutsReplicas(t *testing.T) {
 				b := rawCreate(t, ns, path, sess)
 				addrs := replicaAddrs(b)
 				for j, addr := range addrs {
-					rawWrite(t, addr, b, data[:tc.lens[j]])
+					rawWrite(t, c, addr, b, data[:tc.lens[j]])
 				}
 				syncBlock(t, ns, path, sess, b.BlockId, int64(slices.Min(tc.lens[:])))
 				syncBlock(t, ns, path, sess, b.BlockId, tc.claim)
@@ -190,7 +190,7 @@ func TestSyncClaimNeverCutsReplicas(t *testing.T) {
 					require.Equal(t, bfspb.StatusCode_UNLOCKED, r.Status, r.Message)
 				} else {
 					for j, addr := range addrs {
-						rawPacket(t, addr, b, &bfspb.WritePacket{Seq: 2, Offset: int64(tc.lens[j]), Last: true})
+						rawPacket(t, c, addr, b, &bfspb.WritePacket{Seq: 2, Offset: int64(tc.lens[j]), Last: true})
 					}
 					r := finish(t, ns, path, sess)
 					require.Equal(t, bfspb.StatusCode_OK, r.Status, r.Message)
@@ -206,10 +206,10 @@ func TestSyncClaimNeverCutsReplicas(t *testing.T) {
 						require.NotContains(t, served, addr, "readers are sent to the replica of %d bytes", tc.lens[j])
 						continue
 					}
-					info := blockInfo(t, addr, b.BlockId)
+					info := blockInfo(t, c, addr, b.BlockId)
 					require.True(t, info.Sealed, "replica on %s", addr)
 					require.Equal(t, tc.want, info.Size, "replica on %s (%d bytes written)", addr, tc.lens[j])
-					require.Equal(t, data[:tc.want], readReplica(t, addr, b.BlockId), "replica on %s", addr)
+					require.Equal(t, data[:tc.want], readReplica(t, c, addr, b.BlockId), "replica on %s", addr)
 				}
 			})
 		}
@@ -244,7 +244,7 @@ func TestResumedCleaningTruncatesBeforeUnlocked(t *testing.T) {
 			}
 		}
 	}))
-	ns := bfspb.NewNameServerClient(dial(t, c.NameServerAddr))
+	ns := bfspb.NewNameServerClient(c.Dial(c.NameServerAddr))
 	ctx := context.Background()
 	mkdirAll(t, ns, "/d")
 	sess := openSession(t, ns, "holder")
@@ -253,10 +253,10 @@ func TestResumedCleaningTruncatesBeforeUnlocked(t *testing.T) {
 	addrs := replicaAddrs(b)
 	data := bytes.Repeat([]byte("x"), 1500)
 	for _, addr := range addrs {
-		rawWrite(t, addr, b, data[:1000])
+		rawWrite(t, c, addr, b, data[:1000])
 	}
 	long := addrs[2]
-	rawPacket(t, long, b, &bfspb.WritePacket{Seq: 2, Offset: 1000, Data: data[1000:]})
+	rawPacket(t, c, long, b, &bfspb.WritePacket{Seq: 2, Offset: 1000, Data: data[1000:]})
 	syncBlock(t, ns, "/d/f", sess, b.BlockId, 1000)
 
 	r, err := ns.UnlockDir(ctx, &bfspb.UnlockDirRequest{Path: "/d", Force: true, Epoch: lock.Epoch})
@@ -276,8 +276,8 @@ func TestResumedCleaningTruncatesBeforeUnlocked(t *testing.T) {
 
 	// The nameserver stops here: its truncation never reaches the replica.
 	c.RestartNameServer()
-	ns = bfspb.NewNameServerClient(dial(t, c.NameServerAddr))
-	require.EqualValues(t, 1500, blockInfo(t, long, b.BlockId).Size)
+	ns = bfspb.NewNameServerClient(c.Dial(c.NameServerAddr))
+	require.EqualValues(t, 1500, blockInfo(t, c, long, b.BlockId).Size)
 	watchCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	watch, err := ns.WatchDirLocks(watchCtx, &bfspb.WatchDirLocksRequest{Prefix: "/d"})
@@ -300,7 +300,7 @@ func TestResumedCleaningTruncatesBeforeUnlocked(t *testing.T) {
 		}
 	}
 	for _, addr := range addrs {
-		info := blockInfo(t, addr, b.BlockId)
+		info := blockInfo(t, c, addr, b.BlockId)
 		require.True(t, info.Sealed, "replica on %s", addr)
 		require.EqualValues(t, 1000, info.Size, "replica on %s when UNLOCKED was observed", addr)
 	}

@@ -6,7 +6,9 @@ import (
 	"net"
 	"time"
 
+	"github.com/bfs-go/bfs/internal/certs"
 	"github.com/bfs-go/bfs/internal/clock"
+	"github.com/bfs-go/bfs/internal/daemon"
 	"github.com/bfs-go/bfs/nameserver/repair"
 	"github.com/bfs-go/bfs/nameserver/replica"
 	"github.com/bfs-go/bfs/proto/bfspb"
@@ -45,6 +47,14 @@ type Config struct {
 	// StatusPublic serves the status page and its JSON to every client;
 	// otherwise only to clients on loopback addresses.
 	StatusPublic bool
+	// TLS holds the nameserver's node certificate and the cluster's CA
+	// (internal/certs): both ports require a client certificate of the CA,
+	// and the nameserver dials chunkservers with it. Nil only with
+	// Insecure.
+	TLS *certs.Creds
+	// Insecure serves both ports in plaintext with no authentication; it
+	// must be chosen explicitly.
+	Insecure bool
 	// MinSessionTTL and MaxSessionTTL bound the TTL a client may ask for.
 	MinSessionTTL, MaxSessionTTL time.Duration
 	// HeartbeatInterval is how often chunkservers are told to heartbeat;
@@ -155,6 +165,9 @@ func (c *Config) validate() error {
 	}
 	if c.RaftListen == "" && c.RaftListener == nil && !c.TestingKnobs.RaftLocal {
 		return fmt.Errorf("nameserver: no raft address (--raft-listen)")
+	}
+	if err := daemon.CheckSecurity(c.TLS, c.Insecure); err != nil {
+		return fmt.Errorf("nameserver: %w", err)
 	}
 	if c.MinSessionTTL == 0 {
 		c.MinSessionTTL = time.Second

@@ -9,7 +9,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/bfs-go/bfs/cluster/testcluster"
 	"github.com/bfs-go/bfs/proto/bfspb"
@@ -22,7 +21,7 @@ func TestReportedCorruptReplicaIsNotLocated(t *testing.T) {
 	cl := testcluster.Start(t, testcluster.WithChunkservers(3))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	c, err := sdk.Dial(ctx, cl.NameServerAddr)
+	c, err := sdk.Dial(ctx, cl.NameServerAddr, cl.AsClient())
 	require.NoError(t, err)
 	defer c.Close()
 
@@ -37,7 +36,7 @@ func TestReportedCorruptReplicaIsNotLocated(t *testing.T) {
 	require.Len(t, loc.Blocks[0].Replicas, 3)
 	block, bad := loc.Blocks[0].ID, loc.Blocks[0].Replicas[1]
 
-	conn, err := grpc.NewClient(cl.NameServerAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(cl.NameServerAddr, cl.DialOption())
 	require.NoError(t, err)
 	defer conn.Close()
 	ns := bfspb.NewNameServerClient(conn)

@@ -28,13 +28,13 @@ func addBlock(t *testing.T, ns bfspb.NameServerClient, path, session string) *bf
 // packet creates one.
 func TestAddBlockCreatesReplicas(t *testing.T) {
 	c := testcluster.Start(t, testcluster.WithChunkservers(3))
-	ns := bfspb.NewNameServerClient(dial(t, c.NameServerAddr))
+	ns := bfspb.NewNameServerClient(c.Dial(c.NameServerAddr))
 	sid := openSession(t, ns, "writer")
 	ab := addBlock(t, ns, "/f", sid)
 	require.Equal(t, bfspb.StatusCode_OK, ab.Status, ab.Message)
 	require.Len(t, ab.Block.Replicas, 3)
 	for _, r := range ab.Block.Replicas {
-		info := blockInfo(t, r.Address, ab.Block.BlockId)
+		info := blockInfo(t, c, r.Address, ab.Block.BlockId)
 		require.Equal(t, bfspb.StatusCode_OK, info.Status, "no replica on %s: %s", r.Address, info.Message)
 		require.Zero(t, info.Size)
 		require.False(t, info.Sealed)
@@ -54,7 +54,7 @@ func TestAddBlockWhenCreatesFail(t *testing.T) {
 			return nil
 		}
 	}))
-	ns := bfspb.NewNameServerClient(dial(t, c.NameServerAddr))
+	ns := bfspb.NewNameServerClient(c.Dial(c.NameServerAddr))
 	sid := openSession(t, ns, "writer")
 	addrs := c.ChunkserverAddrs()
 
@@ -67,7 +67,7 @@ func TestAddBlockWhenCreatesFail(t *testing.T) {
 		if i == 0 {
 			want = bfspb.StatusCode_NOT_FOUND
 		}
-		require.Equal(t, want, blockInfo(t, addr, ab.Block.BlockId).Status, "chunkserver %d", i)
+		require.Equal(t, want, blockInfo(t, c, addr, ab.Block.BlockId).Status, "chunkserver %d", i)
 	}
 
 	for i := range failing {
@@ -84,7 +84,7 @@ func TestAddBlockWhenCreatesFail(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, bfspb.StatusCode_OK, ab.Status, ab.Message)
 	for _, r := range ab.Block.Replicas {
-		require.Equal(t, bfspb.StatusCode_OK, blockInfo(t, r.Address, ab.Block.BlockId).Status, "retry left %s without a replica", r.Address)
+		require.Equal(t, bfspb.StatusCode_OK, blockInfo(t, c, r.Address, ab.Block.BlockId).Status, "retry left %s without a replica", r.Address)
 	}
 }
 
@@ -101,7 +101,7 @@ func TestDeleteWaitsForCreates(t *testing.T) {
 			return nil
 		}
 	}))
-	ns := bfspb.NewNameServerClient(dial(t, c.NameServerAddr))
+	ns := bfspb.NewNameServerClient(c.Dial(c.NameServerAddr))
 	sid := openSession(t, ns, "writer")
 	ctx := context.Background()
 	cr, err := ns.Create(ctx, &bfspb.CreateRequest{Path: "/f", SessionId: sid, OpenForWrite: true, Replication: 1})
@@ -130,7 +130,7 @@ func TestDeleteWaitsForCreates(t *testing.T) {
 
 	// The create went through (AddBlock answered OK with one replica); the
 	// delete that waited for it removes the replica.
-	cs := bfspb.NewChunkServerClient(dial(t, c.ChunkserverAddrs()[0]))
+	cs := bfspb.NewChunkServerClient(c.Dial(c.ChunkserverAddrs()[0]))
 	require.Eventually(t, func() bool {
 		info, err := cs.GetBlockInfo(ctx, &bfspb.GetBlockInfoRequest{BlockId: ab.Block.BlockId})
 		return err == nil && info.Status == bfspb.StatusCode_NOT_FOUND

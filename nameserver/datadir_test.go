@@ -13,7 +13,7 @@ import (
 // is held; once the first one is closed the directory opens again.
 func TestDataDirectoryHeldByAnother(t *testing.T) {
 	cfg := nameserver.DefaultConfig()
-	cfg.DataDir = t.TempDir()
+	cfg.DataDir, cfg.Insecure = t.TempDir(), true
 	first, err := nameserver.New(cfg)
 	require.NoError(t, err)
 

@@ -57,7 +57,7 @@ func TestDecommission(t *testing.T) {
 	}))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	c, err := sdk.Dial(ctx, cl.NameServerAddr)
+	c, err := sdk.Dial(ctx, cl.NameServerAddr, cl.AsClient())
 	require.NoError(t, err)
 	defer c.Close()
 
@@ -91,9 +91,9 @@ func TestDecommission(t *testing.T) {
 	require.Len(t, servers, 4)
 	require.Equal(t, sdk.ChunkserverDraining, byAddr(t, servers, x).State)
 	require.Equal(t, sdk.ChunkserverLive, byAddr(t, servers, holders[1]).State)
-	require.Equal(t, "2", gauge(t, maddr, `bfs_nameserver_chunkservers{state="draining"}`))
-	require.Equal(t, "2", gauge(t, maddr, `bfs_nameserver_chunkservers{state="live"}`))
-	require.NotEqual(t, "", gauge(t, maddr, `bfs_nameserver_chunkserver_free_bytes{address="`+x+`"}`))
+	require.Equal(t, "2", gauge(t, cl, maddr, `bfs_nameserver_chunkservers{state="draining"}`))
+	require.Equal(t, "2", gauge(t, cl, maddr, `bfs_nameserver_chunkservers{state="live"}`))
+	require.NotEqual(t, "", gauge(t, cl, maddr, `bfs_nameserver_chunkserver_free_bytes{address="`+x+`"}`))
 
 	// New blocks avoid both draining chunkservers.
 	for _, p := range []string{"/b1", "/b2", "/b3"} {
@@ -133,7 +133,7 @@ func TestDecommission(t *testing.T) {
 	require.Equal(t, sdk.ChunkserverLive, byAddr(t, servers, x).State, "a refused request changes nothing")
 	_, err = c.Decommission(ctx)
 	require.ErrorIs(t, err, sdk.ErrInvalidArgument)
-	ns := bfspb.NewNameServerClient(dial(t, cl.NameServerAddr))
+	ns := bfspb.NewNameServerClient(cl.Dial(cl.NameServerAddr))
 	resp, err := ns.Decommission(ctx, &bfspb.DecommissionRequest{Addresses: []string{""}})
 	require.NoError(t, err)
 	require.Equal(t, bfspb.StatusCode_INVALID_ARGUMENT, resp.Status, resp.Message)
@@ -152,7 +152,7 @@ func TestFsckAfterChunkserverLoss(t *testing.T) {
 	}))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	c, err := sdk.Dial(ctx, cl.NameServerAddr)
+	c, err := sdk.Dial(ctx, cl.NameServerAddr, cl.AsClient())
 	require.NoError(t, err)
 	defer c.Close()
 
@@ -175,8 +175,8 @@ func TestFsckAfterChunkserverLoss(t *testing.T) {
 		i := slices.IndexFunc(servers, func(s sdk.Chunkserver) bool { return s.Address == only })
 		return err == nil && i >= 0 && servers[i].State == sdk.ChunkserverDead
 	}, 30*time.Second, 10*time.Millisecond)
-	require.Equal(t, "1", gauge(t, maddr, `bfs_nameserver_chunkservers{state="dead"}`))
-	require.Equal(t, "2", gauge(t, maddr, `bfs_nameserver_chunkservers{state="live"}`))
+	require.Equal(t, "1", gauge(t, cl, maddr, `bfs_nameserver_chunkservers{state="dead"}`))
+	require.Equal(t, "2", gauge(t, cl, maddr, `bfs_nameserver_chunkservers{state="live"}`))
 
 	var affected []sdk.FsckFile
 	totals, err = c.Fsck(ctx, "/d", func(f sdk.FsckFile) error { affected = append(affected, f); return nil })
@@ -192,7 +192,7 @@ func TestFsckAfterChunkserverLoss(t *testing.T) {
 	require.Len(t, affected[0].Blocks[0].Replicas, 2)
 
 	// Page by page, one affected file at a time, the walk covers the tree.
-	ns := bfspb.NewNameServerClient(dial(t, cl.NameServerAddr))
+	ns := bfspb.NewNameServerClient(cl.Dial(cl.NameServerAddr))
 	var paths []string
 	var files int64
 	for token, pages := "", 0; ; pages++ {
@@ -249,7 +249,7 @@ func TestDecommissionSurvivesRestart(t *testing.T) {
 	cl := testcluster.Start(t, testcluster.WithChunkservers(4))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	c, err := sdk.Dial(ctx, cl.NameServerAddr)
+	c, err := sdk.Dial(ctx, cl.NameServerAddr, cl.AsClient())
 	require.NoError(t, err)
 	defer c.Close()
 	drained := cl.ChunkserverAddrs()[0]

@@ -2,9 +2,7 @@ package nameserver_test
 
 import (
 	"context"
-	"io"
 	"net"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -31,7 +29,7 @@ func TestDegradedWrite(t *testing.T) {
 	}))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := sdk.Dial(ctx, cl.NameServerAddr)
+	c, err := sdk.Dial(ctx, cl.NameServerAddr, cl.AsClient())
 	require.NoError(t, err)
 	defer c.Close()
 	w, err := c.Create(ctx, "/f", sdk.Replication(3))
@@ -44,28 +42,23 @@ func TestDegradedWrite(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 3, fi.Replication)
 	require.Equal(t, 2, fi.LiveReplicas)
-	ns := bfspb.NewNameServerClient(dial(t, cl.NameServerAddr))
+	ns := bfspb.NewNameServerClient(cl.Dial(cl.NameServerAddr))
 	loc, err := ns.GetFileLocation(ctx, &bfspb.GetFileLocationRequest{Path: "/f"})
 	require.NoError(t, err)
 	require.Len(t, loc.Info.Blocks[0].WriteSet, 2)
 	require.EqualValues(t, 2, loc.Info.GetLiveReplicas())
-	require.Equal(t, "1", gauge(t, maddr, "bfs_nameserver_under_replicated_blocks"))
+	require.Equal(t, "1", gauge(t, cl, maddr, "bfs_nameserver_under_replicated_blocks"))
 
 	require.NoError(t, c.Remove(ctx, "/f"))
-	require.Eventually(t, func() bool { return gauge(t, maddr, "bfs_nameserver_under_replicated_blocks") == "0" },
+	require.Eventually(t, func() bool { return gauge(t, cl, maddr, "bfs_nameserver_under_replicated_blocks") == "0" },
 		10*time.Second, 10*time.Millisecond)
 }
 
 // gauge scrapes the nameserver's metrics for the value of an unlabelled
 // gauge.
-func gauge(t *testing.T, maddr, name string) string {
+func gauge(t *testing.T, cl *testcluster.Cluster, maddr, name string) string {
 	t.Helper()
-	resp, err := http.Get("http://" + maddr + "/metrics")
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	for _, l := range strings.Split(string(b), "\n") {
+	for _, l := range strings.Split(cl.Metrics(maddr), "\n") {
 		if v, ok := strings.CutPrefix(l, name+" "); ok {
 			return v
 		}

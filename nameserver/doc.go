@@ -35,6 +35,11 @@
 // clients as its Chunkservers. Every cleaning starts in clean and its end
 // is reported to cleaned (locks.go).
 //
+// With Config.TLS both its ports take only peers with a certificate of
+// the cluster's CA (internal/daemon), each RPC's context carrying the
+// peer's identity (certs.PeerIdentity), and it dials chunkservers and its
+// peers with its node certificate.
+//
 // Goroutines: Raft's (the replica's, stopped by its Close), the loop that
 // publishes this member's addresses in the member table, the status
 // page's sampler, and a term's: the session manager's expiry loop, the

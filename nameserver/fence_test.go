@@ -17,7 +17,7 @@ import (
 // INVALID_ARGUMENT.
 func TestFencesGateEveryMutation(t *testing.T) {
 	c := testcluster.Start(t, testcluster.WithChunkservers(1))
-	ns := bfspb.NewNameServerClient(dial(t, c.NameServerAddr))
+	ns := bfspb.NewNameServerClient(c.Dial(c.NameServerAddr))
 	ctx := context.Background()
 	mkdirAll(t, ns, "/t/d")
 	mkdirAll(t, ns, "/other")

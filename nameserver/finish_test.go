@@ -45,7 +45,7 @@ func TestFinishIsGatedByLocks(t *testing.T) {
 			}
 		}
 	}))
-	ns := bfspb.NewNameServerClient(dial(t, c.NameServerAddr))
+	ns := bfspb.NewNameServerClient(c.Dial(c.NameServerAddr))
 	ctx := context.Background()
 	mkdirAll(t, ns, "/t")
 	a := openSession(t, ns, "tablet-a")

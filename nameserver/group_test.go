@@ -28,7 +28,7 @@ func startGroup(t *testing.T, opts ...testcluster.Option) (*testcluster.Cluster,
 	t.Cleanup(fn.Close)
 	cl := testcluster.Start(t, append([]testcluster.Option{testcluster.WithNameServers(3), testcluster.WithFaultNet(fn),
 		testcluster.WithChunkservers(3)}, opts...)...)
-	c, err := sdk.Dial(context.Background(), cl.NameServerAddr, sdk.WithSessionTTL(5*time.Second))
+	c, err := sdk.Dial(context.Background(), cl.NameServerAddr, cl.AsClient(), sdk.WithSessionTTL(5*time.Second))
 	require.NoError(t, err)
 	t.Cleanup(func() { c.Close() })
 	return cl, fn, c
@@ -77,7 +77,7 @@ func TestGroupServesThroughTheLeader(t *testing.T) {
 
 	leader := cl.LeaderIndex()
 	follower := (leader + 1) % 3
-	ns := bfspb.NewNameServerClient(dial(t, cl.NameServerAddrs()[follower]))
+	ns := bfspb.NewNameServerClient(cl.Dial(cl.NameServerAddrs()[follower]))
 	var md metadata.MD
 	resp, err := ns.Mkdir(ctx, &bfspb.MkdirRequest{Path: "/from-follower"}, grpc.Trailer(&md))
 	require.NoError(t, err)
@@ -160,7 +160,7 @@ func TestPartitionedLeaderAcknowledgesNothing(t *testing.T) {
 
 	old := cl.LeaderIndex()
 	oldName := fmt.Sprintf("ns%d", old+1)
-	direct := bfspb.NewNameServerClient(dial(t, cl.NameServerAddrs()[old]))
+	direct := bfspb.NewNameServerClient(cl.Dial(cl.NameServerAddrs()[old]))
 	fn.Isolate(oldName, faultnet.Fault{Blackhole: true})
 	t.Cleanup(fn.HealAll)
 	waitNewLeader(t, cl, old)
@@ -189,7 +189,7 @@ func TestPartitionedLeaderAcknowledgesNothing(t *testing.T) {
 
 	// A chunkserver that has heard from the new leader refuses the old
 	// term's seal.
-	cs := bfspb.NewChunkServerClient(dial(t, cl.ChunkserverAddrs()[0]))
+	cs := bfspb.NewChunkServerClient(cl.Dial(cl.ChunkserverAddrs()[0]))
 	require.Eventually(t, func() bool {
 		resp, err := cs.Seal(ctx, &bfspb.SealRequest{BlockId: 1 << 40, Term: 1})
 		return err == nil && resp.Status == bfspb.StatusCode_NOT_LEADER

@@ -15,7 +15,8 @@ import (
 // is printable text of bounded length, so that no listing of locks can be
 // made to lie by a holder that moves the terminal's cursor.
 func TestHoldersArePrintable(t *testing.T) {
-	ns := bfspb.NewNameServerClient(dial(t, testcluster.Start(t).NameServerAddr))
+	c := testcluster.Start(t)
+	ns := bfspb.NewNameServerClient(c.Dial(c.NameServerAddr))
 	ctx := context.Background()
 	mk, err := ns.Mkdir(ctx, &bfspb.MkdirRequest{Path: "/tablet9"})
 	require.NoError(t, err)

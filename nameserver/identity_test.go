@@ -9,19 +9,14 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/bfs-go/bfs/cluster/testcluster"
 	"github.com/bfs-go/bfs/proto/bfspb"
 	"github.com/bfs-go/bfs/sdk"
 )
 
-func nameServerClient(t *testing.T, addr string) bfspb.NameServerClient {
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	require.NoError(t, err)
-	t.Cleanup(func() { conn.Close() })
-	return bfspb.NewNameServerClient(conn)
+func nameServerClient(cl *testcluster.Cluster) bfspb.NameServerClient {
+	return bfspb.NewNameServerClient(cl.Dial(cl.NameServerAddr))
 }
 
 // TestRegisterChecksClusterID: the chunkservers record the nameserver's
@@ -43,7 +38,7 @@ func TestRegisterChecksClusterID(t *testing.T) {
 	cl.RestartNameServer()
 	require.Equal(t, id, cl.NameServer().ClusterID(), "the cluster id changed across a restart")
 
-	ns := nameServerClient(t, cl.NameServerAddr)
+	ns := nameServerClient(cl)
 	resp, err := ns.Register(ctx, &bfspb.RegisterRequest{Address: "127.0.0.1:1", ClusterId: "0123456789abcdef"})
 	require.NoError(t, err)
 	require.Equal(t, bfspb.StatusCode_WRONG_CLUSTER, resp.Status)
@@ -63,7 +58,7 @@ func TestSafeModeHoldsDeletes(t *testing.T) {
 	cl := testcluster.Start(t, testcluster.WithChunkservers(3))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	c, err := sdk.Dial(ctx, cl.NameServerAddr)
+	c, err := sdk.Dial(ctx, cl.NameServerAddr, cl.AsClient())
 	require.NoError(t, err)
 	defer c.Close()
 	blockOf := func(p string) int64 {
@@ -82,7 +77,7 @@ func TestSafeModeHoldsDeletes(t *testing.T) {
 		cl.StopChunkserver(i)
 	}
 	cl.RestartNameServer()
-	ns := nameServerClient(t, cl.NameServerAddr)
+	ns := nameServerClient(cl)
 	sm, err := ns.GetSafeMode(ctx, &bfspb.GetSafeModeRequest{})
 	require.NoError(t, err)
 	require.True(t, sm.On)
@@ -118,7 +113,7 @@ func TestSafeModeHoldsDeletes(t *testing.T) {
 
 	// Safe mode ends by itself once the known block is reported.
 	cl.RestartNameServer()
-	ns = nameServerClient(t, cl.NameServerAddr)
+	ns = nameServerClient(cl)
 	reg, err = ns.Register(ctx, &bfspb.RegisterRequest{Address: "127.0.0.1:1", ClusterId: cl.NameServer().ClusterID()})
 	require.NoError(t, err)
 	require.Empty(t, report(gone))

@@ -2,6 +2,7 @@ package nameserver
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"os"
@@ -18,6 +19,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
 
+	"github.com/bfs-go/bfs/internal/certs"
 	"github.com/bfs-go/bfs/nameserver/namespace"
 	"github.com/bfs-go/bfs/nameserver/repair"
 	"github.com/bfs-go/bfs/nameserver/replica"
@@ -120,6 +122,7 @@ func (s *Server) replicaConfig(lis net.Listener, advertise string) replica.Confi
 		Listener:           lis,
 		Dial:               s.cfg.RaftDial,
 		Local:              s.cfg.TestingKnobs.RaftLocal,
+		TLS:                s.raftTLS(),
 		InitialCluster:     s.cfg.InitialCluster,
 		Join:               s.cfg.Join,
 		HeartbeatTimeout:   s.cfg.Raft.HeartbeatTimeout,
@@ -132,6 +135,14 @@ func (s *Server) replicaConfig(lis net.Listener, advertise string) replica.Confi
 		OnFatal:            s.fatal,
 		OnApply:            s.metrics.applied,
 	}
+}
+
+// raftTLS is the Raft links' TLS: none for an insecure member.
+func (s *Server) raftTLS() replica.TLS {
+	if s.cfg.TLS == nil {
+		return nil
+	}
+	return raftTLS{s.cfg.TLS}
 }
 
 // checkStart refuses, before anything is opened for writing, a start that
@@ -525,4 +536,41 @@ func notLeaderAnswer(resp protoreflect.Message, msg string) protoreflect.Message
 	resp.Set(fields.ByName("status"), protoreflect.ValueOfEnum(protoreflect.EnumNumber(bfspb.StatusCode_NOT_LEADER)))
 	resp.Set(fields.ByName("message"), protoreflect.ValueOfString(msg))
 	return resp
+}
+
+// raftTLS secures the Raft links with the member's node certificate: the
+// accepting side takes only another node's certificate, as the dialing
+// side does (certs: a client accepts only a node as its server).
+type raftTLS struct{ c *certs.Creds }
+
+func (r raftTLS) ClientConfig(host string) *tls.Config { return r.c.ClientConfig(host) }
+
+func (r raftTLS) ServerConfig() *tls.Config {
+	cfg := r.c.ServerConfig()
+	inner := cfg.GetConfigForClient
+	cfg.GetConfigForClient = func(h *tls.ClientHelloInfo) (*tls.Config, error) {
+		c, err := inner(h)
+		if err != nil {
+			return nil, err
+		}
+		c = c.Clone()
+		verify := c.VerifyConnection
+		c.VerifyConnection = func(cs tls.ConnectionState) error {
+			if verify != nil {
+				if err := verify(cs); err != nil {
+					return err
+				}
+			}
+			id, err := certs.IdentityOf(cs.PeerCertificates[0])
+			if err != nil {
+				return err
+			}
+			if id.Kind != certs.KindNode {
+				return fmt.Errorf("raft peer presents the certificate of %s, not of a node", id)
+			}
+			return nil
+		}
+		return c, nil
+	}
+	return cfg
 }

@@ -47,7 +47,7 @@ func listLocks(t *testing.T, ns bfspb.NameServerClient, req *bfspb.ListDirLocksR
 // server.
 func TestListDirLocksPages(t *testing.T) {
 	c := testcluster.Start(t)
-	ns := bfspb.NewNameServerClient(dial(t, c.NameServerAddr))
+	ns := bfspb.NewNameServerClient(c.Dial(c.NameServerAddr))
 	alice, bob := openSession(t, ns, "alice"), openSession(t, ns, "bob")
 	var all, alices []string
 	for i := range 20 {
@@ -103,7 +103,7 @@ func pageTokenOf(t *testing.T, ns bfspb.NameServerClient) string {
 // are all listed, in order.
 func TestListDirLocksAcrossChanges(t *testing.T) {
 	c := testcluster.Start(t)
-	ns := bfspb.NewNameServerClient(dial(t, c.NameServerAddr))
+	ns := bfspb.NewNameServerClient(c.Dial(c.NameServerAddr))
 	ctx := context.Background()
 	s := openSession(t, ns, "h")
 	var kept []string
@@ -147,7 +147,7 @@ func TestListDirLocksAcrossChanges(t *testing.T) {
 // filter, and counts each session's locks.
 func TestListSessionsPages(t *testing.T) {
 	c := testcluster.Start(t)
-	ns := bfspb.NewNameServerClient(dial(t, c.NameServerAddr))
+	ns := bfspb.NewNameServerClient(c.Dial(c.NameServerAddr))
 	ctx := context.Background()
 	held := map[string]int{}
 	for i := range 9 {
@@ -202,7 +202,7 @@ func compare(a, b string) int {
 // TestLockHistoryPages pages through a directory's history by epoch.
 func TestLockHistoryPages(t *testing.T) {
 	c := testcluster.Start(t)
-	ns := bfspb.NewNameServerClient(dial(t, c.NameServerAddr))
+	ns := bfspb.NewNameServerClient(c.Dial(c.NameServerAddr))
 	ctx := context.Background()
 	mkdirAll(t, ns, "/d")
 	s := openSession(t, ns, "h")
@@ -241,7 +241,7 @@ func TestLockHistoryPages(t *testing.T) {
 // goes on in the next page.
 func TestListDirLocksPageBytes(t *testing.T) {
 	c := testcluster.Start(t)
-	ns := bfspb.NewNameServerClient(dial(t, c.NameServerAddr))
+	ns := bfspb.NewNameServerClient(c.Dial(c.NameServerAddr))
 	s := openSession(t, ns, "h")
 	long := strings.Repeat("/"+strings.Repeat("x", 240), 15) // 3,615 bytes
 	var all []string
@@ -273,7 +273,7 @@ func TestListDirLocksPageBytes(t *testing.T) {
 // accepts, even at the largest page size.
 func TestListSessionsPageBytes(t *testing.T) {
 	c := testcluster.Start(t)
-	ns := bfspb.NewNameServerClient(dial(t, c.NameServerAddr))
+	ns := bfspb.NewNameServerClient(c.Dial(c.NameServerAddr))
 	const sessions = 4000 // about 1.2 MB of SessionInfo
 	errs := make(chan error, 16)
 	for w := range 16 {

@@ -77,7 +77,7 @@ func requireEnd(t *testing.T, ev *bfspb.DirLockEvent, l *bfspb.DirLock, status, 
 // ended, and a session's watch gets exactly the ends of its own locks.
 func TestUnlockWithNothingToDrainNamesTheLock(t *testing.T) {
 	c := testcluster.Start(t)
-	ns := bfspb.NewNameServerClient(dial(t, c.NameServerAddr))
+	ns := bfspb.NewNameServerClient(c.Dial(c.NameServerAddr))
 	ctx := context.Background()
 	mkdirAll(t, ns, "/t/lg0")
 	mkdirAll(t, ns, "/other")
@@ -122,7 +122,7 @@ func TestUnlockWithNothingToDrainNamesTheLock(t *testing.T) {
 func TestCleaningEventsNameTheLock(t *testing.T) {
 	c := testcluster.Start(t, testcluster.WithChunkservers(3))
 	ctx := context.Background()
-	holder, err := sdk.Dial(ctx, c.NameServerAddr, sdk.WithHolder("tablet-a"))
+	holder, err := sdk.Dial(ctx, c.NameServerAddr, c.AsClient(), sdk.WithHolder("tablet-a"))
 	require.NoError(t, err)
 	t.Cleanup(func() { holder.Close() })
 	require.Eventually(t, func() bool { return c.NameServer().LiveChunkservers() >= 3 },
@@ -136,7 +136,7 @@ func TestCleaningEventsNameTheLock(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, w.Sync(ctx))
 
-	ns := bfspb.NewNameServerClient(dial(t, c.NameServerAddr))
+	ns := bfspb.NewNameServerClient(c.Dial(c.NameServerAddr))
 	all := watchLocks(t, ns, &bfspb.WatchDirLocksRequest{Prefix: "/t"})
 	mine := watchLocks(t, ns, &bfspb.WatchDirLocksRequest{SessionId: l.SessionID()})
 	un, err := ns.UnlockDir(ctx, &bfspb.UnlockDirRequest{Path: "/t", Force: true, Wait: true})
@@ -156,7 +156,7 @@ func TestCleaningEventsNameTheLock(t *testing.T) {
 // refused with LOCKED, also for the holder.
 func TestLockedDirectoryDeletedOrMoved(t *testing.T) {
 	c := testcluster.Start(t)
-	ns := bfspb.NewNameServerClient(dial(t, c.NameServerAddr))
+	ns := bfspb.NewNameServerClient(c.Dial(c.NameServerAddr))
 	ctx := context.Background()
 	mkdirAll(t, ns, "/t/lg0")
 	a := openSession(t, ns, "tablet-a")

@@ -16,7 +16,7 @@ import (
 // bookkeeping of how they are stored.
 func TestLockHistoryKeepsTheNewest(t *testing.T) {
 	c := testcluster.Start(t)
-	ns := bfspb.NewNameServerClient(dial(t, c.NameServerAddr))
+	ns := bfspb.NewNameServerClient(c.Dial(c.NameServerAddr))
 	ctx := context.Background()
 	mkdirAll(t, ns, "/d")
 	var epochs []uint64
@@ -31,7 +31,7 @@ func TestLockHistoryKeepsTheNewest(t *testing.T) {
 	}
 	cycle(namespace.MaxHistory - 3)
 	c.RestartNameServer()
-	ns = bfspb.NewNameServerClient(dial(t, c.NameServerAddr))
+	ns = bfspb.NewNameServerClient(c.Dial(c.NameServerAddr))
 	cycle(10)
 
 	h, err := ns.GetLockHistory(ctx, &bfspb.GetLockHistoryRequest{Path: "/d"})

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"net"
-	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,13 +20,10 @@ import (
 
 // scrape reads the nameserver's /metrics: each sample's value by its
 // name and labels as printed ("name{label=\"v\"}").
-func scrape(t *testing.T, addr string) map[string]float64 {
+func scrape(t *testing.T, cl *testcluster.Cluster, addr string) map[string]float64 {
 	t.Helper()
-	resp, err := http.Get("http://" + addr + "/metrics")
-	require.NoError(t, err)
-	defer resp.Body.Close()
 	samples := map[string]float64{}
-	sc := bufio.NewScanner(resp.Body)
+	sc := bufio.NewScanner(strings.NewReader(cl.Metrics(addr)))
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
@@ -45,11 +41,11 @@ func scrape(t *testing.T, addr string) map[string]float64 {
 
 // requireMetric waits (a scrape being cheap) for a sample to reach want:
 // some are recorded just after the event the test waited on.
-func requireMetric(t *testing.T, addr, sample string, want float64) {
+func requireMetric(t *testing.T, cl *testcluster.Cluster, addr, sample string, want float64) {
 	t.Helper()
 	var got float64
 	require.Eventually(t, func() bool {
-		got = scrape(t, addr)[sample]
+		got = scrape(t, cl, addr)[sample]
 		return got == want
 	}, 10*time.Second, 10*time.Millisecond, "%s = %v, want %v", sample, got, want)
 }
@@ -70,7 +66,7 @@ func TestLockMetrics(t *testing.T) {
 	}))
 	ctx := context.Background()
 	dialSDK := func(holder string) *sdk.Client {
-		c, err := sdk.Dial(ctx, cl.NameServerAddr, sdk.WithHolder(holder))
+		c, err := sdk.Dial(ctx, cl.NameServerAddr, cl.AsClient(), sdk.WithHolder(holder))
 		require.NoError(t, err)
 		t.Cleanup(func() { c.Close() })
 		return c
@@ -104,8 +100,8 @@ func TestLockMetrics(t *testing.T) {
 	err = tablet.Mkdir(ctx, "/tablet/more", 0)
 	require.ErrorIs(t, err, sdk.ErrStaleEpoch)
 
-	requireMetric(t, maddr, "bfs_nameserver_forced_unlock_notify_seconds_count", 1)
-	m := scrape(t, maddr)
+	requireMetric(t, cl, maddr, "bfs_nameserver_forced_unlock_notify_seconds_count", 1)
+	m := scrape(t, cl, maddr)
 	for sample, want := range map[string]float64{
 		`bfs_nameserver_dir_locks{state="locked"}`:                                0,
 		`bfs_nameserver_dir_locks{state="cleaning"}`:                              1,
@@ -125,18 +121,18 @@ func TestLockMetrics(t *testing.T) {
 	un, err := master.UnlockDir(ctx, "/tablet", sdk.Force(), sdk.WaitUnlocked())
 	require.NoError(t, err)
 	require.Equal(t, sdk.Unlocked, un.Status)
-	requireMetric(t, maddr, `bfs_nameserver_lock_cleaning_duration_seconds_count{reason="force"}`, 1)
-	m = scrape(t, maddr)
+	requireMetric(t, cl, maddr, `bfs_nameserver_lock_cleaning_duration_seconds_count{reason="force"}`, 1)
+	m = scrape(t, cl, maddr)
 	require.Greater(t, m[`bfs_nameserver_lock_cleaning_duration_seconds_sum{reason="force"}`], 0.0)
 	require.Zero(t, m[`bfs_nameserver_dir_locks{state="cleaning"}`])
 	require.Zero(t, m[`bfs_nameserver_lock_cleanings`])
 	require.Zero(t, m[`bfs_nameserver_lock_cleaning_pending_files`])
 
 	// A session that is never kept alive expires.
-	ns := bfspb.NewNameServerClient(dial(t, cl.NameServerAddr))
+	ns := bfspb.NewNameServerClient(cl.Dial(cl.NameServerAddr))
 	open, err := ns.OpenSession(ctx, &bfspb.OpenSessionRequest{Holder: "gone", TtlMs: 100})
 	require.NoError(t, err)
 	require.Equal(t, bfspb.StatusCode_OK, open.Status)
-	requireMetric(t, maddr, "bfs_nameserver_session_expiries_total", 1)
+	requireMetric(t, cl, maddr, "bfs_nameserver_session_expiries_total", 1)
 	_ = w.Close() // fenced: refused, but its goroutines end
 }

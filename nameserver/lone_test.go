@@ -15,6 +15,7 @@ import (
 func startLone(t testing.TB, cfg Config) (*Server, *term) {
 	t.Helper()
 	cfg.RaftListen = "127.0.0.1:0"
+	cfg.Insecure = cfg.TLS == nil
 	s, err := New(cfg)
 	require.NoError(t, err)
 	t.Cleanup(func() { s.Close() })

@@ -17,7 +17,7 @@ import (
 func TestClaimMismatchIsCounted(t *testing.T) {
 	replicas := []string{"127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3"} // never called: the test reports for them
 	cfg := DefaultConfig()
-	cfg.DataDir, cfg.MetricsAddr = t.TempDir(), ""
+	cfg.DataDir, cfg.MetricsAddr, cfg.Insecure = t.TempDir(), "", true
 	s, tm := startLone(t, cfg)
 	openSession(t, s, "w")
 	res, err := s.propose(&bfspb.Command{Op: &bfspb.Command_Create{Create: &bfspb.CreateCmd{

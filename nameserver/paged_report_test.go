@@ -22,7 +22,7 @@ func TestPagedReportsRebuildTheMap(t *testing.T) {
 		testcluster.WithChunkserverConfig(func(_ int, cfg *chunkserver.Config) { cfg.TestingKnobs.ReportPage = 1 }))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	c, err := sdk.Dial(ctx, cl.NameServerAddr)
+	c, err := sdk.Dial(ctx, cl.NameServerAddr, cl.AsClient())
 	require.NoError(t, err)
 	defer c.Close()
 	const files = 4
@@ -35,7 +35,7 @@ func TestPagedReportsRebuildTheMap(t *testing.T) {
 	}
 
 	cl.RestartNameServer()
-	ns := nameServerClient(t, cl.NameServerAddr)
+	ns := nameServerClient(cl)
 	require.Eventually(t, func() bool {
 		sm, err := ns.GetSafeMode(ctx, &bfspb.GetSafeModeRequest{})
 		return err == nil && !sm.On && sm.ReportedBlocks == files

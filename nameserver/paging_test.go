@@ -108,7 +108,7 @@ func TestDeletePages(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			sink := newDeleteSink()
 			cfg := DefaultConfig()
-			cfg.DataDir, cfg.MetricsAddr = t.TempDir(), ""
+			cfg.DataDir, cfg.MetricsAddr, cfg.Insecure = t.TempDir(), "", true
 			cfg.TestingKnobs.DeletePage = tc.page
 			cfg.TestingKnobs.DialChunkserver = func(string) (bfspb.ChunkServerClient, error) { return sinkClient{sink: sink}, nil }
 			_, tm := startLone(t, cfg)
@@ -135,7 +135,7 @@ func TestMillionBlocksOverGRPC(t *testing.T) {
 	}
 	const n, page = 1 << 20, 1 << 16 // chunkserver.DefaultReportPage
 	cfg := DefaultConfig()
-	cfg.DataDir, cfg.MetricsAddr = t.TempDir(), ""
+	cfg.DataDir, cfg.MetricsAddr, cfg.Insecure = t.TempDir(), "", true
 	s, tm := startLone(t, cfg)
 	ids := make([]uint64, n)
 	for i := range ids {
@@ -218,7 +218,7 @@ func TestMillionBlocksOverGRPC(t *testing.T) {
 // acts on.
 func TestReportPageErrors(t *testing.T) {
 	cfg := DefaultConfig()
-	cfg.DataDir, cfg.MetricsAddr = t.TempDir(), ""
+	cfg.DataDir, cfg.MetricsAddr, cfg.Insecure = t.TempDir(), "", true
 	s, tm := startLone(t, cfg)
 	ctx := context.Background()
 	reg, err := s.Register(ctx, &bfspb.RegisterRequest{Address: "127.0.0.1:1", ClusterId: s.ns.ClusterID()})

@@ -42,10 +42,10 @@ func TestPlacementHostsAndFloor(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := sdk.Dial(ctx, cl.NameServerAddr)
+	c, err := sdk.Dial(ctx, cl.NameServerAddr, cl.AsClient())
 	require.NoError(t, err)
 	defer c.Close()
-	ns := bfspb.NewNameServerClient(dial(t, cl.NameServerAddr))
+	ns := bfspb.NewNameServerClient(cl.Dial(cl.NameServerAddr))
 	for i := range 8 {
 		p := fmt.Sprintf("/f%d", i)
 		w, err := c.Create(ctx, p, sdk.Replication(3))

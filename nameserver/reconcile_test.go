@@ -14,7 +14,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/bfs-go/bfs/chunkserver"
 	"github.com/bfs-go/bfs/cluster/testcluster"
@@ -31,7 +30,7 @@ func TestStaleReplicaRejoins(t *testing.T) {
 	cl := testcluster.Start(t, testcluster.WithChunkservers(3))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	c, err := sdk.Dial(ctx, cl.NameServerAddr)
+	c, err := sdk.Dial(ctx, cl.NameServerAddr, cl.AsClient())
 	require.NoError(t, err)
 	defer c.Close()
 
@@ -52,7 +51,7 @@ func TestStaleReplicaRejoins(t *testing.T) {
 	require.NoError(t, w.Close())
 
 	cl.RestartChunkserver(victim)
-	conn, err := grpc.NewClient(stale, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(stale, cl.DialOption())
 	require.NoError(t, err)
 	defer conn.Close()
 	cs := bfspb.NewChunkServerClient(conn)
@@ -95,7 +94,7 @@ func TestReplicaBackDuringCloseIsReconciled(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 
-	holder, master, lock := abandonedWrite(ctx, t, cl.NameServerAddr)
+	holder, master, lock := abandonedWrite(ctx, t, cl)
 	loc, err := holder.Locate(ctx, "/d/f")
 	require.NoError(t, err)
 	block, late := loc.Blocks[0].ID, loc.Blocks[0].Replicas[0]
@@ -130,7 +129,7 @@ func TestReplicaBackDuringCloseIsReconciled(t *testing.T) {
 	fi, err := master.Stat(ctx, "/d/f")
 	require.NoError(t, err)
 	require.Empty(t, fi.WriterSession)
-	conn, err := grpc.NewClient(late, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(late, cl.DialOption())
 	require.NoError(t, err)
 	defer conn.Close()
 	cs := bfspb.NewChunkServerClient(conn)
@@ -159,7 +158,7 @@ func TestCleaningEndsDespiteAFailingSeal(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 
-	_, master, lock := abandonedWrite(ctx, t, cl.NameServerAddr)
+	_, master, lock := abandonedWrite(ctx, t, cl)
 
 	failing.Store(true)
 	d, err := master.UnlockDir(ctx, "/d", sdk.Force(), sdk.AtEpoch(lock.Epoch()), sdk.WaitUnlocked())
@@ -177,12 +176,12 @@ func TestCleaningEndsDespiteAFailingSeal(t *testing.T) {
 // abandonedWrite has a holder lock /d and write 64 KiB, synced, into
 // /d/f, which it leaves open; it returns the holder, a master to unlock
 // it, and the lock. Both clients close with the test.
-func abandonedWrite(ctx context.Context, t *testing.T, addr string) (holder, master *sdk.Client, lock *sdk.Lock) {
+func abandonedWrite(ctx context.Context, t *testing.T, cl *testcluster.Cluster) (holder, master *sdk.Client, lock *sdk.Lock) {
 	t.Helper()
-	holder, err := sdk.Dial(ctx, addr, sdk.WithHolder("holder"))
+	holder, err := sdk.Dial(ctx, cl.NameServerAddr, sdk.WithHolder("holder"), cl.AsClient())
 	require.NoError(t, err)
 	t.Cleanup(func() { holder.Close() })
-	master, err = sdk.Dial(ctx, addr, sdk.WithHolder("master"))
+	master, err = sdk.Dial(ctx, cl.NameServerAddr, sdk.WithHolder("master"), cl.AsAdmin())
 	require.NoError(t, err)
 	t.Cleanup(func() { master.Close() })
 	require.NoError(t, holder.Mkdir(ctx, "/d", 0o755))

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -90,15 +89,10 @@ func readAll(ctx context.Context, t *testing.T, c *sdk.Client, p string) []byte 
 
 // counter sums the samples of name, every label set, in the nameserver's
 // metrics: 0 if there are none.
-func counter(t *testing.T, maddr, name string) int {
+func counter(t *testing.T, cl *testcluster.Cluster, maddr, name string) int {
 	t.Helper()
-	resp, err := http.Get("http://" + maddr + "/metrics")
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
 	sum := 0.0
-	for _, l := range strings.Split(string(b), "\n") {
+	for _, l := range strings.Split(cl.Metrics(maddr), "\n") {
 		if rest, ok := strings.CutPrefix(l, name); ok && rest != "" && (rest[0] == ' ' || rest[0] == '{') {
 			v, err := strconv.ParseFloat(l[strings.LastIndexByte(l, ' ')+1:], 64)
 			require.NoError(t, err, l)
@@ -115,7 +109,7 @@ func TestRepairAfterChunkserverLoss(t *testing.T) {
 	cl, maddr := repairCluster(t, 4)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	c, err := sdk.Dial(ctx, cl.NameServerAddr)
+	c, err := sdk.Dial(ctx, cl.NameServerAddr, cl.AsClient())
 	require.NoError(t, err)
 	defer c.Close()
 	files := writeFiles(ctx, t, c, 12)
@@ -127,13 +121,13 @@ func TestRepairAfterChunkserverLoss(t *testing.T) {
 	for p, data := range files {
 		require.Equal(t, data, readAll(ctx, t, c, p), p)
 	}
-	require.Positive(t, counter(t, maddr, "bfs_nameserver_repair_bytes_total"))
-	require.Eventually(t, func() bool { return gauge(t, maddr, "bfs_nameserver_under_replicated_blocks") == "0" },
+	require.Positive(t, counter(t, cl, maddr, "bfs_nameserver_repair_bytes_total"))
+	require.Eventually(t, func() bool { return gauge(t, cl, maddr, "bfs_nameserver_under_replicated_blocks") == "0" },
 		10*time.Second, 10*time.Millisecond)
-	require.Equal(t, "0", gauge(t, maddr, "bfs_nameserver_missing_blocks"))
+	require.Equal(t, "0", gauge(t, cl, maddr, "bfs_nameserver_missing_blocks"))
 
 	cl.RestartChunkserver(idx)
-	require.Eventually(t, func() bool { return counter(t, maddr, "bfs_nameserver_excess_replicas_deleted_total") > 0 },
+	require.Eventually(t, func() bool { return counter(t, cl, maddr, "bfs_nameserver_excess_replicas_deleted_total") > 0 },
 		30*time.Second, 10*time.Millisecond)
 	waitReplicas(ctx, t, c, files)
 	for p, data := range files {
@@ -147,7 +141,7 @@ func TestRepairReplacesCorruptReplica(t *testing.T) {
 	cl, maddr := repairCluster(t, 4)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	c, err := sdk.Dial(ctx, cl.NameServerAddr)
+	c, err := sdk.Dial(ctx, cl.NameServerAddr, cl.AsClient())
 	require.NoError(t, err)
 	defer c.Close()
 	files := writeFiles(ctx, t, c, 1)
@@ -155,7 +149,7 @@ func TestRepairReplacesCorruptReplica(t *testing.T) {
 	require.NoError(t, err)
 	block, bad := loc.Blocks[0].ID, loc.Blocks[0].Replicas[1]
 
-	ns := bfspb.NewNameServerClient(dial(t, cl.NameServerAddr))
+	ns := bfspb.NewNameServerClient(cl.Dial(cl.NameServerAddr))
 	resp, err := ns.ReportBadReplicas(ctx, &bfspb.ReportBadReplicasRequest{Replicas: []*bfspb.BadReplica{
 		{BlockId: block, Address: bad, Reason: "checksum mismatch"},
 	}})
@@ -163,11 +157,11 @@ func TestRepairReplacesCorruptReplica(t *testing.T) {
 	require.Equal(t, bfspb.StatusCode_OK, resp.Status, resp.Message)
 
 	waitReplicas(ctx, t, c, files, bad)
-	require.Eventually(t, func() bool { return blockInfo(t, bad, block).Status == bfspb.StatusCode_NOT_FOUND },
+	require.Eventually(t, func() bool { return blockInfo(t, cl, bad, block).Status == bfspb.StatusCode_NOT_FOUND },
 		30*time.Second, 10*time.Millisecond, "the corrupt replica is deleted")
-	require.Eventually(t, func() bool { return gauge(t, maddr, "bfs_nameserver_corrupt_replicas") == "0" },
+	require.Eventually(t, func() bool { return gauge(t, cl, maddr, "bfs_nameserver_corrupt_replicas") == "0" },
 		10*time.Second, 10*time.Millisecond)
-	require.Equal(t, 1, counter(t, maddr, "bfs_nameserver_corrupt_replicas_deleted_total"))
+	require.Equal(t, 1, counter(t, cl, maddr, "bfs_nameserver_corrupt_replicas_deleted_total"))
 	require.Equal(t, files["/f0"], readAll(ctx, t, c, "/f0"))
 }
 
@@ -178,7 +172,7 @@ func TestDegradedWriteRepairedAfterClose(t *testing.T) {
 	cl, maddr := repairCluster(t, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	c, err := sdk.Dial(ctx, cl.NameServerAddr)
+	c, err := sdk.Dial(ctx, cl.NameServerAddr, cl.AsClient())
 	require.NoError(t, err)
 	defer c.Close()
 	down := cl.ChunkserverAddrs()[2]
@@ -191,7 +185,7 @@ func TestDegradedWriteRepairedAfterClose(t *testing.T) {
 	_, err = w.Write(data)
 	require.NoError(t, err)
 	require.NoError(t, w.Sync(ctx))
-	require.Equal(t, "1", gauge(t, maddr, "bfs_nameserver_under_replicated_blocks"))
+	require.Equal(t, "1", gauge(t, cl, maddr, "bfs_nameserver_under_replicated_blocks"))
 	cl.RestartChunkserver(2)
 	require.Eventually(t, func() bool { return cl.NameServer().LiveChunkservers() == 3 }, 10*time.Second, 10*time.Millisecond)
 	require.NoError(t, w.Close())
@@ -234,7 +228,7 @@ func restartInSafeMode(ctx context.Context, t *testing.T, cl *testcluster.Cluste
 	t.Helper()
 	cl.StopChunkserver(slices.Index(cl.ChunkserverAddrs(), gone))
 	cl.RestartNameServer()
-	ns := bfspb.NewNameServerClient(dial(t, cl.NameServerAddr))
+	ns := bfspb.NewNameServerClient(cl.Dial(cl.NameServerAddr))
 	require.Eventually(t, func() bool {
 		sm, err := ns.GetSafeMode(ctx, &bfspb.GetSafeModeRequest{})
 		return err == nil && sm.On && sm.ReportedBlocks == sm.KnownBlocks-1 && cl.NameServer().LiveChunkservers() == len(cl.ChunkserverAddrs())-1
@@ -250,7 +244,7 @@ func TestSafeModeHoldsRepair(t *testing.T) {
 	cl, maddr := repairCluster(t, 4)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	c, err := sdk.Dial(ctx, cl.NameServerAddr)
+	c, err := sdk.Dial(ctx, cl.NameServerAddr, cl.AsClient())
 	require.NoError(t, err)
 	defer c.Close()
 	files := writeFiles(ctx, t, c, 8)
@@ -264,7 +258,7 @@ func TestSafeModeHoldsRepair(t *testing.T) {
 	require.Positive(t, short, "some file has a replica on %s", gone)
 
 	ns := restartInSafeMode(ctx, t, cl, gone)
-	require.Zero(t, counter(t, maddr, "bfs_nameserver_repair_copies_total"), "a copy in safe mode")
+	require.Zero(t, counter(t, cl, maddr, "bfs_nameserver_repair_copies_total"), "a copy in safe mode")
 	for p := range files {
 		require.LessOrEqual(t, len(replicasOf(ctx, t, c, p)), 3)
 	}
@@ -272,9 +266,9 @@ func TestSafeModeHoldsRepair(t *testing.T) {
 	_, err = ns.LeaveSafeMode(ctx, &bfspb.LeaveSafeModeRequest{})
 	require.NoError(t, err)
 	waitReplicas(ctx, t, c, files, gone)
-	require.Eventually(t, func() bool { return gauge(t, maddr, "bfs_nameserver_missing_blocks") == "1" },
+	require.Eventually(t, func() bool { return gauge(t, cl, maddr, "bfs_nameserver_missing_blocks") == "1" },
 		10*time.Second, 10*time.Millisecond)
-	require.GreaterOrEqual(t, counter(t, maddr, "bfs_nameserver_repair_copies_total"), short)
+	require.GreaterOrEqual(t, counter(t, cl, maddr, "bfs_nameserver_repair_copies_total"), short)
 }
 
 // TestSafeModeHoldsRemovedFilesDeletes: replica deletes asked for in safe mode (here,
@@ -284,7 +278,7 @@ func TestSafeModeHoldsRemovedFilesDeletes(t *testing.T) {
 	cl, _ := repairCluster(t, 4)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	c, err := sdk.Dial(ctx, cl.NameServerAddr)
+	c, err := sdk.Dial(ctx, cl.NameServerAddr, cl.AsClient())
 	require.NoError(t, err)
 	defer c.Close()
 	writeFiles(ctx, t, c, 1)
@@ -300,7 +294,7 @@ func TestSafeModeHoldsRemovedFilesDeletes(t *testing.T) {
 	held := func() int {
 		n := 0
 		for _, addr := range block.Replicas {
-			info, err := bfspb.NewChunkServerClient(dial(t, addr)).GetBlockInfo(ctx, &bfspb.GetBlockInfoRequest{BlockId: block.ID})
+			info, err := bfspb.NewChunkServerClient(cl.Dial(addr)).GetBlockInfo(ctx, &bfspb.GetBlockInfoRequest{BlockId: block.ID})
 			require.NoError(t, err)
 			if info.Status == bfspb.StatusCode_OK {
 				n++

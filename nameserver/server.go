@@ -11,11 +11,11 @@ import (
 
 	"github.com/golang/glog"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
 
+	"github.com/bfs-go/bfs/internal/certs"
 	"github.com/bfs-go/bfs/internal/connpool"
 	"github.com/bfs-go/bfs/internal/daemon"
 	"github.com/bfs-go/bfs/internal/datadir"
@@ -102,7 +102,7 @@ func newServer(cfg Config, dataLock *os.File) (*Server, error) {
 		stopc:    make(chan struct{}),
 		fatalc:   make(chan error, 1),
 		publishc: make(chan struct{}, 1),
-		peers:    connpool.New(grpc.WithTransportCredentials(insecure.NewCredentials())),
+		peers:    connpool.New(grpc.WithTransportCredentials(certs.TransportCredentials(cfg.TLS))),
 		watch:    newWatchers(),
 	}
 	s.terms = newTerms(s)
@@ -134,7 +134,7 @@ func newServer(cfg Config, dataLock *os.File) (*Server, error) {
 		s.peers.Close()
 		return nil, err
 	}
-	s.grpc = grpc.NewServer(
+	s.grpc = grpc.NewServer(append(daemon.ServerOptions(cfg.TLS),
 		grpc.ChainUnaryInterceptor(s.metrics.rpcs.Unary, s.leaderOnly, s.metrics.countRefusals),
 		grpc.ChainStreamInterceptor(s.metrics.rpcs.Stream, s.leaderOnlyStream),
 		// No message limit of its own: gRPC's default 4 MiB holds a page
@@ -143,7 +143,7 @@ func newServer(cfg Config, dataLock *os.File) (*Server, error) {
 		grpc.NumStreamWorkers(streamWorkers),
 		grpc.StaticStreamWindowSize(flowWindow),
 		grpc.StaticConnWindowSize(flowWindow),
-	)
+	)...)
 	bfspb.RegisterNameServerServer(s.grpc, s)
 	s.health = health.NewServer()
 	healthpb.RegisterHealthServer(s.grpc, s.health)
@@ -170,7 +170,7 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
 		case <-ctx.Done():
 		}
 	}()
-	err := daemon.Serve(ctx, s.stopc, s.grpc, s.health, lis, s.cfg.MetricsAddr, s.HTTPHandler())
+	err := daemon.Serve(ctx, s.stopc, s.grpc, s.health, lis, s.cfg.MetricsAddr, s.HTTPHandler(), s.cfg.TLS)
 	cancel()
 	if fatal != nil {
 		s.Close()

@@ -4,15 +4,12 @@ import (
 	"context"
 	"io"
 	"net"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/bfs-go/bfs/cluster/testcluster"
@@ -24,17 +21,9 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/golang/glog.(*fileSink).flushDaemon"))
 }
 
-func dial(t *testing.T, addr string) *grpc.ClientConn {
-	t.Helper()
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	require.NoError(t, err)
-	t.Cleanup(func() { conn.Close() })
-	return conn
-}
-
 func TestNamespaceOverGRPC(t *testing.T) {
 	c := testcluster.Start(t)
-	conn := dial(t, c.NameServerAddr)
+	conn := c.Dial(c.NameServerAddr)
 	ns := bfspb.NewNameServerClient(conn)
 	ctx := context.Background()
 
@@ -90,7 +79,7 @@ func TestNamespaceOverGRPC(t *testing.T) {
 
 func TestSessionsOverGRPC(t *testing.T) {
 	c := testcluster.Start(t)
-	ns := bfspb.NewNameServerClient(dial(t, c.NameServerAddr))
+	ns := bfspb.NewNameServerClient(c.Dial(c.NameServerAddr))
 	ctx := context.Background()
 
 	for _, ttl := range []int64{0, -5, 1, int64(time.Hour / time.Millisecond)} {
@@ -118,7 +107,7 @@ func TestSessionsOverGRPC(t *testing.T) {
 
 	// Sessions survive a restart.
 	c.RestartNameServer()
-	ns = bfspb.NewNameServerClient(dial(t, c.NameServerAddr))
+	ns = bfspb.NewNameServerClient(c.Dial(c.NameServerAddr))
 	list, err := ns.ListSessions(ctx, &bfspb.ListSessionsRequest{})
 	require.NoError(t, err)
 	require.Len(t, list.Sessions, 1)
@@ -139,12 +128,14 @@ func TestMetricsEndpoint(t *testing.T) {
 	maddr := lis.Addr().String()
 	lis.Close()
 	c := testcluster.Start(t, testcluster.WithNameServerConfig(func(cfg *nameserver.Config) { cfg.MetricsAddr = maddr }))
-	ns := bfspb.NewNameServerClient(dial(t, c.NameServerAddr))
+	ns := bfspb.NewNameServerClient(c.Dial(c.NameServerAddr))
 	_, err = ns.Stat(context.Background(), &bfspb.StatRequest{Path: "/"})
 	require.NoError(t, err)
 	var body string
+	hc := c.HTTPClient()
+	defer hc.CloseIdleConnections()
 	require.Eventually(t, func() bool {
-		resp, err := http.Get("http://" + maddr + "/metrics")
+		resp, err := hc.Get(c.URL(maddr, "/metrics"))
 		if err != nil {
 			return false
 		}

@@ -15,7 +15,8 @@ import (
 // wrapped to about 2 s and was granted; so did a negative value that
 // wrapped to half a second.
 func TestOpenSessionRefusesTTLBeyondADuration(t *testing.T) {
-	ns := bfspb.NewNameServerClient(dial(t, testcluster.Start(t).NameServerAddr))
+	c := testcluster.Start(t)
+	ns := bfspb.NewNameServerClient(c.Dial(c.NameServerAddr))
 	ctx := context.Background()
 	for _, ms := range []int64{18446744075710, -18446744073209, 1 << 62, -1 << 63} {
 		resp, err := ns.OpenSession(ctx, &bfspb.OpenSessionRequest{Holder: "h", TtlMs: ms})

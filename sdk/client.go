@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -110,9 +111,15 @@ func Dial(ctx context.Context, addr string, opts ...Option) (*Client, error) {
 	if o.holder == "" {
 		o.holder = defaultHolder(ctx, addrs[0])
 	}
+	creds, err := o.transportCredentials()
+	if err != nil {
+		return nil, fmt.Errorf("dial %s: %w", addr, err)
+	}
+	base := []grpc.DialOption{grpc.WithTransportCredentials(creds)}
+	dialOptions := slices.Concat(base, nameServerDialOptions, o.dialOptions)
 	conn, err := nsgroup.New(nsgroup.Config{
 		Addrs:       addrs,
-		DialOptions: append(append([]grpc.DialOption(nil), nameServerDialOptions...), o.dialOptions...),
+		DialOptions: dialOptions,
 		Idempotent:  idempotent,
 	})
 	if err != nil {
@@ -120,7 +127,7 @@ func Dial(ctx context.Context, addr string, opts ...Option) (*Client, error) {
 	}
 	c := &Client{
 		conn:        conn,
-		dialOptions: append(append([]grpc.DialOption(nil), nameServerDialOptions...), o.dialOptions...),
+		dialOptions: dialOptions,
 		ns:          bfspb.NewNameServerClient(conn),
 		holder:      o.holder,
 		ttl:         o.ttl,
@@ -128,7 +135,7 @@ func Dial(ctx context.Context, addr string, opts ...Option) (*Client, error) {
 		opening:     make(chan struct{}, 1),
 		background:  taskgroup.New(),
 	}
-	c.peers = connpool.New(append(append([]grpc.DialOption(nil), o.dialOptions...), dataDialOptions...)...)
+	c.peers = connpool.New(slices.Concat(base, o.dialOptions, dataDialOptions)...)
 	return c, nil
 }
 

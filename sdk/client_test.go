@@ -13,8 +13,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/bfs-go/bfs/cluster/testcluster"
 	"github.com/bfs-go/bfs/proto/bfspb"
@@ -25,17 +23,14 @@ import (
 func newCluster(t *testing.T, opts ...sdk.Option) (*testcluster.Cluster, *sdk.Client) {
 	t.Helper()
 	cl := testcluster.Start(t)
-	return cl, dial(t, cl.NameServerAddr, opts...)
+	return cl, dial(t, cl.NameServerAddr, append([]sdk.Option{cl.AsClient()}, opts...)...)
 }
 
 // rawClient talks to the nameserver without the SDK, to look at what the
 // SDK did from the outside.
-func rawClient(t *testing.T, addr string) bfspb.NameServerClient {
+func rawClient(t *testing.T, cl *testcluster.Cluster) bfspb.NameServerClient {
 	t.Helper()
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = conn.Close() })
-	return bfspb.NewNameServerClient(conn)
+	return bfspb.NewNameServerClient(cl.Dial(cl.NameServerAddr))
 }
 
 func sessionsOf(t *testing.T, ns bfspb.NameServerClient) map[string]*bfspb.SessionInfo {
@@ -382,9 +377,9 @@ func TestBadPaths(t *testing.T) {
 
 func TestSessionOpenKeepAliveClose(t *testing.T) {
 	cl := testcluster.Start(t)
-	raw := rawClient(t, cl.NameServerAddr)
+	raw := rawClient(t, cl)
 	const ttl = 500 * time.Millisecond
-	c, err := sdk.Dial(context.Background(), cl.NameServerAddr, sdk.WithSessionTTL(ttl))
+	c, err := sdk.Dial(context.Background(), cl.NameServerAddr, cl.AsClient(), sdk.WithSessionTTL(ttl))
 	require.NoError(t, err)
 	ctx := context.Background()
 
@@ -423,8 +418,8 @@ func TestSessionOpenKeepAliveClose(t *testing.T) {
 // mutation runs under a new session.
 func TestSessionLossAndReopen(t *testing.T) {
 	cl := testcluster.Start(t)
-	raw := rawClient(t, cl.NameServerAddr)
-	c := dial(t, cl.NameServerAddr, sdk.WithSessionTTL(300*time.Millisecond))
+	raw := rawClient(t, cl)
+	c := dial(t, cl.NameServerAddr, cl.AsClient(), sdk.WithSessionTTL(300*time.Millisecond))
 	ctx := context.Background()
 
 	s, err := c.Session(ctx)
@@ -448,8 +443,8 @@ func TestSessionLossAndReopen(t *testing.T) {
 // under a new session.
 func TestMutationUnderExpiredSession(t *testing.T) {
 	cl := testcluster.Start(t)
-	raw := rawClient(t, cl.NameServerAddr)
-	c := dial(t, cl.NameServerAddr) // default TTL: no keep-alive during the test
+	raw := rawClient(t, cl)
+	c := dial(t, cl.NameServerAddr, cl.AsClient()) // default TTL: no keep-alive during the test
 	ctx := context.Background()
 
 	s, err := c.Session(ctx)

@@ -45,10 +45,12 @@ func (f *locatingNameServer) ReportBadReplicas(_ context.Context, req *bfspb.Rep
 // CORRUPT; the reader reads the right bytes from another and reports the
 // bad one to the nameserver.
 func TestReadAroundCorruptReplicaReportsIt(t *testing.T) {
-	cl := testcluster.Start(t, testcluster.WithChunkservers(3))
+	// Plaintext: the reader's nameserver below is a fake, and a client
+	// speaks one way to every daemon.
+	cl := testcluster.Start(t, testcluster.WithChunkservers(3), testcluster.Insecure())
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	c, err := sdk.Dial(ctx, cl.NameServerAddr)
+	c, err := sdk.Dial(ctx, cl.NameServerAddr, cl.AsClient())
 	require.NoError(t, err)
 	defer c.Close()
 	data := bytes.Repeat([]byte("0123456789abcdef"), 1<<14) // 256 KiB

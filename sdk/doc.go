@@ -12,6 +12,14 @@
 // lazily, so an unreachable nameserver shows in the first call. Close
 // releases everything the Client owns.
 //
+// WithCertsDir has every connection (to the nameserver and to the
+// chunkservers) speak mutual TLS 1.3 with a client certificate of the
+// cluster's CA, read from a certificates directory (the layout `bfs cert`
+// makes) and read again when its files change; the client accepts only a
+// server presenting a node certificate of that CA. Without it the client
+// speaks plaintext, which only a cluster run with --insecure accepts: a
+// refused handshake shows as ErrUnavailable.
+//
 // # Sessions
 //
 // A Client has at most one live session at a time, opened on the first call

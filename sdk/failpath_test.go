@@ -54,8 +54,8 @@ func TestSyncWithoutChunkserversThenClose(t *testing.T) {
 func TestSmallFileCloseAfterForcedUnlock(t *testing.T) {
 	cl, _ := dataCluster(t)
 	ctx := context.Background()
-	tablet := dial(t, cl.NameServerAddr, sdk.WithHolder("tablet-a"))
-	master := dial(t, cl.NameServerAddr, sdk.WithHolder("master"))
+	tablet := dial(t, cl.NameServerAddr, cl.AsClient(), sdk.WithHolder("tablet-a"))
+	master := dial(t, cl.NameServerAddr, cl.AsClient(), sdk.WithHolder("master"))
 	require.NoError(t, tablet.Mkdir(ctx, "/t", 0))
 	l, err := tablet.LockDir(ctx, "/t")
 	require.NoError(t, err)

@@ -42,9 +42,9 @@ func requireStale(t *testing.T, err error, path string, epoch uint64, status sdk
 func TestLostLockFencesForGood(t *testing.T) {
 	cl := startCluster(t, 0)
 	ctx := context.Background()
-	a := dial(t, cl.NameServerAddr, sdk.WithHolder("tablet-a"))
-	b := dial(t, cl.NameServerAddr, sdk.WithHolder("tablet-b"))
-	master := dial(t, cl.NameServerAddr)
+	a := dial(t, cl.NameServerAddr, cl.AsClient(), sdk.WithHolder("tablet-a"))
+	b := dial(t, cl.NameServerAddr, cl.AsClient(), sdk.WithHolder("tablet-b"))
+	master := dial(t, cl.NameServerAddr, cl.AsClient())
 	require.NoError(t, a.MkdirAll(ctx, "/tera/t1/lg0", 0))
 	la, err := a.LockDir(ctx, "/tera/t1")
 	require.NoError(t, err)
@@ -93,7 +93,7 @@ func TestLostLockFencesForGood(t *testing.T) {
 	tries(sdk.Unlocked)
 
 	// A new session changes nothing.
-	_, err = cl2raw(t, cl.NameServerAddr).CloseSession(ctx, &bfspb.CloseSessionRequest{SessionId: sa.ID()})
+	_, err = rawClient(t, cl).CloseSession(ctx, &bfspb.CloseSessionRequest{SessionId: sa.ID()})
 	require.NoError(t, err)
 	select {
 	case <-sa.Done():
@@ -116,15 +116,14 @@ func TestLostLockFencesForGood(t *testing.T) {
 
 // cl2raw is rawClient under a name that reads well where a test acts
 // behind the SDK's back.
-func cl2raw(t *testing.T, addr string) bfspb.NameServerClient { return rawClient(t, addr) }
 
 // TestNestedLockFences: losing a nested lock fences its subtree only;
 // relocking the parent lifts the fences below it.
 func TestNestedLockFences(t *testing.T) {
 	cl := startCluster(t, 0)
 	ctx := context.Background()
-	a := dial(t, cl.NameServerAddr)
-	master := dial(t, cl.NameServerAddr)
+	a := dial(t, cl.NameServerAddr, cl.AsClient())
+	master := dial(t, cl.NameServerAddr, cl.AsClient())
 	require.NoError(t, a.MkdirAll(ctx, "/t/lg", 0))
 	lt, err := a.LockDir(ctx, "/t")
 	require.NoError(t, err)
@@ -160,7 +159,7 @@ func TestNestedLockFences(t *testing.T) {
 func TestReleasedLockDoesNotFence(t *testing.T) {
 	cl := startCluster(t, 0)
 	ctx := context.Background()
-	a := dial(t, cl.NameServerAddr)
+	a := dial(t, cl.NameServerAddr, cl.AsClient())
 	require.NoError(t, a.MkdirAll(ctx, "/u/v", 0))
 	l, err := a.LockDir(ctx, "/u")
 	require.NoError(t, err)
@@ -187,8 +186,8 @@ func TestReleasedLockDoesNotFence(t *testing.T) {
 func TestFencedWriter(t *testing.T) {
 	cl := startCluster(t, 3)
 	ctx := context.Background()
-	a := dial(t, cl.NameServerAddr)
-	master := dial(t, cl.NameServerAddr)
+	a := dial(t, cl.NameServerAddr, cl.AsClient())
+	master := dial(t, cl.NameServerAddr, cl.AsClient())
 	require.NoError(t, a.Mkdir(ctx, "/w", 0))
 	l, err := a.LockDir(ctx, "/w")
 	require.NoError(t, err)

@@ -14,7 +14,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/bfs-go/bfs/chunkserver"
@@ -27,7 +26,7 @@ import (
 func dataCluster(t *testing.T) (*testcluster.Cluster, *sdk.Client) {
 	t.Helper()
 	cl := testcluster.Start(t, testcluster.WithChunkservers(3))
-	c := dial(t, cl.NameServerAddr)
+	c := dial(t, cl.NameServerAddr, cl.AsClient())
 	waitChunkservers(t, cl, 3)
 	return cl, c
 }
@@ -68,14 +67,14 @@ func get(t *testing.T, c *sdk.Client, path string) []byte {
 }
 
 // replicaInfo asks every chunkserver of the cluster about block.
-func replicaInfo(t *testing.T, addrs []string, block int64) map[string]*bfspb.GetBlockInfoResponse {
+func replicaInfo(t *testing.T, cl *testcluster.Cluster, block int64) map[string]*bfspb.GetBlockInfoResponse {
 	t.Helper()
 	out := map[string]*bfspb.GetBlockInfoResponse{}
-	for _, a := range addrs {
+	for _, a := range cl.ChunkserverAddrs() {
 		if a == "" {
 			continue
 		}
-		conn, err := grpc.NewClient(a, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		conn, err := grpc.NewClient(a, cl.DialOption())
 		require.NoError(t, err)
 		resp, err := bfspb.NewChunkServerClient(conn).GetBlockInfo(context.Background(), &bfspb.GetBlockInfoRequest{BlockId: block})
 		conn.Close()
@@ -109,7 +108,7 @@ func TestPutGet(t *testing.T) {
 		}
 		require.Len(t, loc.Blocks, 1)
 		require.Len(t, loc.Blocks[0].Replicas, 3)
-		infos := replicaInfo(t, cl.ChunkserverAddrs(), loc.Blocks[0].ID)
+		infos := replicaInfo(t, cl, loc.Blocks[0].ID)
 		require.Len(t, infos, 3)
 		for a, in := range infos {
 			require.True(t, in.Sealed, a)
@@ -160,7 +159,7 @@ func TestWritePacketsOnTheWire(t *testing.T) {
 		}
 	}
 	cl := testcluster.Start(t, testcluster.WithChunkservers(3), record)
-	c := dial(t, cl.NameServerAddr)
+	c := dial(t, cl.NameServerAddr, cl.AsClient())
 	waitChunkservers(t, cl, 3)
 	ctx := context.Background()
 	data := randomBytes(600_000, 6)
@@ -252,7 +251,7 @@ func TestChunkserverKilledMidWrite(t *testing.T) {
 func TestSealRacesWrite(t *testing.T) {
 	cl, c := dataCluster(t)
 	ctx := context.Background()
-	raw := rawClient(t, cl.NameServerAddr)
+	raw := rawClient(t, cl)
 	data := randomBytes(8<<20, 11)
 	w, err := c.Create(ctx, "/fenced")
 	require.NoError(t, err)
@@ -296,7 +295,7 @@ func TestSealRacesWrite(t *testing.T) {
 	require.NoError(t, err)
 	var sizes []int64
 	require.Eventually(t, func() bool {
-		infos := replicaInfo(t, cl.ChunkserverAddrs(), loc.Blocks[0].ID)
+		infos := replicaInfo(t, cl, loc.Blocks[0].ID)
 		sizes = sizes[:0]
 		for _, in := range infos {
 			if !in.Sealed {
@@ -328,7 +327,7 @@ func waitFileClosed(t *testing.T, c *sdk.Client, path string) *sdk.FileInfo {
 func TestSessionExpiryClosesAbandonedFile(t *testing.T) {
 	cl, c := dataCluster(t)
 	ctx := context.Background()
-	raw := rawClient(t, cl.NameServerAddr)
+	raw := rawClient(t, cl)
 	open, err := raw.OpenSession(ctx, &bfspb.OpenSessionRequest{Holder: "doomed", TtlMs: 500})
 	require.NoError(t, err)
 	require.Equal(t, bfspb.StatusCode_OK, open.Status)
@@ -344,7 +343,7 @@ func TestSessionExpiryClosesAbandonedFile(t *testing.T) {
 	// Every replica gets a synced packet, then an unsynced one that only
 	// some replicas receive.
 	for i, rep := range ab.Block.Replicas {
-		conn, err := grpc.NewClient(rep.Address, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		conn, err := grpc.NewClient(rep.Address, cl.DialOption())
 		require.NoError(t, err)
 		st, err := bfspb.NewChunkServerClient(conn).Write(ctx)
 		require.NoError(t, err)
@@ -370,9 +369,9 @@ func TestSessionExpiryClosesAbandonedFile(t *testing.T) {
 	fi := waitFileClosed(t, c, "/abandoned")
 	require.EqualValues(t, 200<<10, fi.Size, "the agreed length is the shortest replica, which holds every synced byte")
 	require.True(t, bytes.Equal(data[:200<<10], get(t, c, "/abandoned")))
-	infos := replicaInfo(t, cl.ChunkserverAddrs(), ab.Block.BlockId)
+	infos := replicaInfo(t, cl, ab.Block.BlockId)
 	require.Eventually(t, func() bool {
-		infos = replicaInfo(t, cl.ChunkserverAddrs(), ab.Block.BlockId)
+		infos = replicaInfo(t, cl, ab.Block.BlockId)
 		for _, in := range infos {
 			if !in.Sealed || in.Size != 200<<10 {
 				return false

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/bfs-go/bfs/cluster/testcluster"
 	"github.com/bfs-go/bfs/proto/bfspb"
 	"github.com/bfs-go/bfs/sdk"
 )
@@ -18,8 +19,8 @@ import (
 func TestLockUnlockAndGating(t *testing.T) {
 	cl := startCluster(t, 0)
 	ctx := context.Background()
-	a := dial(t, cl.NameServerAddr, sdk.WithHolder("10.0.0.1:2000:1"))
-	b := dial(t, cl.NameServerAddr, sdk.WithHolder("10.0.0.2:2000:1"))
+	a := dial(t, cl.NameServerAddr, cl.AsClient(), sdk.WithHolder("10.0.0.1:2000:1"))
+	b := dial(t, cl.NameServerAddr, cl.AsClient(), sdk.WithHolder("10.0.0.2:2000:1"))
 	require.NoError(t, a.MkdirAll(ctx, "/tera/t1/lg0", 0))
 
 	la, err := a.LockDir(ctx, "/tera/t1")
@@ -75,23 +76,21 @@ func TestLockUnlockAndGating(t *testing.T) {
 	require.Equal(t, "holder", hist[0].Reason)
 }
 
-func startCluster(t *testing.T, chunkservers int) *tcCluster {
+func startCluster(t *testing.T, chunkservers int) *testcluster.Cluster {
 	t.Helper()
 	if chunkservers == 0 {
 		cl, _ := newCluster(t)
-		return &tcCluster{NameServerAddr: cl.NameServerAddr}
+		return cl
 	}
 	cl, _ := dataCluster(t)
-	return &tcCluster{NameServerAddr: cl.NameServerAddr}
+	return cl
 }
-
-type tcCluster struct{ NameServerAddr string }
 
 func TestWaitForLock(t *testing.T) {
 	cl := startCluster(t, 0)
 	ctx := context.Background()
-	a := dial(t, cl.NameServerAddr)
-	b := dial(t, cl.NameServerAddr)
+	a := dial(t, cl.NameServerAddr, cl.AsClient())
+	b := dial(t, cl.NameServerAddr, cl.AsClient())
 	require.NoError(t, a.Mkdir(ctx, "/d", 0))
 	la, err := a.LockDir(ctx, "/d")
 	require.NoError(t, err)
@@ -128,9 +127,9 @@ func TestWaitForLock(t *testing.T) {
 func TestForcedUnlockFencesTheHolder(t *testing.T) {
 	cl := startCluster(t, 3)
 	ctx := context.Background()
-	a := dial(t, cl.NameServerAddr, sdk.WithHolder("tablet-a"))
-	b := dial(t, cl.NameServerAddr, sdk.WithHolder("tablet-b"))
-	master := dial(t, cl.NameServerAddr)
+	a := dial(t, cl.NameServerAddr, cl.AsClient(), sdk.WithHolder("tablet-a"))
+	b := dial(t, cl.NameServerAddr, cl.AsClient(), sdk.WithHolder("tablet-b"))
+	master := dial(t, cl.NameServerAddr, cl.AsClient())
 	require.NoError(t, a.MkdirAll(ctx, "/t1", 0))
 	la, err := a.LockDir(ctx, "/t1")
 	require.NoError(t, err)
@@ -194,8 +193,8 @@ const packet = 64 << 10
 func TestExpiredHolderReleasesItsLock(t *testing.T) {
 	cl := startCluster(t, 0)
 	ctx := context.Background()
-	raw := rawClient(t, cl.NameServerAddr)
-	b := dial(t, cl.NameServerAddr)
+	raw := rawClient(t, cl)
+	b := dial(t, cl.NameServerAddr, cl.AsClient())
 	require.NoError(t, b.Mkdir(ctx, "/t2", 0))
 	open, err := raw.OpenSession(ctx, &bfspb.OpenSessionRequest{Holder: "dead-server", TtlMs: 500})
 	require.NoError(t, err)
@@ -218,8 +217,8 @@ func TestExpiredHolderReleasesItsLock(t *testing.T) {
 func TestOperatorLock(t *testing.T) {
 	cl := startCluster(t, 0)
 	ctx := context.Background()
-	op := dial(t, cl.NameServerAddr)
-	c := dial(t, cl.NameServerAddr)
+	op := dial(t, cl.NameServerAddr, cl.AsClient())
+	c := dial(t, cl.NameServerAddr, cl.AsClient())
 	require.NoError(t, c.Mkdir(ctx, "/maint", 0))
 	d, err := op.LockDirOperator(ctx, "/maint", "ops:alice")
 	require.NoError(t, err)
@@ -239,8 +238,8 @@ func TestOperatorLock(t *testing.T) {
 func TestForcedUnlockWithoutOpenFilesEndsTheLock(t *testing.T) {
 	cl := startCluster(t, 0)
 	ctx := context.Background()
-	a := dial(t, cl.NameServerAddr, sdk.WithHolder("tablet-a"))
-	master := dial(t, cl.NameServerAddr)
+	a := dial(t, cl.NameServerAddr, cl.AsClient(), sdk.WithHolder("tablet-a"))
+	master := dial(t, cl.NameServerAddr, cl.AsClient())
 	require.NoError(t, a.MkdirAll(ctx, "/t/lg0", 0))
 	la, err := a.LockDir(ctx, "/t")
 	require.NoError(t, err)
@@ -264,7 +263,7 @@ func TestForcedUnlockWithoutOpenFilesEndsTheLock(t *testing.T) {
 func TestLockHandleEnds(t *testing.T) {
 	cl := startCluster(t, 0)
 	ctx := context.Background()
-	a := dial(t, cl.NameServerAddr)
+	a := dial(t, cl.NameServerAddr, cl.AsClient())
 	require.NoError(t, a.MkdirAll(ctx, "/x/y", 0))
 	s, err := a.Session(ctx)
 	require.NoError(t, err)
@@ -295,8 +294,8 @@ func TestLockHandleEnds(t *testing.T) {
 func TestLockWatchOutlivesARestart(t *testing.T) {
 	cl, _ := newCluster(t)
 	ctx := context.Background()
-	a := dial(t, cl.NameServerAddr)
-	master := dial(t, cl.NameServerAddr)
+	a := dial(t, cl.NameServerAddr, cl.AsClient())
+	master := dial(t, cl.NameServerAddr, cl.AsClient())
 	require.NoError(t, a.Mkdir(ctx, "/r", 0))
 	l, err := a.LockDir(ctx, "/r")
 	require.NoError(t, err)
@@ -322,7 +321,7 @@ func TestLockWatchOutlivesARestart(t *testing.T) {
 func TestLockTimesAbsentOnTheWireAreZero(t *testing.T) {
 	cl := startCluster(t, 0)
 	ctx := context.Background()
-	c := dial(t, cl.NameServerAddr)
+	c := dial(t, cl.NameServerAddr, cl.AsClient())
 	require.NoError(t, c.Mkdir(ctx, "/z", 0))
 	d, err := c.GetDirLock(ctx, "/z")
 	require.NoError(t, err)
@@ -470,8 +469,8 @@ func TestRPCEndedByGRPCMatchesTheContextError(t *testing.T) {
 func TestGrantStartsClean(t *testing.T) {
 	cl := startCluster(t, 3)
 	ctx := context.Background()
-	a := dial(t, cl.NameServerAddr, sdk.WithHolder("tablet-a"))
-	other := dial(t, cl.NameServerAddr, sdk.WithHolder("stray-writer"))
+	a := dial(t, cl.NameServerAddr, cl.AsClient(), sdk.WithHolder("tablet-a"))
+	other := dial(t, cl.NameServerAddr, cl.AsClient(), sdk.WithHolder("stray-writer"))
 	require.NoError(t, a.MkdirAll(ctx, "/g/t1", 0))
 	w, err := other.Create(ctx, "/g/t1/stray")
 	require.NoError(t, err)

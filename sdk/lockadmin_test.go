@@ -160,7 +160,7 @@ func TestAllSessionsAndHistoryPages(t *testing.T) {
 	var holders []string
 	for i := range 3 {
 		h := "h" + strconv.Itoa(i)
-		c := dial(t, cl.NameServerAddr, sdk.WithHolder(h))
+		c := dial(t, cl.NameServerAddr, cl.AsClient(), sdk.WithHolder(h))
 		require.NoError(t, c.MkdirAll(ctx, "/d"+strconv.Itoa(i), 0))
 		l, err := c.LockDir(ctx, "/d"+strconv.Itoa(i))
 		require.NoError(t, err)
@@ -173,7 +173,7 @@ func TestAllSessionsAndHistoryPages(t *testing.T) {
 		}
 		holders = append(holders, h)
 	}
-	admin := dial(t, cl.NameServerAddr)
+	admin := dial(t, cl.NameServerAddr, cl.AsClient())
 	var seen []string
 	for s, err := range admin.AllSessions(ctx, sdk.SessionQuery{PageSize: 1}) {
 		require.NoError(t, err)

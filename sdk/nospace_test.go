@@ -23,7 +23,7 @@ func TestNoSpaceIsResourceExhausted(t *testing.T) {
 			return &os.PathError{Op: "open", Path: "blk", Err: syscall.ENOSPC}
 		}
 	}))
-	c := dial(t, cl.NameServerAddr)
+	c := dial(t, cl.NameServerAddr, cl.AsClient())
 	ctx := context.Background()
 	w, err := c.Create(ctx, "/full", sdk.Replication(2))
 	require.NoError(t, err)

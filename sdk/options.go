@@ -6,8 +6,9 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/credentials"
 
+	"github.com/bfs-go/bfs/internal/certs"
 	"github.com/bfs-go/bfs/internal/clock"
 )
 
@@ -22,20 +23,34 @@ const closeSessionTimeout = 2 * time.Second
 type Option func(*options)
 
 type options struct {
-	holder      string
-	ttl         time.Duration
-	dialOptions []grpc.DialOption
+	holder string
+	ttl    time.Duration
+	// certsDir and user name the client certificate of WithCertsDir;
+	// certsDir "" means plaintext.
+	certsDir, user string
+	dialOptions    []grpc.DialOption
 	// clock is where the Client takes time and timers from; only tests
 	// set another than the real one (export_test.go).
 	clock clock.Clock
 }
 
 func defaultOptions() options {
-	return options{
-		ttl:         DefaultSessionTTL,
-		clock:       clock.Real{},
-		dialOptions: []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())},
+	return options{ttl: DefaultSessionTTL, clock: clock.Real{}}
+}
+
+// transportCredentials are the credentials of every connection the client
+// makes, to the nameserver and to chunkservers alike: mutual TLS with the
+// certificate of WithCertsDir, read again when its files change, or
+// plaintext.
+func (o *options) transportCredentials() (credentials.TransportCredentials, error) {
+	var c *certs.Creds
+	if o.certsDir != "" {
+		var err error
+		if c, err = certs.LoadClient(o.certsDir, o.user); err != nil {
+			return nil, err
+		}
 	}
+	return certs.TransportCredentials(c), nil
 }
 
 // dataDialOptions are added to connections to chunkservers: block data
@@ -69,10 +84,20 @@ func WithSessionTTL(ttl time.Duration) Option {
 	return func(o *options) { o.ttl = ttl }
 }
 
-// WithDialOptions replaces the gRPC dial options (default: insecure
-// transport credentials). They must include transport credentials.
+// WithCertsDir has the client speak mutual TLS 1.3 with the certificate of
+// user in the certificates directory dir (client.USER.crt and .key, and
+// the CA in ca.crt: the layout `bfs cert` makes), read again whenever the
+// files change. Without it, or with dir "", the client speaks plaintext,
+// which only a cluster run with --insecure accepts.
+func WithCertsDir(dir, user string) Option {
+	return func(o *options) { o.certsDir, o.user = dir, user }
+}
+
+// WithDialOptions adds gRPC dial options to every connection the client
+// makes, after the SDK's own (a transport credentials option among them
+// replaces WithCertsDir's).
 func WithDialOptions(opts ...grpc.DialOption) Option {
-	return func(o *options) { o.dialOptions = opts }
+	return func(o *options) { o.dialOptions = append(o.dialOptions, opts...) }
 }
 
 // A CreateOption configures Touch.

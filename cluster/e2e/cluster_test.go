@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/bfs-go/bfs/internal/certs"
 	"github.com/bfs-go/bfs/proto/bfspb"
 	"github.com/bfs-go/bfs/sdk"
 )
@@ -131,7 +131,7 @@ func (c *cluster) waitChunkservers() {
 // test.
 func (c *cluster) client(opts ...sdk.Option) *sdk.Client {
 	c.t.Helper()
-	cl, err := sdk.Dial(context.Background(), c.nsAddr, opts...)
+	cl, err := sdk.Dial(context.Background(), c.nsAddr, append([]sdk.Option{sdk.WithCertsDir(certsDir, certs.ClientUser)}, opts...)...)
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -151,7 +151,7 @@ func dialChunkserver(t *testing.T, addr string) bfspb.ChunkServerClient {
 
 func dialConn(t *testing.T, addr string) *grpc.ClientConn {
 	t.Helper()
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(certs.TransportCredentials(clientCreds)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,13 +17,23 @@ import (
 
 	"go.uber.org/goleak"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/bfs-go/bfs/internal/certs"
 )
 
 // The binaries built once for the package's tests: bfs (the daemons) and
 // tabletserver (the tablet server of the failover tests).
 var bfsBin, tabletBin string
+
+// certsDir holds the certificates every process of the tests uses: a CA,
+// a node certificate for loopback, a client and an admin. TestMain makes
+// them and names them in $BFS_CERTS_DIR, which every process started
+// inherits. clientCreds are the client's, for the tests' own RPCs.
+var (
+	certsDir    string
+	clientCreds *certs.Creds
+)
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "bfs-e2e-bin")
@@ -41,6 +51,11 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(dir)
 		os.Exit(1)
 	}
+	if err := makeCerts(filepath.Join(dir, "certs")); err != nil {
+		fmt.Fprintln(os.Stderr, "making the certificates:", err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
 	code := m.Run()
 	if code == 0 {
 		// glog starts its flush daemon at package init; it is not ours.
@@ -51,6 +66,32 @@ func TestMain(m *testing.M) {
 	}
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// makeCerts makes the tests' certificates in dir and points
+// $BFS_CERTS_DIR at them.
+func makeCerts(dir string) error {
+	caKey := filepath.Join(filepath.Dir(dir), "ca.key")
+	if err := certs.CreateCA(dir, caKey, certs.Options{}); err != nil {
+		return err
+	}
+	ca, err := certs.LoadAuthority(dir, caKey)
+	if err != nil {
+		return err
+	}
+	if err := ca.CreateNode(dir, "", []string{"127.0.0.1", "localhost"}, certs.Options{}); err != nil {
+		return err
+	}
+	for _, id := range []certs.Identity{{Kind: certs.KindClient, Name: certs.ClientUser}, {Kind: certs.KindAdmin, Name: certs.AdminUser}} {
+		if err := ca.CreateClient(dir, id, certs.Options{}); err != nil {
+			return err
+		}
+	}
+	if clientCreds, err = certs.LoadClient(dir, certs.ClientUser); err != nil {
+		return err
+	}
+	certsDir = dir
+	return os.Setenv(certs.EnvDir, dir)
 }
 
 // process is a program the test started. Its stderr goes to the test log
@@ -244,7 +285,7 @@ func (p *process) wait(t *testing.T, d time.Duration) {
 
 func waitHealthy(t *testing.T, addr string) {
 	t.Helper()
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(certs.TransportCredentials(clientCreds)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,7 +40,9 @@ func freeAddr(t *testing.T) string {
 // nameserver's metrics at maddr show.
 func metric(t *testing.T, maddr, name string) float64 {
 	t.Helper()
-	resp, err := http.Get("http://" + maddr + "/metrics")
+	tr := &http.Transport{TLSClientConfig: clientCreds.ClientConfig("")}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr}).Get("https://" + maddr + "/metrics")
 	if err != nil {
 		t.Fatalf("metrics: %v", err)
 	}

@@ -24,6 +24,7 @@ func (s *Sandbox) ChunkserverConfig(i int) chunkserver.Config {
 	cfg.DataDir = filepath.Join(s.cfg.Dir, fmt.Sprintf("chunkserver-%d", i))
 	cfg.NameServerAddr = s.NameServerAddr
 	cfg.MetricsAddr = ""
+	cfg.TLS, cfg.Insecure = s.node, s.cfg.Insecure
 	if s.cfg.Chunkserver != nil {
 		s.cfg.Chunkserver(i, &cfg)
 	}
@@ -44,7 +45,7 @@ func (s *Sandbox) startChunkserver(i int, addr string) error {
 	}
 	cs := &runningChunkserver{srv: srv, addr: lis.Addr().String(), served: make(chan error, 1)}
 	if s.cfg.HTTP {
-		if cs.web, err = serveHTTP(s.httpAddr(s.cfg.NameServers+i), srv.HTTPHandler()); err != nil {
+		if cs.web, err = serveHTTP(s.httpAddr(s.cfg.NameServers+i), srv.HTTPHandler(), s.node); err != nil {
 			lis.Close()
 			srv.Close()
 			return fmt.Errorf("sandbox: chunkserver %d: %w", i, err)

@@ -1,11 +1,14 @@
 package sandbox
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/bfs-go/bfs/internal/certs"
 )
 
 // web serves one daemon's HTTP port (its HTTPHandler) on a listener the
@@ -16,13 +19,18 @@ type web struct {
 	done chan error
 }
 
-// serveHTTP serves h on addr ("127.0.0.1:0": a free port).
-func serveHTTP(addr string, h http.Handler) (*web, error) {
+// serveHTTP serves h on addr ("127.0.0.1:0": a free port): with creds
+// HTTPS requiring a client certificate of the cluster, as the daemons
+// serve their own HTTP ports (internal/daemon).
+func serveHTTP(addr string, h http.Handler, creds *certs.Creds) (*web, error) {
 	lis, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("HTTP listener: %w", err)
 	}
-	w := &web{srv: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}, addr: lis.Addr().String(), done: make(chan error, 1)}
+	w := &web{srv: &http.Server{Handler: certs.IdentifyHTTP(h), ReadHeaderTimeout: 10 * time.Second}, addr: lis.Addr().String(), done: make(chan error, 1)}
+	if creds != nil {
+		lis = tls.NewListener(lis, creds.ServerConfig())
+	}
 	go func() { w.done <- w.srv.Serve(lis) }()
 	return w, nil
 }

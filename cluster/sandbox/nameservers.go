@@ -32,6 +32,7 @@ func (s *Sandbox) NameServerConfig(i int) nameserver.Config {
 	}
 	cfg.Name = NameServerName(i)
 	cfg.MetricsAddr = ""
+	cfg.TLS, cfg.Insecure = s.node, s.cfg.Insecure
 	if s.cfg.NameServers > 1 {
 		for j, a := range s.advertised {
 			cfg.InitialCluster = append(cfg.InitialCluster, replica.Peer{Name: NameServerName(j), Address: a})
@@ -112,7 +113,7 @@ func (s *Sandbox) serveNameServer(i int, client, raftLis net.Listener) error {
 	}
 	ns := &runningNameServer{srv: srv, served: make(chan error, 1)}
 	if s.cfg.HTTP {
-		if ns.web, err = serveHTTP(s.httpAddr(i), srv.HTTPHandler()); err != nil {
+		if ns.web, err = serveHTTP(s.httpAddr(i), srv.HTTPHandler(), s.node); err != nil {
 			client.Close()
 			srv.Close()
 			return fmt.Errorf("sandbox: nameserver %d: %w", i, err)

@@ -4,6 +4,13 @@
 // (metrics, the nameservers' status page) on a listener the sandbox
 // opens, so a free port is known once bound. The `bfs sandbox` command,
 // bfsbench and the test cluster are built on it.
+//
+// A sandbox is secure unless Config.Insecure says otherwise: the first
+// start on a folder makes a CA (its key in ca.key) and, in certs/, a node
+// certificate for loopback and the listen addresses' hosts, a client
+// certificate (certs.ClientUser) and an admin certificate
+// (certs.AdminUser); every daemon then serves mutual TLS with them, the
+// nameservers' Raft links included. Later starts use what is there.
 package sandbox
 
 import (
@@ -13,6 +20,7 @@ import (
 	"time"
 
 	"github.com/bfs-go/bfs/chunkserver"
+	"github.com/bfs-go/bfs/internal/certs"
 	"github.com/bfs-go/bfs/nameserver"
 )
 
@@ -51,6 +59,8 @@ type Config struct {
 	// by default (or where one is "") a free port on 127.0.0.1.
 	HTTP      bool
 	HTTPAddrs []string
+	// Insecure runs every daemon in plaintext, without certificates.
+	Insecure bool
 }
 
 // Sandbox is a running cluster.
@@ -59,6 +69,9 @@ type Sandbox struct {
 	// NameServerAddr is what clients dial: the nameservers' client
 	// addresses, comma-separated.
 	NameServerAddr string
+	// node are the daemons' certificates, client the client's; nil when
+	// insecure.
+	node, client *certs.Creds
 
 	// nameservers are indexed like Config.NameServers; a stopped one is
 	// nil until restarted.
@@ -101,6 +114,11 @@ func Start(cfg Config) (*Sandbox, error) {
 	}
 	s := &Sandbox{cfg: cfg, chunkservers: make([]*runningChunkserver, cfg.Chunkservers),
 		csAddrs: make([]string, cfg.Chunkservers), httpAddrs: make([]string, cfg.NameServers+cfg.Chunkservers)}
+	if !cfg.Insecure {
+		if err := s.loadCerts(); err != nil {
+			return nil, err
+		}
+	}
 	if err := s.startGroup(); err != nil {
 		return nil, errors.Join(err, s.Close())
 	}

@@ -1,11 +1,21 @@
 // Package testcluster starts a whole BFS cluster inside a test: a real
 // nameserver (and chunkservers) serving gRPC on 127.0.0.1:0 with data under
 // t.TempDir(), stopped by t.Cleanup. No fixed ports, no external processes.
+//
+// A cluster is secure, as a sandbox is: a CA and certificates are made in
+// its t.TempDir() (ECDSA P-256, a few milliseconds), every daemon serves
+// mutual TLS, and clients reach it with ClientOption (the SDK),
+// DialOption (raw gRPC) or --certs-dir CertsDir() (the tools). Insecure
+// starts a plaintext cluster instead.
 package testcluster
 
 import (
+	"io"
+	"net/http"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc"
 
 	"github.com/bfs-go/bfs/chunkserver"
 	"github.com/bfs-go/bfs/cluster/faultnet"
@@ -82,6 +92,11 @@ func WithHTTP() Option {
 	return func(c *sandbox.Config) { c.HTTP = true }
 }
 
+// Insecure runs the cluster in plaintext, without certificates.
+func Insecure() Option {
+	return func(c *sandbox.Config) { c.Insecure = true }
+}
+
 // Start starts a cluster and registers its shutdown with t.Cleanup.
 func Start(t testing.TB, opts ...Option) *Cluster {
 	t.Helper()
@@ -106,6 +121,36 @@ func Start(t testing.TB, opts ...Option) *Cluster {
 		}
 	})
 	return c
+}
+
+// Dial returns a raw gRPC connection to the daemon at addr, with the
+// cluster's client certificate, closed when the test ends.
+func (c *Cluster) Dial(addr string) *grpc.ClientConn {
+	c.t.Helper()
+	conn, err := grpc.NewClient(addr, c.DialOption())
+	if err != nil {
+		c.t.Fatalf("testcluster: dial %s: %v", addr, err)
+	}
+	c.t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+// Metrics returns what /metrics on the HTTP port at addr of one of the
+// cluster's daemons says (a port a test configured).
+func (c *Cluster) Metrics(addr string) string {
+	c.t.Helper()
+	hc := c.HTTPClient()
+	defer hc.CloseIdleConnections()
+	resp, err := hc.Get(c.URL(addr, "/metrics"))
+	if err != nil {
+		c.t.Fatalf("testcluster: metrics of %s: %v", addr, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		c.t.Fatalf("testcluster: metrics of %s: %s %v", addr, resp.Status, err)
+	}
+	return string(b)
 }
 
 // RestartNameServer restarts the nameserver on the same data and address.

@@ -115,7 +115,7 @@ func TestDashboardShape(t *testing.T) {
 // decommission), scrapes every daemon, and finds each metric the
 // dashboard names among what they export.
 func TestDashboardMetricsExported(t *testing.T) {
-	cl := testcluster.Start(t, testcluster.WithChunkservers(4), testcluster.WithHTTP(),
+	cl := testcluster.Start(t, testcluster.Insecure(), testcluster.WithChunkservers(4), testcluster.WithHTTP(),
 		testcluster.WithNameServerConfig(func(c *nameserver.Config) { c.RepairInterval = 100 * time.Millisecond }))
 	ctx := context.Background()
 	dial := func(holder string) *sdk.Client {

@@ -1,11 +1,22 @@
 // Package daemon holds what the nameserver and chunkserver do alike as
 // gRPC daemons: serving with a graceful stop, an HTTP port (Prometheus
-// metrics, and whatever page the daemon serves beside them), and counting
-// and timing their RPCs.
+// metrics, and whatever page the daemon serves beside them), mutual TLS on
+// both ports, and counting and timing their RPCs.
+//
+// With TLS (a daemon's Config.TLS) the gRPC port and the HTTP port both
+// require a client certificate from the cluster's CA (internal/certs): the
+// HTTP port serves HTTPS, and every request carries the client's identity
+// in its context (certs.PeerIdentity), so a handler can refuse all but
+// admins and nodes. Plain HTTP on loopback was the other choice; it was
+// not taken because any local process could then read it, and the status
+// page served on the same port shows holders and sessions. Without TLS
+// (--insecure) both ports are plaintext and the daemon says so loudly in
+// its log at start.
 package daemon
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -21,6 +32,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 
+	"github.com/bfs-go/bfs/internal/certs"
 	"github.com/bfs-go/bfs/proto/bfspb"
 )
 
@@ -39,10 +51,17 @@ func HTTPHandler(reg prometheus.Gatherer, page http.Handler) http.Handler {
 }
 
 // Serve answers g's RPCs on lis, and web (HTTPHandler) at httpAddr unless
-// httpAddr is "", until ctx is done, stop is closed or serving fails. It
-// then marks h not serving, lets RPCs in flight finish for GracePeriod,
-// cuts the rest, and returns.
-func Serve(ctx context.Context, stop <-chan struct{}, g *grpc.Server, h *health.Server, lis net.Listener, httpAddr string, web http.Handler) error {
+// httpAddr is "" (HTTPS requiring a client certificate with tlsCreds,
+// plain HTTP with nil), until ctx is done, stop is closed or serving
+// fails. It then marks h not serving, lets RPCs in flight finish for
+// GracePeriod, cuts the rest, and returns. g must have been made with
+// ServerOptions(tlsCreds).
+func Serve(ctx context.Context, stop <-chan struct{}, g *grpc.Server, h *health.Server, lis net.Listener, httpAddr string, web http.Handler, tlsCreds *certs.Creds) error {
+	if tlsCreds == nil {
+		glog.Warningf("INSECURE: serving %s and its HTTP port in plaintext, with no authentication at all (--insecure): anyone who reaches the ports can read, change and delete everything", lis.Addr())
+	} else {
+		glog.Infof("mutual TLS with certificates from %s: this daemon is %s", tlsCreds.Dir(), tlsCreds.Identity())
+	}
 	var hlis net.Listener
 	if httpAddr != "" {
 		var err error
@@ -55,9 +74,13 @@ func Serve(ctx context.Context, stop <-chan struct{}, g *grpc.Server, h *health.
 	go func() { errc <- g.Serve(lis) }()
 	var hs *http.Server
 	if hlis != nil {
-		hs = &http.Server{Handler: web, ReadHeaderTimeout: 10 * time.Second}
+		hs = &http.Server{Handler: certs.IdentifyHTTP(web), ReadHeaderTimeout: 10 * time.Second}
+		scheme := "http"
+		if tlsCreds != nil {
+			hlis, scheme = tls.NewListener(hlis, tlsCreds.ServerConfig()), "https"
+		}
 		go func() { errc <- hs.Serve(hlis) }()
-		glog.Infof("HTTP on http://%s (metrics at /metrics)", hlis.Addr())
+		glog.Infof("HTTP on %s://%s (metrics at /metrics)", scheme, hlis.Addr())
 	}
 	var err error
 	select {
@@ -74,6 +97,31 @@ func Serve(ctx context.Context, stop <-chan struct{}, g *grpc.Server, h *health.
 		err = nil
 	}
 	return err
+}
+
+// ServerOptions are the first options of a daemon's gRPC server: mutual
+// TLS with tlsCreds (plaintext with nil), and interceptors that put the
+// client's verified identity in every RPC's context (certs.PeerIdentity)
+// and, with TLS, refuse an RPC without one.
+func ServerOptions(tlsCreds *certs.Creds) []grpc.ServerOption {
+	secure := tlsCreds != nil
+	return []grpc.ServerOption{
+		grpc.Creds(certs.TransportCredentials(tlsCreds)),
+		grpc.ChainUnaryInterceptor(certs.UnaryServerInterceptor(secure)),
+		grpc.ChainStreamInterceptor(certs.StreamServerInterceptor(secure)),
+	}
+}
+
+// CheckSecurity is a daemon's check of its configuration: TLS
+// credentials, or Insecure said explicitly, never both.
+func CheckSecurity(tlsCreds *certs.Creds, insecure bool) error {
+	switch {
+	case tlsCreds == nil && !insecure:
+		return errors.New("no TLS certificates (give a certificates directory, or choose insecure explicitly)")
+	case tlsCreds != nil && insecure:
+		return errors.New("both TLS certificates and insecure")
+	}
+	return nil
 }
 
 func gracefulStop(g *grpc.Server) {

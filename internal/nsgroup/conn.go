@@ -181,8 +181,8 @@ func (c *Conn) members() int {
 
 // Invoke sends a unary call to the leader (see the package
 // documentation).
-func (c *Conn) Invoke(ctx context.Context, method string, args, reply any, opts ...grpc.CallOption) error {
-	ctx, cancel := context.WithTimeout(ctx, c.cfg.Patience)
+func (c *Conn) Invoke(parent context.Context, method string, args, reply any, opts ...grpc.CallOption) error {
+	ctx, cancel := context.WithTimeout(parent, c.cfg.Patience)
 	defer cancel()
 	backoff := retry.New(50*time.Millisecond, time.Second)
 	addr := c.Leader()
@@ -198,16 +198,19 @@ func (c *Conn) Invoke(ctx context.Context, method string, args, reply any, opts 
 			continue
 		case err != nil && !c.retryable(method, err):
 			return err
+		case parent.Err() != nil:
+			return status.FromContextError(parent.Err()).Err()
 		case ctx.Err() != nil:
 			return status.Errorf(codes.Unavailable, "no nameserver of %v leads (last: %v)", c.cfg.Addrs, errOrNotLeader(err))
 		}
 		// No leader named, or the member cannot be reached: the next one,
 		// and a pause after each round.
 		addr = c.next(addr)
-		if tried++; tried%c.members() == 0 {
-			if !retry.Sleep(ctx, clock.Real{}, backoff) {
-				return status.Errorf(codes.Unavailable, "no nameserver of %v leads (last: %v)", c.cfg.Addrs, errOrNotLeader(err))
+		if tried++; tried%c.members() == 0 && !retry.Sleep(ctx, clock.Real{}, backoff) {
+			if parent.Err() != nil {
+				return status.FromContextError(parent.Err()).Err()
 			}
+			return status.Errorf(codes.Unavailable, "no nameserver of %v leads (last: %v)", c.cfg.Addrs, errOrNotLeader(err))
 		}
 	}
 }
@@ -285,7 +288,7 @@ type errNotSent struct {
 }
 
 func (e errNotSent) Error() string {
-	return fmt.Sprintf("nameserver %s unreachable: %v", e.addr, e.err)
+	return fmt.Sprintf("nameserver %s unreachable: %s", e.addr, status.Convert(e.err).Message())
 }
 
 // retryable reports whether a failed call may go to another member: it

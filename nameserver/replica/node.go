@@ -43,6 +43,8 @@ type Config struct {
 	// Dial, if set, makes the connections to peers (TLS, a test's proxy);
 	// plain TCP otherwise.
 	Dial func(ctx context.Context, addr string) (net.Conn, error)
+	// TLS, if set, secures every Raft connection (after its hello line).
+	TLS TLS
 	// Local, for a group of one only, replaces the network transport
 	// with one in memory (no Listener): for tests whose goroutines must
 	// all block on channels (a testing/synctest bubble).
@@ -252,7 +254,7 @@ func (n *Node) transport() raft.Transport {
 		return t
 	}
 	return raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		Stream: newStreamLayer(n.cfg.Listener, n.cfg.RaftAddress, n.cfg.Name, n.store.ClusterID, n.cfg.Dial),
+		Stream: newStreamLayer(n.cfg.Listener, n.cfg.RaftAddress, n.cfg.Name, n.store.ClusterID, n.cfg.Dial, n.cfg.TLS),
 		// Enough connections that a burst of appends does not wait for
 		// one: most of the time one or two are in use per peer.
 		MaxPool: 4,

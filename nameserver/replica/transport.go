@@ -2,6 +2,7 @@ package replica
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -25,6 +26,8 @@ type streamLayer struct {
 	lis  net.Listener
 	addr string
 	name string
+	// tls, if set, secures each connection after its hello.
+	tls TLS
 	// cluster returns the local cluster id ("" until formatted).
 	cluster func() string
 	dial    func(ctx context.Context, addr string) (net.Conn, error)
@@ -41,9 +44,18 @@ var _ raft.StreamLayer = (*streamLayer)(nil)
 // helloTimeout bounds the wait for a new connection's hello line.
 const helloTimeout = 5 * time.Second
 
+// TLS makes the TLS configurations of the Raft links: mutual TLS, each
+// side verifying that the other is a member of the group.
+type TLS interface {
+	// ServerConfig is an accepting side's configuration.
+	ServerConfig() *tls.Config
+	// ClientConfig is a dialing side's, to the member at host.
+	ClientConfig(host string) *tls.Config
+}
+
 func newStreamLayer(lis net.Listener, addr, name string, cluster func() string,
-	dial func(ctx context.Context, addr string) (net.Conn, error)) *streamLayer {
-	s := &streamLayer{lis: lis, addr: addr, name: name, cluster: cluster, dial: dial,
+	dial func(ctx context.Context, addr string) (net.Conn, error), sec TLS) *streamLayer {
+	s := &streamLayer{lis: lis, addr: addr, name: name, cluster: cluster, dial: dial, tls: sec,
 		accepts: make(chan net.Conn), donec: make(chan struct{}), lisDone: make(chan struct{})}
 	go s.acceptLoop()
 	return s
@@ -65,7 +77,14 @@ func (s *streamLayer) acceptLoop() {
 }
 
 func (s *streamLayer) admit(conn net.Conn) {
-	if err := s.checkHello(conn); err != nil {
+	err := s.checkHello(conn)
+	if err == nil && s.tls != nil {
+		var tc net.Conn
+		if tc, err = handshake(tls.Server(conn, s.tls.ServerConfig())); err == nil {
+			conn = tc
+		}
+	}
+	if err != nil {
 		glog.Warningf("raft: refused a connection from %s: %v", conn.RemoteAddr(), err)
 		conn.Close()
 		return
@@ -156,7 +175,30 @@ func (s *streamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (n
 		conn.Close()
 		return nil, err
 	}
-	return conn, nil
+	if s.tls == nil {
+		return conn, nil
+	}
+	host, _, err := net.SplitHostPort(string(address))
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	tc, err := handshake(tls.Client(conn, s.tls.ClientConfig(host)))
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("raft: TLS to %s: %w", address, err)
+	}
+	return tc, nil
+}
+
+// handshake completes a TLS handshake within helloTimeout.
+func handshake(c *tls.Conn) (net.Conn, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), helloTimeout)
+	defer cancel()
+	if err := c.HandshakeContext(ctx); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 // Hello is the line a Raft connection starts with: who dials, of which

@@ -24,7 +24,7 @@ import (
 // the SDK lists, the summary counts what is there, every HTML page shows
 // it, and no full session id is shown anywhere.
 func TestAPIAgreesWithSDK(t *testing.T) {
-	cl := testcluster.Start(t, testcluster.WithChunkservers(3), testcluster.WithHTTP())
+	cl := testcluster.Start(t, testcluster.Insecure(), testcluster.WithChunkservers(3), testcluster.WithHTTP())
 	ctx := context.Background()
 	a, b := dialSDK(t, cl, "tablet-a"), dialSDK(t, cl, "tablet-b")
 	for i := range 5 {
@@ -172,7 +172,7 @@ func lockPaths(locks []statuspage.Lock) []string {
 // TestBadRequests: a request the page cannot answer gets a clear error
 // and its HTTP status, as JSON or as a page.
 func TestBadRequests(t *testing.T) {
-	cl := testcluster.Start(t, testcluster.WithHTTP())
+	cl := testcluster.Start(t, testcluster.Insecure(), testcluster.WithHTTP())
 	for path, want := range map[string]struct {
 		code int
 		msg  string
@@ -215,7 +215,7 @@ func TestLoopbackOnly(t *testing.T) {
 		body, _ := io.ReadAll(rec.Result().Body)
 		return rec.Code, string(body)
 	}
-	private := testcluster.Start(t).NameServer().HTTPHandler()
+	private := testcluster.Start(t, testcluster.Insecure()).NameServer().HTTPHandler()
 	for _, path := range []string{"/", "/locks", "/api/status", "/api/locks"} {
 		code, body := serve(private, "192.0.2.7:40000", path)
 		require.Equal(t, http.StatusForbidden, code, path)
@@ -229,7 +229,7 @@ func TestLoopbackOnly(t *testing.T) {
 	require.Equal(t, http.StatusOK, code)
 	require.Contains(t, body, "bfs_nameserver_sessions")
 
-	public := testcluster.Start(t, testcluster.WithNameServerConfig(func(c *nameserver.Config) { c.StatusPublic = true }))
+	public := testcluster.Start(t, testcluster.Insecure(), testcluster.WithNameServerConfig(func(c *nameserver.Config) { c.StatusPublic = true }))
 	code, _ = serve(public.NameServer().HTTPHandler(), "192.0.2.7:40000", "/api/status")
 	require.Equal(t, http.StatusOK, code)
 }
@@ -237,7 +237,7 @@ func TestLoopbackOnly(t *testing.T) {
 // TestChartsFromSamples: grants and refusals show in the sampled rates
 // and are drawn; every metric the page reads is exported.
 func TestChartsFromSamples(t *testing.T) {
-	cl := testcluster.Start(t, testcluster.WithChunkservers(1), testcluster.WithHTTP(), testcluster.WithNameServerConfig(func(c *nameserver.Config) {
+	cl := testcluster.Start(t, testcluster.Insecure(), testcluster.WithChunkservers(1), testcluster.WithHTTP(), testcluster.WithNameServerConfig(func(c *nameserver.Config) {
 		c.TestingKnobs.StatusSampleInterval = 20 * time.Millisecond
 	}))
 	ctx := context.Background()
@@ -274,7 +274,7 @@ func TestChartsFromSamples(t *testing.T) {
 // same HTTP port with the locks it recovered; the recent transitions are
 // the process's own and start empty, the stored history stays.
 func TestPageAfterRestart(t *testing.T) {
-	cl := testcluster.Start(t, testcluster.WithHTTP())
+	cl := testcluster.Start(t, testcluster.Insecure(), testcluster.WithHTTP())
 	ctx := context.Background()
 	c := dialSDK(t, cl, "op")
 	require.NoError(t, c.MkdirAll(ctx, "/d", 0))

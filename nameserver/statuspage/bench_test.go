@@ -32,7 +32,7 @@ func BenchmarkAtScale(b *testing.B) {
 			b.Fatalf("BFS_STATUS_LOCKS=%q: %v", s, err)
 		}
 	}
-	cl := testcluster.Start(b, testcluster.WithChunkservers(3), testcluster.WithHTTP())
+	cl := testcluster.Start(b, testcluster.Insecure(), testcluster.WithChunkservers(3), testcluster.WithHTTP())
 	conn, err := grpc.NewClient(cl.NameServerAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		b.Fatal(err)

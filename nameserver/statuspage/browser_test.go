@@ -109,7 +109,7 @@ func TestForcedUnlockInBrowser(t *testing.T) {
 	const dir, files = "/tera/t1", 100
 	gate := newSealGate(t)
 	closes := newLatch() // holds the files' closes once every replica has reported
-	cl := testcluster.Start(t, testcluster.WithChunkservers(3), testcluster.WithHTTP(),
+	cl := testcluster.Start(t, testcluster.Insecure(), testcluster.WithChunkservers(3), testcluster.WithHTTP(),
 		testcluster.WithNameServerConfig(func(c *nameserver.Config) {
 			c.DeadTimeout = time.Minute // a held seal must not count as a dead chunkserver
 			c.TestingKnobs.DialChunkserver = gate.dial

@@ -33,7 +33,7 @@ func TestDocsScreenshots(t *testing.T) {
 	}
 	ctx := browser(t)
 	gate := newSealGate(t)
-	cl := testcluster.Start(t, testcluster.WithChunkservers(4), testcluster.WithHTTP(),
+	cl := testcluster.Start(t, testcluster.Insecure(), testcluster.WithChunkservers(4), testcluster.WithHTTP(),
 		testcluster.WithNameServerConfig(func(c *nameserver.Config) {
 			c.DeadTimeout = time.Minute
 			c.TestingKnobs.DialChunkserver = gate.dial

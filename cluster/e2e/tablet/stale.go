@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/bfs-go/bfs/internal/certs"
 	"github.com/bfs-go/bfs/proto/bfspb"
 )
 
@@ -123,7 +123,7 @@ func (s *server) rawWrite(ctx context.Context, f *file, addr string) {
 	start := time.Now()
 	data := Pattern(f.path, f.synced, rawPacketSize)
 	e := Event{Op: OpRawWrite, Path: f.path, Replica: addr, Offset: f.synced, Len: len(data)}
-	ack, err := sendPacket(ctx, addr, &bfspb.WritePacket{
+	ack, err := sendPacket(ctx, s.creds, addr, &bfspb.WritePacket{
 		BlockId: f.block, Offset: f.synced, Seq: rawSeq, Data: data,
 		Crc32C: crc32.Checksum(data, castagnoli), Sync: true, Version: f.version,
 	})
@@ -135,8 +135,8 @@ func (s *server) rawWrite(ctx context.Context, f *file, addr string) {
 	s.emitOp(e, start, err)
 }
 
-func sendPacket(ctx context.Context, addr string, p *bfspb.WritePacket) (*bfspb.WriteAck, error) {
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+func sendPacket(ctx context.Context, creds *certs.Creds, addr string, p *bfspb.WritePacket) (*bfspb.WriteAck, error) {
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(certs.TransportCredentials(creds)))
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bfs-go/bfs/internal/certs"
 	"github.com/bfs-go/bfs/sdk"
 )
 
@@ -39,7 +40,10 @@ const lostWait = 10 * time.Second
 // Config says what a run does.
 type Config struct {
 	NameServer string
-	Holder     string
+	// CertsDir holds the client certificate of User to present (the
+	// layout of bfs cert); "" speaks plaintext.
+	CertsDir, User string
+	Holder         string
 	// TTL is the session time-to-live asked of the nameserver.
 	TTL time.Duration
 	// Tablet is the tablet directory ("/tera/t1"); LGs are its locality
@@ -93,8 +97,10 @@ type file struct {
 
 // server is one run.
 type server struct {
-	cfg   Config
-	c     *sdk.Client
+	cfg Config
+	c   *sdk.Client
+	// creds are the client certificate of the raw writes (nil: plaintext).
+	creds *certs.Creds
 	rnd   *rand.Rand
 	out   *json.Encoder
 	outMu sync.Mutex
@@ -109,7 +115,14 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	if err := cfg.validate(); err != nil {
 		return err
 	}
-	opts := []sdk.Option{}
+	var creds *certs.Creds
+	if cfg.CertsDir != "" {
+		var err error
+		if creds, err = certs.LoadClient(cfg.CertsDir, cfg.User); err != nil {
+			return err
+		}
+	}
+	opts := []sdk.Option{sdk.WithCertsDir(cfg.CertsDir, cfg.User)}
 	if cfg.Holder != "" {
 		opts = append(opts, sdk.WithHolder(cfg.Holder))
 	}
@@ -121,7 +134,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 		return err
 	}
 	defer c.Close()
-	s := &server{cfg: cfg, c: c, rnd: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x5eed)), out: json.NewEncoder(out)}
+	s := &server{cfg: cfg, c: c, creds: creds, rnd: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x5eed)), out: json.NewEncoder(out)}
 	if err := s.start(ctx); err != nil {
 		s.emit(Event{Kind: KindFatal, Err: err.Error()})
 		return err

@@ -16,6 +16,7 @@ import (
 	"syscall"
 
 	"github.com/bfs-go/bfs/cluster/e2e/tablet"
+	"github.com/bfs-go/bfs/internal/certs"
 )
 
 func main() {
@@ -25,6 +26,8 @@ func main() {
 		mode string
 	)
 	flag.StringVar(&cfg.NameServer, "nameserver", "127.0.0.1:8828", "nameserver address")
+	flag.StringVar(&cfg.CertsDir, "certs-dir", os.Getenv(certs.EnvDir), "certificates directory (default $"+certs.EnvDir+"; none: plaintext)")
+	flag.StringVar(&cfg.User, "user", certs.ClientUser, "client certificate to present: client.USER.crt in the certificates directory")
 	flag.StringVar(&cfg.Holder, "holder", "", "holder id (default: the SDK's ip:port:timestamp)")
 	flag.DurationVar(&cfg.TTL, "ttl", 0, "session TTL (default: the SDK's)")
 	flag.StringVar(&cfg.Tablet, "tablet", "/tera/t1", "tablet directory")

@@ -35,7 +35,7 @@ func (e *env) safemodeCommand() *cobra.Command {
 		Use:   "get",
 		Short: "Show whether the nameserver is in safe mode, and the reported share of its blocks",
 		Args:  cobra.NoArgs,
-		RunE: e.withClient(func(ctx context.Context, c *sdk.Client, _ []string) error {
+		RunE: e.withAdmin(func(ctx context.Context, c *sdk.Client, _ []string) error {
 			sm, err := c.SafeMode(ctx)
 			if err != nil {
 				return err
@@ -47,7 +47,7 @@ func (e *env) safemodeCommand() *cobra.Command {
 		Use:   "leave",
 		Short: "Leave safe mode now, whatever share of the blocks is reported",
 		Args:  cobra.NoArgs,
-		RunE: e.withClient(func(ctx context.Context, c *sdk.Client, _ []string) error {
+		RunE: e.withAdmin(func(ctx context.Context, c *sdk.Client, _ []string) error {
 			if err := c.LeaveSafeMode(ctx); err != nil {
 				return err
 			}

@@ -17,10 +17,9 @@ import (
 
 func TestAdminSafeMode(t *testing.T) {
 	cl := testcluster.Start(t, testcluster.WithChunkservers(1))
-	ns := cl.NameServerAddr
 	ok := func(args ...string) string {
 		t.Helper()
-		r := bfs(t, ns, args...)
+		r := bfs(t, cl, args...)
 		require.Equal(t, 0, r.code, "bfs %q: %s", args, r.stderr)
 		return r.stdout
 	}
@@ -28,7 +27,7 @@ func TestAdminSafeMode(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := sdk.Dial(ctx, ns)
+	c, err := sdk.Dial(ctx, cl.NameServerAddr, cl.AsAdmin())
 	require.NoError(t, err)
 	w, err := c.Create(ctx, "/f", sdk.Replication(1))
 	require.NoError(t, err)
@@ -41,16 +40,15 @@ func TestAdminSafeMode(t *testing.T) {
 	cl.RestartNameServer()
 	require.Equal(t, "safe mode ON: 0 of 1 known blocks reported (0.00%, threshold 99.90%)\n", ok("admin", "safemode", "get"))
 	require.Equal(t, "safe mode OFF (left by an operator): 0 of 1 known blocks reported (0.00%, threshold 99.90%)\n", ok("admin", "safemode", "leave"))
-	r := bfs(t, ns, "admin", "safemode", "enter")
+	r := bfs(t, cl, "admin", "safemode", "enter")
 	require.Equal(t, 2, r.code, r.stderr)
 }
 
 func TestAdminDecommissionReportFsck(t *testing.T) {
 	cl := testcluster.Start(t, testcluster.WithChunkservers(3))
-	ns := cl.NameServerAddr
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	c, err := sdk.Dial(ctx, ns)
+	c, err := sdk.Dial(ctx, cl.NameServerAddr, cl.AsAdmin())
 	require.NoError(t, err)
 	defer c.Close()
 	for _, f := range []struct {
@@ -69,7 +67,7 @@ func TestAdminDecommissionReportFsck(t *testing.T) {
 
 	ok := func(args ...string) string {
 		t.Helper()
-		r := bfs(t, ns, args...)
+		r := bfs(t, cl, args...)
 		require.Equal(t, 0, r.code, "bfs %q: %s", args, r.stderr)
 		return r.stdout
 	}
@@ -95,13 +93,13 @@ func TestAdminDecommissionReportFsck(t *testing.T) {
 	require.Regexp(t, `(?m)^`+regexp.QuoteMeta(other)+` +\S+ +draining `, ok("admin", "report"))
 	require.Equal(t, other+": live\n", ok("admin", "decommission", "--cancel", other))
 
-	r := bfs(t, ns, "admin", "decommission", "127.0.0.1:1")
+	r := bfs(t, cl, "admin", "decommission", "127.0.0.1:1")
 	require.Equal(t, 1, r.code)
 	require.Contains(t, r.stderr, `decommission: unknown chunkserver "127.0.0.1:1" (bfs admin report lists the known ones); nothing changed`)
-	require.Equal(t, 2, bfs(t, ns, "admin", "decommission").code)
-	require.Equal(t, 2, bfs(t, ns, "admin", "report", "-o", "yaml").code)
-	require.Equal(t, 2, bfs(t, ns, "fsck", "/a", "/b").code)
-	r = bfs(t, ns, "fsck", "relative")
+	require.Equal(t, 2, bfs(t, cl, "admin", "decommission").code)
+	require.Equal(t, 2, bfs(t, cl, "admin", "report", "-o", "yaml").code)
+	require.Equal(t, 2, bfs(t, cl, "fsck", "/a", "/b").code)
+	r = bfs(t, cl, "fsck", "relative")
 	require.Equal(t, 1, r.code)
 	require.Contains(t, r.stderr, "invalid path")
 
@@ -112,9 +110,9 @@ func TestAdminDecommissionReportFsck(t *testing.T) {
 
 	cl.StopChunkserver(slices.Index(cl.ChunkserverAddrs(), only))
 	require.Eventually(t, func() bool {
-		return strings.Contains(bfs(t, ns, "admin", "report").stdout, "2 live, 0 draining, 0 decommissioned, 1 dead")
+		return strings.Contains(bfs(t, cl, "admin", "report").stdout, "2 live, 0 draining, 0 decommissioned, 1 dead")
 	}, 30*time.Second, 10*time.Millisecond)
-	r = bfs(t, ns, "fsck", "/")
+	r = bfs(t, cl, "fsck", "/")
 	require.Equal(t, 1, r.code, r.stderr)
 	require.Regexp(t, `(?m)^/f: 4 bytes, replication 1\n  block \d+ \(4 bytes\): MISSING \(no live replica\)\n`, r.stdout)
 	require.Regexp(t, `(?m)^/g: 4 bytes, replication 3\n  block \d+ \(4 bytes\): UNDER-REPLICATED \(2 of 3\); replicas `, r.stdout)
@@ -122,7 +120,7 @@ func TestAdminDecommissionReportFsck(t *testing.T) {
 	require.Contains(t, r.stdout, "The file system under / is CORRUPT\n")
 	require.Equal(t, "bfs: fsck /: 1 blocks have no live replica\n", r.stderr)
 
-	r = bfs(t, ns, "fsck", "-o", "json")
+	r = bfs(t, cl, "fsck", "-o", "json")
 	require.Equal(t, 1, r.code)
 	var fsck struct {
 		Healthy bool `json:"healthy"`

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -32,10 +33,10 @@ func run(t *testing.T, args ...string) result {
 	return result{code, out.String(), errb.String()}
 }
 
-// bfs runs a command against the nameserver at addr.
-func bfs(t *testing.T, addr string, args ...string) result {
+// bfs runs a command against the cluster c, with its certificates.
+func bfs(t *testing.T, c *testcluster.Cluster, args ...string) result {
 	t.Helper()
-	return run(t, append([]string{"--nameserver", addr}, args...)...)
+	return run(t, append([]string{"--nameserver", c.NameServerAddr, "--certs-dir", c.CertsDir()}, args...)...)
 }
 
 func TestUsageErrors(t *testing.T) {
@@ -69,7 +70,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"nameserver", "--data"}, "flag needs an argument: --data"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
-			r := run(t, append([]string{"--nameserver", unreachable}, tc.args...)...)
+			r := run(t, append([]string{"--nameserver", unreachable, "--insecure"}, tc.args...)...)
 			assert.Equal(t, 2, r.code)
 			assert.Contains(t, r.stderr, tc.want)
 			assert.Contains(t, r.stderr, "--help' for usage.")
@@ -119,7 +120,7 @@ func TestHelp(t *testing.T) {
 
 // TestHiddenLogFlagsWork: a hidden glog flag is still taken.
 func TestHiddenLogFlagsWork(t *testing.T) {
-	r := run(t, "nameserver", "--data", t.TempDir(), "--vmodule", "bfscmd=0", "--listen", "nonsense", "--metrics", "")
+	r := run(t, "nameserver", "--data", t.TempDir(), "--vmodule", "bfscmd=0", "--listen", "nonsense", "--metrics", "", "--insecure")
 	assert.Equal(t, 1, r.code, r.stderr) // got past the flags, to the listener
 	assert.Contains(t, r.stderr, "nonsense")
 }
@@ -133,20 +134,20 @@ func TestOddInputNeverPanics(t *testing.T) {
 		{"mv", "", ""}, {"mv", "/", "/"}, {"du", "-"}, {"chmod", "0", "\x00"},
 		{"--", "ls"}, {"-"}, {"ls", "--", "-l"},
 	} {
-		r := run(t, append([]string{"--nameserver", unreachable}, args...)...)
+		r := run(t, append([]string{"--nameserver", unreachable, "--insecure"}, args...)...)
 		assert.Contains(t, []int{1, 2}, r.code, "%q", args)
 		assert.True(t, strings.HasPrefix(r.stderr, "bfs"), "%q: stderr %q", args, r.stderr)
 	}
 }
 
 func TestInvalidPathIsFileSystemError(t *testing.T) {
-	r := bfs(t, unreachable, "mkdir", "relative")
+	r := run(t, "--nameserver", unreachable, "--insecure", "mkdir", "relative")
 	assert.Equal(t, 1, r.code)
 	assert.Equal(t, "bfs: mkdir relative: invalid path: \"relative\" is not absolute\n", r.stderr)
 }
 
 func TestUnreachableNameserver(t *testing.T) {
-	r := bfs(t, unreachable, "ls", "/")
+	r := run(t, "--nameserver", unreachable, "--insecure", "ls", "/")
 	assert.Equal(t, 1, r.code)
 	assert.Contains(t, r.stderr, "bfs: stat /: service unavailable")
 	assert.Contains(t, r.stderr, "connection refused")
@@ -162,7 +163,7 @@ func lines(s string) []string {
 }
 
 func TestFileCommands(t *testing.T) {
-	ns := testcluster.Start(t).NameServerAddr
+	ns := testcluster.Start(t)
 	ok := func(args ...string) string {
 		t.Helper()
 		r := bfs(t, ns, args...)
@@ -252,8 +253,9 @@ func TestFileCommands(t *testing.T) {
 }
 
 func TestNameserverFromEnvironment(t *testing.T) {
-	ns := testcluster.Start(t).NameServerAddr
-	t.Setenv("BFS_NAMESERVER", ns)
+	c := testcluster.Start(t)
+	t.Setenv("BFS_NAMESERVER", c.NameServerAddr)
+	t.Setenv("BFS_CERTS_DIR", c.CertsDir())
 	r := run(t, "mkdir", "/from-env")
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Equal(t, "/from-env\n", run(t, "ls", "/").stdout)
@@ -297,11 +299,22 @@ func (d *daemonRun) stop(t *testing.T) {
 	}
 }
 
-// TestNameserverCommand runs the daemon in-process, uses it, and stops it
-// by cancelling its context as a signal would.
+// TestNameserverCommand makes certificates with bfs cert, runs the daemon
+// in-process with them, uses it, sees a plaintext client refused, and
+// stops it by cancelling its context as a signal would.
 func TestNameserverCommand(t *testing.T) {
+	certsDir, caKey := filepath.Join(t.TempDir(), "certs"), filepath.Join(t.TempDir(), "ca.key")
+	for _, args := range [][]string{
+		{"cert", "create-ca"},
+		{"cert", "create-node", "127.0.0.1", "localhost"},
+		{"cert", "create-client", "bfs"},
+	} {
+		r := run(t, append(args, "--certs-dir", certsDir, "--ca-key", caKey)...)
+		require.Equal(t, 0, r.code, "%v: %s", args, r.stderr)
+		require.Contains(t, r.stdout, "wrote "+certsDir)
+	}
 	data := t.TempDir()
-	d := startDaemon("nameserver", "--data", data, "--listen", "127.0.0.1:0", "--metrics", "")
+	d := startDaemon("nameserver", "--data", data, "--listen", "127.0.0.1:0", "--metrics", "", "--certs-dir", certsDir)
 	first, err := d.out.ReadString('\n')
 	if err != nil {
 		t.Fatalf("no listening line (%v); exit code %d, stderr:\n%s", err, <-d.exited, d.stderr.String())
@@ -310,15 +323,18 @@ func TestNameserverCommand(t *testing.T) {
 	require.NotNil(t, m, "first line %q", first)
 	assert.Equal(t, data, m[2])
 
-	addr := m[1]
-	require.Equal(t, 0, bfs(t, addr, "mkdir", "-p", "/x/y").code)
-	assert.Equal(t, "/x/y\n", bfs(t, addr, "ls", "/x").stdout)
+	at := []string{"--nameserver", m[1], "--certs-dir", certsDir}
+	require.Equal(t, 0, run(t, append(at, "mkdir", "-p", "/x/y")...).code)
+	assert.Equal(t, "/x/y\n", run(t, append(at, "ls", "/x")...).stdout)
+	r := run(t, "--nameserver", m[1], "--insecure", "ls", "/x")
+	assert.Equal(t, 1, r.code)
+	assert.Contains(t, r.stderr, "unavailable")
 	d.stop(t)
 }
 
 func TestNameserverCommandBadListenAddress(t *testing.T) {
 	var stdout, stderr bytes.Buffer
-	code := bfscmd.Main(context.Background(), []string{"nameserver", "--data", t.TempDir(), "--listen", "nonsense", "--metrics", ""}, &stdout, &stderr)
+	code := bfscmd.Main(context.Background(), []string{"nameserver", "--data", t.TempDir(), "--listen", "nonsense", "--metrics", "", "--insecure"}, &stdout, &stderr)
 	assert.Equal(t, 1, code)
 	assert.Regexp(t, `^bfs: listen tcp: .*nonsense`, stderr.String())
 	assert.Empty(t, stdout.String())

@@ -25,6 +25,10 @@ func (e *env) chunkserverCommand() *cobra.Command {
 			defaultLogToStderr(cmd.Flags())
 			defer glog.Flush()
 			cfg.NameServerAddr = e.nameserver
+			var err error
+			if cfg.TLS, cfg.Insecure, err = e.nodeCreds(); err != nil {
+				return err
+			}
 			return e.serveChunkserver(cmd.Context(), cfg)
 		}),
 	}

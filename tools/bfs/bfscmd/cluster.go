@@ -54,7 +54,7 @@ func (e *env) decommissionCommand() *cobra.Command {
 		Use:   "decommission [--cancel] ADDR...",
 		Short: "Drain chunkservers: no new blocks, their replicas are copied away; 'report' says when they are safe to remove",
 		Args:  cobra.MinimumNArgs(1),
-		RunE: e.withClient(func(ctx context.Context, c *sdk.Client, args []string) error {
+		RunE: e.withAdmin(func(ctx context.Context, c *sdk.Client, args []string) error {
 			op := c.Decommission
 			if cancel {
 				op = c.CancelDecommission
@@ -93,7 +93,7 @@ func (e *env) reportCommand() *cobra.Command {
 		Args:  cobra.NoArgs,
 	}
 	out := outputFlag(cmd)
-	cmd.RunE = e.withClient(func(ctx context.Context, c *sdk.Client, _ []string) error {
+	cmd.RunE = e.withAdmin(func(ctx context.Context, c *sdk.Client, _ []string) error {
 		servers, err := c.Chunkservers(ctx)
 		if err != nil {
 			return err
@@ -177,7 +177,7 @@ func (e *env) fsckCommand() *cobra.Command {
 		Args:  cobra.MaximumNArgs(1),
 	}
 	out := outputFlag(cmd)
-	cmd.RunE = e.withClient(func(ctx context.Context, c *sdk.Client, args []string) error {
+	cmd.RunE = e.withAdmin(func(ctx context.Context, c *sdk.Client, args []string) error {
 		path := "/"
 		if len(args) == 1 {
 			path = args[0]

@@ -20,7 +20,7 @@ func TestDaemonOnDataDirectoryInUse(t *testing.T) {
 	hold := map[string]func(dir string) (io.Closer, error){
 		"nameserver": func(dir string) (io.Closer, error) {
 			cfg := nameserver.DefaultConfig()
-			cfg.DataDir = dir
+			cfg.DataDir, cfg.Insecure = dir, true
 			return nameserver.New(cfg)
 		},
 		"chunkserver": func(dir string) (io.Closer, error) { return blockstore.Open(dir) },
@@ -31,7 +31,7 @@ func TestDaemonOnDataDirectoryInUse(t *testing.T) {
 			held, err := open(dir)
 			require.NoError(t, err)
 			defer held.Close()
-			r := bfs(t, "127.0.0.1:1", daemon, "--data", dir, "--listen", "127.0.0.1:0", "--metrics", "")
+			r := run(t, "--nameserver", "127.0.0.1:1", "--insecure", daemon, "--data", dir, "--listen", "127.0.0.1:0", "--metrics", "")
 			assert.Equal(t, 1, r.code)
 			assert.Empty(t, r.stdout)
 			assert.Contains(t, r.stderr, "data directory "+dir+" is in use: another process holds it")

@@ -17,7 +17,7 @@ import (
 // written to both (the default --min-replication is 1), reads back whole,
 // and ls -l shows the two live replicas beside the target, never 3.
 func TestDegradedPut(t *testing.T) {
-	ns := testcluster.Start(t, testcluster.WithChunkservers(2)).NameServerAddr
+	ns := testcluster.Start(t, testcluster.WithChunkservers(2))
 	local := filepath.Join(t.TempDir(), "f")
 	require.NoError(t, os.WriteFile(local, []byte("degraded but whole"), 0o644))
 
@@ -41,7 +41,7 @@ func TestDegradedPut(t *testing.T) {
 func TestMinReplicationRefusesPut(t *testing.T) {
 	ns := testcluster.Start(t, testcluster.WithChunkservers(2), testcluster.WithNameServerConfig(func(c *nameserver.Config) {
 		c.MinReplication = 3
-	})).NameServerAddr
+	}))
 	local := filepath.Join(t.TempDir(), "f")
 	require.NoError(t, os.WriteFile(local, []byte("x"), 0o644))
 	r := bfs(t, ns, "put", "-r", "3", local, "/f")

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/bfs-go/bfs/cluster/sandbox"
+	"github.com/bfs-go/bfs/internal/certs"
 	"github.com/bfs-go/bfs/sdk"
 )
 
@@ -47,7 +48,7 @@ func (e *env) runDemo(ctx context.Context, sb *sandbox.Sandbox, chunkservers int
 	if err := waitChunkservers(ctx, sb, chunkservers); err != nil {
 		return err
 	}
-	closeClients, err := d.dial(ctx, sb.NameServerAddr)
+	closeClients, err := d.dial(ctx, sb)
 	if err != nil {
 		return err
 	}
@@ -65,7 +66,7 @@ func (e *env) runDemo(ctx context.Context, sb *sandbox.Sandbox, chunkservers int
 
 // dial makes the clients of A, B and the master, and returns what closes
 // them.
-func (d *demo) dial(ctx context.Context, addr string) (closeAll func() error, err error) {
+func (d *demo) dial(ctx context.Context, sb *sandbox.Sandbox) (closeAll func() error, err error) {
 	var clients []*sdk.Client
 	closeAll = func() error {
 		var errs []error
@@ -75,10 +76,10 @@ func (d *demo) dial(ctx context.Context, addr string) (closeAll func() error, er
 		return errors.Join(errs...)
 	}
 	for _, who := range []struct {
-		c      **sdk.Client
-		holder string
-	}{{&d.a, d.holderA}, {&d.b, d.holderB}, {&d.master, "master"}} {
-		c, err := sdk.Dial(ctx, addr, sdk.WithHolder(who.holder))
+		c            **sdk.Client
+		holder, user string
+	}{{&d.a, d.holderA, certs.ClientUser}, {&d.b, d.holderB, certs.ClientUser}, {&d.master, "master", certs.AdminUser}} {
+		c, err := sdk.Dial(ctx, sb.NameServerAddr, sdk.WithHolder(who.holder), sb.ClientOption(who.user))
 		if err != nil {
 			return nil, errors.Join(err, closeAll())
 		}

@@ -2,8 +2,16 @@
 // (nameserver, chunkserver, sandbox) and the file commands in the spirit of
 // Baidu's bfs_client (ls, stat, mkdir, touchz, rm, rmr, mv, du, chmod, put,
 // get, cat, location), fsck, and the operators' admin commands (safemode,
-// report, decommission, fsck). The main package only calls Main, so the
+// report, decommission, fsck), and cert, which makes and lists the
+// certificates of mutual TLS. The main package only calls Main, so the
 // whole tool runs in-process in tests.
+//
+// Every connection is mutual TLS with the certificates of --certs-dir,
+// $BFS_CERTS_DIR or ./bfs-data/certs (certs.FindDir): file commands present
+// client.bfs.crt, admin commands client.admin.crt, unless --user names
+// another; daemons present node.crt. --insecure is plaintext, for a cluster
+// run with --insecure; the sandbox makes its own certificates unless told
+// --insecure.
 //
 // Exit codes: 0 on success, 1 when the file system refused or failed an
 // operation (and for fsck when a block has no live replica), 2 for a

@@ -30,10 +30,10 @@ func noControl(t *testing.T, what, s string) {
 // escapes. Every line bfs prints shows them escaped, never raw: a
 // listing must not be rewritten by the names it lists.
 func TestNamesAreEscaped(t *testing.T) {
-	ns := testcluster.Start(t).NameServerAddr
+	ns := testcluster.Start(t)
 	const dir = "/tablet9\x1b[2K\rtablet8"
 	const escaped = `/tablet9\x1b[2K\rtablet8`
-	c, err := sdk.Dial(context.Background(), ns, sdk.WithHolder("tablet server"))
+	c, err := sdk.Dial(context.Background(), ns.NameServerAddr, sdk.WithHolder("tablet server"), ns.AsClient())
 	require.NoError(t, err)
 	defer c.Close()
 	ctx := context.Background()

@@ -8,7 +8,9 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
+	"github.com/bfs-go/bfs/internal/certs"
 	"github.com/bfs-go/bfs/internal/printable"
 	"github.com/bfs-go/bfs/sdk"
 )
@@ -43,6 +45,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 type env struct {
 	stdout, stderr io.Writer
 	nameserver     string
+	// certsDir, user and insecure are the TLS flags (see tlsFlags).
+	certsDir, user string
+	insecure       bool
 	ran            bool
 }
 
@@ -85,7 +90,14 @@ func (e *env) rootCommand() *cobra.Command {
 		Long: `bfs runs the BFS-Go daemons and talks to a running file system.
 
 Paths are absolute ("/dir/file"). The nameserver is --nameserver, or
-$BFS_NAMESERVER, or ` + DefaultNameServer + `.`,
+$BFS_NAMESERVER, or ` + DefaultNameServer + `.
+
+Every connection is mutual TLS. The certificates are in --certs-dir, or
+$BFS_CERTS_DIR, or ./` + certs.SandboxDir + ` (where 'bfs sandbox' makes them);
+file commands present the client certificate of --user (default
+` + certs.ClientUser + `), 'bfs admin' and 'bfs fsck' that of --user (default ` + certs.AdminUser + `),
+daemons node.crt. --insecure speaks plaintext instead, to a cluster run
+with --insecure.`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		Args:          cobra.NoArgs,
@@ -100,6 +112,7 @@ $BFS_NAMESERVER, or ` + DefaultNameServer + `.`,
 		ns = DefaultNameServer
 	}
 	root.PersistentFlags().StringVar(&e.nameserver, "nameserver", ns, "the nameservers' addresses, comma-separated (host:port,...); default from $BFS_NAMESERVER")
+	e.tlsFlags(root.PersistentFlags())
 	root.AddCommand(
 		e.nameserverCommand(),
 		e.chunkserverCommand(),
@@ -121,8 +134,17 @@ $BFS_NAMESERVER, or ` + DefaultNameServer + `.`,
 		e.groupCommand(),
 		e.fsckCommand(),
 		loggingHelp(),
+		e.certCommand(),
 	)
 	return root
+}
+
+// tlsFlags adds the flags saying how to reach the cluster: the
+// certificates directory, the client certificate, or plaintext.
+func (e *env) tlsFlags(f *pflag.FlagSet) {
+	f.StringVar(&e.certsDir, "certs-dir", "", "certificates directory (default $"+certs.EnvDir+", else ./"+certs.SandboxDir+" if it exists)")
+	f.StringVar(&e.user, "user", "", "client certificate to present: client.USER.crt in the certificates directory (default "+certs.ClientUser+", "+certs.AdminUser+" for admin commands)")
+	f.BoolVar(&e.insecure, "insecure", false, "plaintext, no certificates: for a cluster run with --insecure")
 }
 
 // run adapts a command body to cobra, marking that the command's own code
@@ -136,9 +158,29 @@ func (e *env) run(body func(cmd *cobra.Command, args []string) error) func(*cobr
 
 // withClient runs a file command body with a client of the nameserver.
 func (e *env) withClient(body func(ctx context.Context, c *sdk.Client, args []string) error) func(*cobra.Command, []string) error {
+	return e.withUser(certs.ClientUser, body)
+}
+
+// withAdmin runs an admin command body with a client of the nameserver
+// presenting the admin certificate unless --user says otherwise.
+func (e *env) withAdmin(body func(ctx context.Context, c *sdk.Client, args []string) error) func(*cobra.Command, []string) error {
+	return e.withUser(certs.AdminUser, body)
+}
+
+// withUser runs body with a client of the nameserver presenting the
+// certificate of --user, else of defaultUser.
+func (e *env) withUser(defaultUser string, body func(ctx context.Context, c *sdk.Client, args []string) error) func(*cobra.Command, []string) error {
 	return e.run(func(cmd *cobra.Command, args []string) error {
 		ctx := cmd.Context()
-		c, err := sdk.Dial(ctx, e.nameserver)
+		dir, err := certs.ResolveDir(e.certsDir, e.insecure)
+		if err != nil {
+			return err
+		}
+		user := e.user
+		if user == "" {
+			user = defaultUser
+		}
+		c, err := sdk.Dial(ctx, e.nameserver, sdk.WithCertsDir(dir, user))
 		if err != nil {
 			return err
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/bfs-go/bfs/internal/certs"
 	"github.com/bfs-go/bfs/nameserver"
 	"github.com/bfs-go/bfs/nameserver/replica"
 )
@@ -40,6 +41,9 @@ and is added with 'bfs cluster add NAME RAFT_ADDRESS'.`,
 			cfg.InitialCluster = peers
 			if cfg.Join && len(peers) > 0 {
 				return usagef("--join and --initial-cluster: a joining member bootstraps nothing")
+			}
+			if cfg.TLS, cfg.Insecure, err = e.nodeCreds(); err != nil {
+				return err
 			}
 			return e.serveNameServer(cmd.Context(), cfg)
 		}),
@@ -97,6 +101,17 @@ func (e *env) serveNameServer(ctx context.Context, cfg nameserver.Config) error 
 		err = cerr
 	}
 	return err
+}
+
+// nodeCreds are a daemon's certificates (node.crt in the certificates
+// directory the flags name), or insecure with --insecure.
+func (e *env) nodeCreds() (creds *certs.Creds, insecure bool, err error) {
+	dir, err := certs.ResolveDir(e.certsDir, e.insecure)
+	if err != nil || dir == "" {
+		return nil, e.insecure, err
+	}
+	creds, err = certs.LoadNode(dir)
+	return creds, false, err
 }
 
 // glogFlags are the flags glog registers on the standard flag set; only

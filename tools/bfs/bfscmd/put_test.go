@@ -16,7 +16,7 @@ import (
 // fails, and put says so in one line and exits 1 (it used to crash with a
 // stack trace).
 func TestPutSmallFileWithoutChunkservers(t *testing.T) {
-	ns := testcluster.Start(t).NameServerAddr
+	ns := testcluster.Start(t)
 	local := filepath.Join(t.TempDir(), "small")
 	require.NoError(t, os.WriteFile(local, []byte("small"), 0o644))
 

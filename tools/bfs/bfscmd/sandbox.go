@@ -7,12 +7,14 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"path/filepath"
 	"syscall"
 
 	"github.com/golang/glog"
 	"github.com/spf13/cobra"
 
 	"github.com/bfs-go/bfs/cluster/sandbox"
+	"github.com/bfs-go/bfs/internal/certs"
 )
 
 func (e *env) sandboxCommand() *cobra.Command {
@@ -35,10 +37,17 @@ folder. It prints the addresses and a few commands to try, and stops
 cleanly on Ctrl-C. Running it again on the same folder keeps the data.
 
 Every daemon serves HTTP on loopback, from --http-port on: the
-nameserver its status page (http://127.0.0.1:8840/ by default) and
+nameservers their status page (https://127.0.0.1:8840/ by default) and
 Prometheus metrics (/metrics), each chunkserver its metrics on the
-ports after it. BUILD.md has a Prometheus scrape configuration for them
+ports after them. BUILD.md has a Prometheus scrape configuration for them
 and deploy/grafana a dashboard.
+
+The sandbox is secure: the first run makes a CA and certificates in
+<dir>/certs (the CA key in <dir>/ca.key), and every daemon serves mutual
+TLS with them, the HTTP ports and the nameservers' Raft links included.
+bfs and lockctl run from the same working directory find them with no
+flag (./bfs-data/certs); otherwise give them --certs-dir. --insecure
+runs the daemons in plaintext instead (tools then need --insecure too).
 
 With --demo it first runs a narrated failover against itself: tablet
 server A locks /demo/t1 and writes, the master force-unlocks it, the
@@ -55,14 +64,17 @@ A's bytes, and A is refused. --demo-only exits after the demo.`,
 			if basePort < 0 || basePort+chunkservers > 65535 {
 				return usagef("--chunkserver-port %d out of range", basePort)
 			}
-			if httpPort < 0 || httpPort+chunkservers > 65535 {
+			if httpPort < 0 || httpPort+nameservers+chunkservers > 65535 {
 				return usagef("--http-port %d out of range", httpPort)
+			}
+			if e.certsDir != "" {
+				return usagef("the sandbox keeps its certificates in <dir>/certs: --certs-dir is for the other commands")
 			}
 			defaultLogToStderr(cmd.Flags())
 			defer glog.Flush()
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			cfg := sandbox.Config{Dir: dir, NameServers: nameservers, Chunkservers: chunkservers, HTTP: true}
+			cfg := sandbox.Config{Dir: dir, NameServers: nameservers, Chunkservers: chunkservers, HTTP: true, Insecure: e.insecure}
 			var err error
 			if cfg.NameServerAddrs, cfg.RaftAddrs, err = sandboxNameServerAddrs(listen, nameservers); err != nil {
 				return err
@@ -140,14 +152,19 @@ func sandboxNameServerAddrs(listen string, n int) (clients, rafts []string, err 
 
 func (e *env) printSandbox(sb *sandbox.Sandbox, dir string) {
 	fmt.Fprintf(e.stdout, "BFS sandbox running, data in %s\n", dir)
+	if c := sb.CertsDir(); c != "" {
+		fmt.Fprintf(e.stdout, "  mutual TLS, certificates in %s (CA key %s)\n", c, sandbox.CAKey(dir))
+	} else {
+		fmt.Fprintln(e.stdout, "  INSECURE: plaintext, no authentication (--insecure)")
+	}
 	nsWeb := sb.NameServerHTTPAddrs()
 	for i, a := range sb.NameServerAddrs() {
-		fmt.Fprintf(e.stdout, "  nameserver   %-16s  status page http://%s/  metrics http://%[2]s/metrics  (%s)\n",
-			a, nsWeb[i], sandbox.NameServerName(i))
+		fmt.Fprintf(e.stdout, "  nameserver   %-16s  status page %s  metrics %s  (%s)\n",
+			a, sb.URL(nsWeb[i], "/"), sb.URL(nsWeb[i], "/metrics"), sandbox.NameServerName(i))
 	}
 	web := sb.ChunkserverHTTPAddrs()
 	for i, a := range sb.ChunkserverAddrs() {
-		fmt.Fprintf(e.stdout, "  chunkserver  %-16s  metrics http://%s/metrics  (%d)\n", a, web[i], i)
+		fmt.Fprintf(e.stdout, "  chunkserver  %-16s  metrics %s  (%d)\n", a, sb.URL(web[i], "/metrics"), i)
 	}
 }
 
@@ -157,6 +174,12 @@ func (e *env) printTips(sb *sandbox.Sandbox, demo bool) {
 	ns := ""
 	if sb.NameServerAddr != DefaultNameServer {
 		ns = " --nameserver " + sb.NameServerAddr
+	}
+	switch c := sb.CertsDir(); {
+	case c == "":
+		ns += " --insecure"
+	case filepath.Clean(c) != filepath.Clean(certs.SandboxDir):
+		ns += " --certs-dir " + c
 	}
 	fmt.Fprintf(e.stdout, `
 Try, from another terminal:

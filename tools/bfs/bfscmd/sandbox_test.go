@@ -15,7 +15,7 @@ import (
 // HTTP port, and each does: the nameserver its status page, its JSON and
 // its metrics, every chunkserver its metrics.
 func TestSandboxServesHTTP(t *testing.T) {
-	d := startDaemon("sandbox", "--dir", t.TempDir(), "--listen", "127.0.0.1:0", "--chunkserver-port", "0", "--http-port", "0")
+	d := startDaemon("sandbox", "--insecure", "--dir", t.TempDir(), "--listen", "127.0.0.1:0", "--chunkserver-port", "0", "--http-port", "0")
 	var printed strings.Builder
 	for {
 		line, err := d.out.ReadString('\n')

@@ -223,8 +223,9 @@ func TestAll(t *testing.T) {
 	plots := t.TempDir()
 	out, rows := run(t, "all", "--clients", "1", "--duration", "100ms", "--io-size", "1MiB", "--io-trials", "1",
 		"--seal-blocks", "1", "--fence-files", "2", "--fence-trials", "1", "--expiry-ttl", "1s", "--expiry-trials", "1",
-		"--capi-size", "1MiB", "--capi-trials", "1", "--scale-locks", "200", "--scale-sessions", "2", "--vs-etcd", "--plot-dir", plots)
-	for _, s := range []string{"meta", "locks", "io", "seal", "fence", "expiry", "capi", "scale"} {
+		"--capi-size", "1MiB", "--capi-trials", "1", "--scale-locks", "200", "--scale-sessions", "2", "--vs-etcd",
+		"--tls-size", "1MiB", "--tls-trials", "1", "--plot-dir", plots)
+	for _, s := range []string{"meta", "locks", "io", "seal", "fence", "expiry", "capi", "scale", "tls"} {
 		if !strings.Contains(out, "== "+s+" (") {
 			t.Errorf("no %s table in:\n%s", s, out)
 		}
@@ -233,7 +234,7 @@ func TestAll(t *testing.T) {
 	// The summary gathers a figure of every benchmark.
 	for _, s := range []string{"== summary", "meta create+delete, 1 client", "locks bfs/etcd, 1 client", "io put / (raw write / 3)",
 		"seal sent → BlockReceived", "fence K=2", "expiry hand-over, TTL 1s", "capi libbfs/sdk lock+unlock",
-		"scale: list 200 locks through SDK iterator"} {
+		"scale: list 200 locks through SDK iterator", "tls TLS/plaintext lock+unlock, 1 client", "tls TLS/plaintext put (median)"} {
 		if !strings.Contains(out, s) {
 			t.Errorf("no %q in:\n%s", s, out)
 		}
@@ -248,6 +249,11 @@ func TestAll(t *testing.T) {
 	want(t, rows, "expiry hand-over", "1", "ttl=1s", "p50_ms")
 	want(t, rows, "libbfs/sdk write", "1", "median", "value")
 	want(t, rows, "scale list (lockctl -o json)", "1", "locks=200", "value")
+	want(t, rows, "TLS/plaintext lock+unlock", "1", "", "value")
+	want(t, rows, "TLS/plaintext create", "1", "", "value")
+	want(t, rows, "lock+unlock (TLS)", "1", "", "ops_per_s")
+	want(t, rows, "put (plaintext)", "1", "median", "value")
+	want(t, rows, "TLS/plaintext put", "1", "median", "value")
 }
 
 // Bad flags fail with a clear message before any cluster starts.
@@ -288,11 +294,12 @@ func TestBadFlags(t *testing.T) {
 	}
 }
 
-// With --nameserver the suite runs against a cluster it did not start, says
-// that the raw disk is not the cluster's, and leaves nothing behind.
+// With --nameserver the suite runs against a cluster it did not start (in
+// plaintext: capi's libbfs takes no certificates), says that the raw disk
+// is not the cluster's, and leaves nothing behind.
 func TestAgainstRunningCluster(t *testing.T) {
 	t.Parallel()
-	sb, err := sandbox.Start(sandbox.Config{Dir: t.TempDir(), Chunkservers: 3})
+	sb, err := sandbox.Start(sandbox.Config{Dir: t.TempDir(), Chunkservers: 3, Insecure: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,9 +311,10 @@ func TestAgainstRunningCluster(t *testing.T) {
 	if err := waitChunkservers(context.Background(), sb, 3); err != nil {
 		t.Fatal(err)
 	}
-	out, rows := run(t, "all", "--nameserver", sb.NameServerAddr, "--clients", "1", "--duration", "100ms",
+	out, rows := run(t, "all", "--nameserver", sb.NameServerAddr, "--insecure", "--clients", "1", "--duration", "100ms",
 		"--io-size", "1MiB", "--io-trials", "1", "--seal-blocks", "1", "--fence-files", "1", "--fence-trials", "1",
-		"--expiry-ttl", "1s", "--expiry-trials", "1", "--scale-locks", "100", "--scale-sessions", "2")
+		"--expiry-ttl", "1s", "--expiry-trials", "1", "--scale-locks", "100", "--scale-sessions", "2",
+		"--tls-size", "1MiB", "--tls-trials", "1")
 	want(t, rows, "put", "1", "median", "value")
 	want(t, rows, "scale list (SDK iterator)", "1", "locks=100", "value")
 	if _, ok := rows["scale nameserver RSS|1|locks=100"]; ok {
@@ -317,7 +325,7 @@ func TestAgainstRunningCluster(t *testing.T) {
 		t.Errorf("the io notes should say the raw figures are of this host:\n%s", out)
 	}
 	ctx := context.Background()
-	cl, err := sdk.Dial(ctx, sb.NameServerAddr)
+	cl, err := sdk.Dial(ctx, sb.NameServerAddr, sb.AsClient())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -365,5 +373,26 @@ func TestRepair(t *testing.T) {
 	}
 	if !strings.Contains(out, "repair / (raw write / 2)") {
 		t.Errorf("table:\n%s", out)
+	}
+}
+
+// A running cluster with TLS is measured with its certificates, and
+// refuses a run in plaintext.
+func TestAgainstRunningSecureCluster(t *testing.T) {
+	t.Parallel()
+	sb, err := sandbox.Start(sandbox.Config{Dir: t.TempDir(), Chunkservers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := sb.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	_, rows := run(t, "locks", "--nameserver", sb.NameServerAddr, "--certs-dir", sb.CertsDir(), "--clients", "1", "--duration", "100ms")
+	want(t, rows, "lock+unlock", "1", "", "ops_per_s")
+	var stdout, stderr bytes.Buffer
+	if code := Main(context.Background(), []string{"locks", "--nameserver", sb.NameServerAddr, "--insecure", "--clients", "1", "--duration", "100ms"}, &stdout, &stderr); code == 0 {
+		t.Errorf("a plaintext run against a cluster with TLS succeeded:\n%s", stdout.String())
 	}
 }

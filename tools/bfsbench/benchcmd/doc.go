@@ -1,8 +1,10 @@
 // Package benchcmd is the command tree of bfsbench, the benchmarks of
 // SPEC §8. Every subcommand either starts what it measures (an in-process
 // sandbox: a nameserver and three chunkservers on loopback, data in a fresh
-// temporary directory, durable writes as by default) or targets a running
-// cluster with --nameserver, prints progress on stderr, and reports through
+// temporary directory, durable writes and mutual TLS as by default;
+// plaintext with --insecure, and for capi, whose libbfs takes no
+// certificates yet) or targets a running cluster with --nameserver (and
+// --certs-dir or --insecure), prints progress on stderr, and reports through
 // one table format, then a summary of the figures the issues name against
 // their targets (targets.go); --csv writes every result for machines and
 // --plot draws the benchmark's chart (plot.go).
@@ -62,6 +64,12 @@
 //     of the replicas it held over the time taken is the repair
 //     throughput, set against raw write / 2 (each copy reads once and
 //     writes once on the one disk).
+//   - tls: two sandboxes at once, one with mutual TLS and one in plaintext
+//     (even with --nameserver, as repair); lock+unlock cycles and creates
+//     with each --clients value, alternating between them in eighths of
+//     --duration (plaintext, TLS, TLS, plaintext, twice), and a put of --size with
+//     3 replicas --trials times on each, alternating which goes first; the
+//     TLS/plaintext throughput ratios are what TLS costs.
 //   - all: each of the above on a fresh cluster, with defaults sized for
 //     under five minutes on two cores, etcd included; --plot-dir gets every
 //     chart.

@@ -53,13 +53,16 @@ func newExpiryCmd(c *common) *cobra.Command {
 }
 
 func (o *expiryOptions) run(ctx context.Context, c *common, cl *cluster) ([]bench.Result, error) {
-	raw := &rawConns{}
+	raw, err := cl.raw()
+	if err != nil {
+		return nil, err
+	}
 	defer raw.close()
 	ns, err := raw.nameserver(cl.addr)
 	if err != nil {
 		return nil, err
 	}
-	waiter, err := sdk.Dial(ctx, cl.addr, sdk.WithHolder("bfsbench-expiry-waiter"))
+	waiter, err := sdk.Dial(ctx, cl.addr, sdk.WithHolder("bfsbench-expiry-waiter"), cl.creds())
 	if err != nil {
 		return nil, err
 	}

@@ -79,12 +79,12 @@ type fenceTrial struct {
 }
 
 func (o *fenceOptions) run(ctx context.Context, c *common, cl *cluster) ([]bench.Result, error) {
-	holder, err := sdk.Dial(ctx, cl.addr, sdk.WithHolder("bfsbench-fence-holder"))
+	holder, err := sdk.Dial(ctx, cl.addr, sdk.WithHolder("bfsbench-fence-holder"), cl.creds())
 	if err != nil {
 		return nil, err
 	}
 	defer holder.Close()
-	master, err := sdk.Dial(ctx, cl.addr, sdk.WithHolder("bfsbench-fence-master"))
+	master, err := sdk.Dial(ctx, cl.addr, sdk.WithHolder("bfsbench-fence-master"), cl.adminCreds())
 	if err != nil {
 		return nil, err
 	}

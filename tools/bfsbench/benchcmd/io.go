@@ -82,7 +82,7 @@ func (o *ioOptions) run(ctx context.Context, c *common, cl *cluster) ([]bench.Re
 		defer os.RemoveAll(d)
 		rawDir = d
 	}
-	client, err := sdk.Dial(ctx, cl.addr)
+	client, err := sdk.Dial(ctx, cl.addr, cl.creds())
 	if err != nil {
 		return nil, err
 	}

@@ -63,7 +63,7 @@ func (o *locksOptions) run(ctx context.Context, c *common, cl *cluster) ([]bench
 // bfs and etcd alternating in halves of --duration (bfs, etcd, bfs, etcd),
 // so that drift in either store as the run goes on favors neither.
 func locksRound(ctx context.Context, c *common, cl *cluster, etcd *etcdServer, n int) ([]bench.Result, error) {
-	clients, err := dialN(ctx, cl.addr, n)
+	clients, err := dialN(ctx, cl.addr, n, cl.creds())
 	if err != nil {
 		return nil, err
 	}

@@ -24,7 +24,7 @@ func TestBFSLockCyclesAreWhatTheLoopCounted(t *testing.T) {
 			t.Error(err)
 		}
 	})
-	clients, err := dialN(ctx, sb.NameServerAddr, 1)
+	clients, err := dialN(ctx, sb.NameServerAddr, 1, sb.AsClient())
 	if err != nil {
 		t.Fatal(err)
 	}

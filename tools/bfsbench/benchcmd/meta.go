@@ -32,7 +32,7 @@ const lockedRatioNote = "throughput of create+delete in a directory locked by th
 func runMeta(ctx context.Context, c *common, cl *cluster) ([]bench.Result, error) {
 	var results []bench.Result
 	for _, n := range c.clients {
-		clients, err := dialN(ctx, cl.addr, n)
+		clients, err := dialN(ctx, cl.addr, n, cl.creds())
 		if err != nil {
 			return nil, err
 		}

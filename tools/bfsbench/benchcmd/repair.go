@@ -78,19 +78,23 @@ starts its own cluster.`,
 		Args: cobra.NoArgs,
 	}
 	o.register(cmd.Flags(), "")
-	c.benchCommandOn(cmd, func() error { return o.validate("") }, o.run, repairChart, o.target)
+	c.benchCommandOn(cmd, func() error { return o.validate("") }, o.run, repairChart, o.target(c))
 	return cmd
 }
 
 // target starts the repair benchmark's cluster: four chunkservers, fast
 // failure detection and a frequent repair scan, so that the measurement
-// is of the copies, not of the timers.
-func (o *repairOptions) target(ctx context.Context) (*cluster, error) {
+// is of the copies, not of the timers; with TLS unless --insecure.
+func (o *repairOptions) target(c *common) startFunc {
+	return func(ctx context.Context) (*cluster, error) { return o.start(ctx, !c.insecure) }
+}
+
+func (o *repairOptions) start(ctx context.Context, secure bool) (*cluster, error) {
 	dir, err := os.MkdirTemp("", "bfsbench-repair-")
 	if err != nil {
 		return nil, err
 	}
-	sb, err := sandbox.Start(sandbox.Config{Dir: dir, Chunkservers: repairChunkservers,
+	sb, err := sandbox.Start(sandbox.Config{Dir: dir, Chunkservers: repairChunkservers, Insecure: !secure,
 		NameServer: func(_ int, cfg *nameserver.Config) {
 			cfg.HeartbeatInterval = 100 * time.Millisecond
 			cfg.DeadTimeout = time.Second
@@ -107,7 +111,7 @@ func (o *repairOptions) target(ctx context.Context) (*cluster, error) {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	cl := &cluster{addr: sb.NameServerAddr, dir: dir, sb: sb, stop: func() {
+	cl := &cluster{addr: sb.NameServerAddr, certsDir: sb.CertsDir(), dir: dir, sb: sb, stop: func() {
 		sb.Close()
 		os.RemoveAll(dir)
 	}}
@@ -127,7 +131,7 @@ func (o *repairOptions) run(ctx context.Context, c *common, cl *cluster) ([]benc
 	if !cl.local() {
 		return nil, fmt.Errorf("repair stops a chunkserver: it needs a cluster it started (no --nameserver)")
 	}
-	client, err := sdk.Dial(ctx, cl.addr)
+	client, err := sdk.Dial(ctx, cl.addr, cl.creds())
 	if err != nil {
 		return nil, err
 	}

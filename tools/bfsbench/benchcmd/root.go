@@ -14,6 +14,7 @@ import (
 
 	"github.com/bfs-go/bfs/cluster/sandbox"
 	"github.com/bfs-go/bfs/internal/bench"
+	"github.com/bfs-go/bfs/internal/certs"
 	"github.com/bfs-go/bfs/sdk"
 )
 
@@ -52,7 +53,10 @@ const sandboxChunkservers = 3
 
 // common are the flags every subcommand has.
 type common struct {
-	nameserver  string
+	nameserver string
+	// certsDir and insecure say how to reach the cluster: see target.
+	certsDir    string
+	insecure    bool
 	duration    time.Duration
 	clients     []int
 	csvPath     string
@@ -76,6 +80,8 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetErr(stderr)
 	pf := root.PersistentFlags()
 	pf.StringVar(&c.nameserver, "nameserver", "", "benchmark this running cluster instead of starting one")
+	pf.StringVar(&c.certsDir, "certs-dir", "", "with --nameserver: its certificates directory (default $"+certs.EnvDir+", else ./"+certs.SandboxDir+"); client."+certs.ClientUser+" and client."+certs.AdminUser+" are presented")
+	pf.BoolVar(&c.insecure, "insecure", false, "plaintext: a started cluster runs without TLS; with --nameserver, one run with --insecure")
 	pf.DurationVar(&c.duration, "duration", 5*time.Second, "how long each closed-loop measurement (meta, locks) runs")
 	pf.IntSliceVar(&c.clients, "clients", []int{1, 64}, "concurrent clients of meta and locks, one measurement per value")
 	pf.StringVar(&c.csvPath, "csv", "", "also write the results to this CSV file")
@@ -83,7 +89,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.PersistentPreRunE = func(*cobra.Command, []string) error { return c.startProfile() }
 	root.PersistentPostRunE = func(*cobra.Command, []string) error { return c.stopProfile() }
 	root.AddCommand(newMetaCmd(c), newLocksCmd(c), newIOCmd(c), newSealCmd(c), newFenceCmd(c),
-		newExpiryCmd(c), newCAPICmd(c), newScaleCmd(c), newRepairCmd(c), newAllCmd(c))
+		newExpiryCmd(c), newCAPICmd(c), newScaleCmd(c), newRepairCmd(c), newTLSCmd(c), newAllCmd(c))
 	return root
 }
 
@@ -143,9 +149,15 @@ func (c *common) progressf(format string, args ...any) {
 // bfsbench started the cluster itself, the sandbox and its data directory.
 type cluster struct {
 	addr string
+	// certsDir holds the client certificates presented to it; "" speaks
+	// plaintext.
+	certsDir string
 	// dir is the sandbox's data directory; "" with --nameserver.
 	dir string
 	sb  *sandbox.Sandbox
+	// plain is, for the tls benchmark, the plaintext cluster started
+	// beside this one (which has TLS); nil otherwise.
+	plain *cluster
 	// stop stops the sandbox and removes its data; it does nothing with
 	// --nameserver.
 	stop func()
@@ -155,23 +167,56 @@ type cluster struct {
 // disk).
 func (cl *cluster) local() bool { return cl.sb != nil }
 
+// creds has an SDK client present the client certificate.
+func (cl *cluster) creds() sdk.Option { return sdk.WithCertsDir(cl.certsDir, certs.ClientUser) }
+
+// adminCreds has an SDK client present the admin certificate (a master
+// forcing unlocks).
+func (cl *cluster) adminCreds() sdk.Option { return sdk.WithCertsDir(cl.certsDir, certs.AdminUser) }
+
+// raw returns plain gRPC connections presenting the client certificate.
+func (cl *cluster) raw() (*rawConns, error) {
+	if cl.certsDir == "" {
+		return &rawConns{}, nil
+	}
+	creds, err := certs.LoadClient(cl.certsDir, certs.ClientUser)
+	return &rawConns{creds: creds}, err
+}
+
 // target returns the cluster to benchmark, starting a sandbox (a nameserver
 // and three chunkservers on loopback, data in a fresh temporary directory,
 // durable writes as configured by default) unless --nameserver names one.
 func (c *common) target(ctx context.Context) (*cluster, error) {
+	return c.targetTLS(ctx, !c.insecure)
+}
+
+// plainTarget is target in plaintext: for libbfs, which takes no
+// certificates yet.
+func (c *common) plainTarget(ctx context.Context) (*cluster, error) {
+	return c.targetTLS(ctx, false)
+}
+
+// targetTLS is target with TLS or without: a cluster started with mutual
+// TLS (its own CA and certificates), or in plaintext; with --nameserver
+// the running cluster, reached as --certs-dir and --insecure say.
+func (c *common) targetTLS(ctx context.Context, secure bool) (*cluster, error) {
 	if c.nameserver != "" {
-		return &cluster{addr: c.nameserver, stop: func() {}}, nil
+		dir, err := certs.ResolveDir(c.certsDir, c.insecure)
+		if err != nil {
+			return nil, err
+		}
+		return &cluster{addr: c.nameserver, certsDir: dir, stop: func() {}}, nil
 	}
 	dir, err := os.MkdirTemp("", "bfsbench-")
 	if err != nil {
 		return nil, err
 	}
-	sb, err := sandbox.Start(sandbox.Config{Dir: dir, Chunkservers: sandboxChunkservers})
+	sb, err := sandbox.Start(sandbox.Config{Dir: dir, Chunkservers: sandboxChunkservers, Insecure: !secure})
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	cl := &cluster{addr: sb.NameServerAddr, dir: dir, sb: sb, stop: func() {
+	cl := &cluster{addr: sb.NameServerAddr, certsDir: sb.CertsDir(), dir: dir, sb: sb, stop: func() {
 		if err := sb.Close(); err != nil {
 			c.progressf("stopping the cluster: %v", err)
 		}
@@ -181,7 +226,7 @@ func (c *common) target(ctx context.Context) (*cluster, error) {
 		cl.stop()
 		return nil, err
 	}
-	c.progressf("started a cluster in %s (nameserver %s, chunkservers %v)", dir, sb.NameServerAddr, sb.ChunkserverAddrs())
+	c.progressf("started a cluster in %s (nameserver %s, chunkservers %v, %s)", dir, sb.NameServerAddr, sb.ChunkserverAddrs(), tlsName(secure))
 	return cl, nil
 }
 
@@ -245,7 +290,7 @@ func (c *common) cleanUp(ctx context.Context, cl *cluster) {
 		return
 	}
 	ctx = context.WithoutCancel(ctx)
-	client, err := sdk.Dial(ctx, cl.addr)
+	client, err := sdk.Dial(ctx, cl.addr, cl.creds())
 	if err == nil {
 		defer client.Close()
 		err = client.RemoveDir(ctx, c.root(), true)

@@ -5,8 +5,8 @@ import (
 	"sync"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/bfs-go/bfs/internal/certs"
 	"github.com/bfs-go/bfs/proto/bfspb"
 )
 
@@ -16,6 +16,8 @@ import (
 // rawConns are plain gRPC connections to the nameserver and to
 // chunkservers, made on first use. Safe for concurrent use.
 type rawConns struct {
+	// creds are the client certificate presented; nil: plaintext.
+	creds *certs.Creds
 	mu    sync.Mutex
 	conns map[string]*grpc.ClientConn
 }
@@ -26,7 +28,7 @@ func (r *rawConns) conn(addr string) (*grpc.ClientConn, error) {
 	if cc := r.conns[addr]; cc != nil {
 		return cc, nil
 	}
-	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(certs.TransportCredentials(r.creds)))
 	if err != nil {
 		return nil, err
 	}

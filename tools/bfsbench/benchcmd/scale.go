@@ -16,6 +16,7 @@ import (
 	"gonum.org/v1/plot/plotter"
 
 	"github.com/bfs-go/bfs/internal/bench"
+	"github.com/bfs-go/bfs/internal/certs"
 	"github.com/bfs-go/bfs/internal/lockfill"
 	"github.com/bfs-go/bfs/sdk"
 	"github.com/bfs-go/bfs/tools/lockctl/lockcmd"
@@ -106,6 +107,9 @@ func (o *scaleOptions) run(ctx context.Context, c *common, cl *cluster) ([]bench
 // is a running one.
 func (o *scaleOptions) measure(ctx context.Context, c *common, cl *cluster, n int) ([]bench.Result, error) {
 	addr, root := cl.addr, fmt.Sprintf("%s/scale-%d", c.root(), n)
+	// The nameserver of its own is plaintext (its memory is measured,
+	// not TLS); a running cluster is reached as the flags say.
+	certsDir := cl.certsDir
 	var srv *scaleServer
 	if addr == "" {
 		var err error
@@ -117,9 +121,15 @@ func (o *scaleOptions) measure(ctx context.Context, c *common, cl *cluster, n in
 				c.progressf("stopping the scale nameserver: %v", err)
 			}
 		}()
-		addr, root = srv.addr, "/scale"
+		addr, root, certsDir = srv.addr, "/scale", ""
 	}
 	raw := &rawConns{}
+	if certsDir != "" {
+		var err error
+		if raw, err = cl.raw(); err != nil {
+			return nil, err
+		}
+	}
 	defer raw.close()
 	ns, err := raw.nameserver(addr)
 	if err != nil {
@@ -149,7 +159,7 @@ func (o *scaleOptions) measure(ctx context.Context, c *common, cl *cluster, n in
 	param := "locks=" + strconv.Itoa(n)
 	rs := []bench.Result{{Name: "scale fill", Clients: o.workers, Param: param, Ops: int64(n), Elapsed: fill, Note: fillNote}}
 	c.progressf("scale: %d directories locked in %v; listing them", n, fill.Round(time.Millisecond))
-	lists, err := listAll(ctx, addr, root, n)
+	lists, err := listAll(ctx, addr, certsDir, root, n)
 	if err != nil {
 		return nil, err
 	}
@@ -182,9 +192,10 @@ func (o *scaleOptions) profilePath(n int) string {
 }
 
 // listAll lists the n locks under root through the SDK iterator and
-// through lockctl, and checks each saw them all.
-func listAll(ctx context.Context, addr, root string, n int) ([]bench.Result, error) {
-	client, err := sdk.Dial(ctx, addr)
+// through lockctl, and checks each saw them all; it presents the client
+// certificate in certsDir, or speaks plaintext with "".
+func listAll(ctx context.Context, addr, certsDir, root string, n int) ([]bench.Result, error) {
+	client, err := sdk.Dial(ctx, addr, sdk.WithCertsDir(certsDir, certs.ClientUser))
 	if err != nil {
 		return nil, err
 	}
@@ -204,7 +215,11 @@ func listAll(ctx context.Context, addr, root string, n int) ([]bench.Result, err
 	var lines lineCounter
 	var stderr bytes.Buffer
 	start = time.Now()
-	if code := lockcmd.Main(ctx, []string{"--nameserver", addr, "-o", "json", "list", root}, &lines, &stderr); code != 0 {
+	reach := []string{"--nameserver", addr, "--insecure"}
+	if certsDir != "" {
+		reach = []string{"--nameserver", addr, "--certs-dir", certsDir, "--user", certs.ClientUser}
+	}
+	if code := lockcmd.Main(ctx, append(reach, "-o", "json", "list", root), &lines, &stderr); code != 0 {
 		return nil, fmt.Errorf("lockctl list exited %d: %s", code, strings.TrimSpace(stderr.String()))
 	}
 	ctlTime := time.Since(start)

@@ -42,7 +42,7 @@ const (
 // when its stdin closes (the parent closed it, or died).
 func serveScaleNameServer(dir string, stdin io.Reader, stdout, stderr io.Writer) int {
 	cfg := nameserver.DefaultConfig()
-	cfg.DataDir, cfg.ListenAddr, cfg.MetricsAddr = dir, "127.0.0.1:0", ""
+	cfg.DataDir, cfg.ListenAddr, cfg.MetricsAddr, cfg.Insecure = dir, "127.0.0.1:0", "", true
 	srv, err := nameserver.New(cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "scale nameserver: %v\n", err)

@@ -65,12 +65,15 @@ type sealBench struct {
 }
 
 func (o *sealOptions) run(ctx context.Context, c *common, cl *cluster) ([]bench.Result, error) {
-	client, err := sdk.Dial(ctx, cl.addr)
+	client, err := sdk.Dial(ctx, cl.addr, cl.creds())
 	if err != nil {
 		return nil, err
 	}
 	defer client.Close()
-	raw := &rawConns{}
+	raw, err := cl.raw()
+	if err != nil {
+		return nil, err
+	}
 	defer raw.close()
 	ns, err := raw.nameserver(cl.addr)
 	if err != nil {

@@ -5,6 +5,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/spf13/pflag"
 )
 
 // sizeUnits are the units a size flag accepts, matched without regard to
@@ -75,3 +77,27 @@ func (v *sizeValue) Set(s string) error {
 }
 
 func (*sizeValue) Type() string { return "size" }
+
+// sizeTrials are the flags of a benchmark writing files: the size of
+// each and how many trials.
+type sizeTrials struct {
+	size   sizeValue
+	trials int
+}
+
+// register adds the flags, each name prefixed with prefix (the benchmark's
+// name and a dash under all), with the help texts given.
+func (o *sizeTrials) register(f *pflag.FlagSet, prefix, sizeHelp, trialsHelp string) {
+	f.Var(&o.size, prefix+"size", sizeHelp)
+	f.IntVar(&o.trials, prefix+"trials", o.trials, trialsHelp)
+}
+
+func (o *sizeTrials) validate(prefix string) error {
+	switch {
+	case o.size <= 0:
+		return fmt.Errorf("--%ssize must be positive, got %s", prefix, o.size.String())
+	case o.trials < 1:
+		return fmt.Errorf("--%strials must be at least 1, got %d", prefix, o.trials)
+	}
+	return nil
+}

@@ -25,7 +25,7 @@ func TestUnlockWaitShowsCleaning(t *testing.T) {
 	cl := testcluster.Start(t, testcluster.WithChunkservers(3),
 		// A down chunkserver stays a pending replica for the whole test.
 		testcluster.WithNameServerConfig(func(c *nameserver.Config) { c.DeadTimeout = time.Minute }))
-	ns := cl.NameServerAddr
+	ns := cl
 	ctx := context.Background()
 	tablet := dial(t, ns, sdk.WithHolder("tablet-a"))
 	require.NoError(t, tablet.MkdirAll(ctx, "/tablet", 0))

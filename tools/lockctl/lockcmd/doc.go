@@ -1,7 +1,9 @@
 // Package lockcmd is the command tree of lockctl, the operators' tool for
 // directory locks (SPEC §6, §8): lock, unlock, status, list, watch,
 // history and sessions. The main package only calls Main, so the whole
-// tool runs in-process in tests.
+// tool runs in-process in tests. It speaks mutual TLS with the client
+// certificate of --user (default admin) in --certs-dir, $BFS_CERTS_DIR or
+// ./bfs-data/certs, or plaintext with --insecure.
 //
 // Output is a table for people by default; with -o json every command
 // prints one JSON document on stdout, except watch and the listings (list,

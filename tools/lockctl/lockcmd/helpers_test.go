@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/bfs-go/bfs/cluster/testcluster"
 	"github.com/bfs-go/bfs/sdk"
 	"github.com/bfs-go/bfs/tools/lockctl/lockcmd"
 )
@@ -34,10 +35,21 @@ func run(t *testing.T, args ...string) result {
 	return result{code, out.String(), errb.String()}
 }
 
-// lockctl runs a command against the nameserver at addr.
-func lockctl(t *testing.T, addr string, args ...string) result {
+// lockctl runs a command against the cluster c, with its certificates.
+func lockctl(t *testing.T, c *testcluster.Cluster, args ...string) result {
 	t.Helper()
-	return run(t, append([]string{"--nameserver", addr}, args...)...)
+	return run(t, append(at(c), args...)...)
+}
+
+// at are the flags naming the cluster c and its certificates.
+func at(c *testcluster.Cluster) []string {
+	return []string{"--nameserver", c.NameServerAddr, "--certs-dir", c.CertsDir()}
+}
+
+// plain runs a command against addr in plaintext.
+func plain(t *testing.T, addr string, args ...string) result {
+	t.Helper()
+	return run(t, append([]string{"--nameserver", addr, "--insecure"}, args...)...)
 }
 
 // background is a command running in its own goroutine, as a process
@@ -51,14 +63,14 @@ type background struct {
 	ended  bool
 }
 
-// start runs lockctl against addr until the command returns or stop
+// start runs lockctl against the cluster c until the command returns or stop
 // (or the test's end) cancels its context, which is what SIGINT does.
-func start(t *testing.T, addr string, args ...string) *background {
+func start(t *testing.T, c *testcluster.Cluster, args ...string) *background {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	b := &background{cancel: cancel, stdout: newLines(), stderr: newLines(), done: make(chan int, 1)}
 	go func() {
-		code := lockcmd.Main(ctx, append([]string{"--nameserver", addr}, args...), b.stdout.w, b.stderr.w)
+		code := lockcmd.Main(ctx, append(at(c), args...), b.stdout.w, b.stderr.w)
 		b.stdout.close()
 		b.stderr.close()
 		b.done <- code
@@ -173,9 +185,11 @@ func (l *lines) nextWithin(t *testing.T, want string, d time.Duration, must bool
 	}
 }
 
-func dial(t *testing.T, addr string, opts ...sdk.Option) *sdk.Client {
+// dial returns a client of the cluster cl, presenting its client
+// certificate.
+func dial(t *testing.T, cl *testcluster.Cluster, opts ...sdk.Option) *sdk.Client {
 	t.Helper()
-	c, err := sdk.Dial(context.Background(), addr, opts...)
+	c, err := sdk.Dial(context.Background(), cl.NameServerAddr, append([]sdk.Option{cl.AsClient()}, opts...)...)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 	return c

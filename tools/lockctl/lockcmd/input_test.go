@@ -15,7 +15,7 @@ import (
 // TestUnlockMissingDirectory: unlocking a path that does not exist is not
 // "unlocked": it exits 5 and says the path is not there, forced or not.
 func TestUnlockMissingDirectory(t *testing.T) {
-	ns := testcluster.Start(t).NameServerAddr
+	ns := testcluster.Start(t)
 	require.NoError(t, dial(t, ns).Mkdir(context.Background(), "/present", 0))
 	for _, args := range [][]string{
 		{"unlock", "--force", "/nonexistent"},
@@ -49,7 +49,7 @@ func noControl(t *testing.T, what, s string) {
 // would make a listing show a locked directory as unlocked, is refused
 // for an operator lock and for a session, and nothing gets locked.
 func TestHolderWithTerminalEscapesIsRefused(t *testing.T) {
-	ns := testcluster.Start(t).NameServerAddr
+	ns := testcluster.Start(t)
 	require.NoError(t, dial(t, ns).Mkdir(context.Background(), "/tablet9", 0))
 	const evil = "evil\x1b[2K\r/tablet9 unlocked"
 	for _, args := range [][]string{
@@ -70,7 +70,7 @@ func TestHolderWithTerminalEscapesIsRefused(t *testing.T) {
 // escapes (the namespace takes any character but NUL) shows escaped in
 // every line lockctl prints about it.
 func TestLockOutputEscapesNames(t *testing.T) {
-	ns := testcluster.Start(t).NameServerAddr
+	ns := testcluster.Start(t)
 	const dir = "/tablet9\x1b[2K\rtablet8"
 	const escaped = `/tablet9\x1b[2K\rtablet8`
 	require.NoError(t, dial(t, ns).Mkdir(context.Background(), dir, 0))

@@ -64,7 +64,7 @@ var grantedLine = regexp.MustCompile(`^locked (/\S*): epoch (\d+), holder (\S+),
 // seen by the others, refused to a second taker and to a non-forced
 // unlock, forced away (the holder exits 6), then recorded in history.
 func TestLockLifecycle(t *testing.T) {
-	ns := testcluster.Start(t).NameServerAddr
+	ns := testcluster.Start(t)
 	require.NoError(t, dial(t, ns).MkdirAll(context.Background(), "/tera/t1/sub", 0))
 
 	holder := start(t, ns, "lock", "--holder", "alice:1:1", "/tera/t1")
@@ -184,7 +184,7 @@ func TestLockLifecycle(t *testing.T) {
 // TestLockReleasedOnInterrupt: SIGINT (the cancelled context) releases
 // the lock and exits 0; a waiting lockctl gets it then.
 func TestLockReleasedOnInterrupt(t *testing.T) {
-	ns := testcluster.Start(t).NameServerAddr
+	ns := testcluster.Start(t)
 	require.NoError(t, dial(t, ns).MkdirAll(context.Background(), "/d", 0))
 
 	first := start(t, ns, "-o", "json", "lock", "--holder", "first:1:1", "/d")
@@ -217,7 +217,7 @@ func TestLockReleasedOnInterrupt(t *testing.T) {
 // TestOperatorLock: an operator lock outlives lockctl, is refused to a
 // non-forced unlock and released by a forced one.
 func TestOperatorLock(t *testing.T) {
-	ns := testcluster.Start(t).NameServerAddr
+	ns := testcluster.Start(t)
 	require.NoError(t, dial(t, ns).MkdirAll(context.Background(), "/maint/x", 0))
 
 	r := lockctl(t, ns, "lock", "--operator", "--holder", "ops-jane", "/maint")
@@ -254,7 +254,7 @@ func TestOperatorLock(t *testing.T) {
 // TestWatch: watch prints every transition under its prefix until
 // interrupted, as lines for people or JSON objects for scripts.
 func TestWatch(t *testing.T) {
-	ns := testcluster.Start(t).NameServerAddr
+	ns := testcluster.Start(t)
 	require.NoError(t, dial(t, ns).MkdirAll(context.Background(), "/w/a", 0))
 	require.NoError(t, dial(t, ns).MkdirAll(context.Background(), "/elsewhere", 0))
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/bfs-go/bfs/internal/certs"
 	"github.com/bfs-go/bfs/internal/clock"
 	"github.com/bfs-go/bfs/internal/fspath"
 	"github.com/bfs-go/bfs/internal/printable"
@@ -61,6 +62,9 @@ type env struct {
 	stdout, stderr io.Writer
 	clock          clock.Clock
 	nameserver     string
+	// certsDir, user and insecure say how to reach the nameserver.
+	certsDir, user string
+	insecure       bool
 	output         outputFormat
 	ran            bool
 }
@@ -127,7 +131,10 @@ func (e *env) rootCommand() *cobra.Command {
 		Long: `lockctl takes, releases, inspects and watches BFS-Go directory locks.
 
 Paths are absolute ("/dir"). The nameserver is --nameserver, or
-$BFS_NAMESERVER, or ` + DefaultNameServer + `. Output is a table, or with
+$BFS_NAMESERVER, or ` + DefaultNameServer + `. The connection is mutual TLS
+with the client certificate of --user (default ` + certs.AdminUser + `) in --certs-dir, or
+$BFS_CERTS_DIR, or ./` + certs.SandboxDir + ` (where 'bfs sandbox' makes them);
+--insecure speaks plaintext to a cluster run with --insecure. Output is a table, or with
 -o json one JSON document per command (one object per line for watch and
 for the listings: list, sessions, history).
 
@@ -147,6 +154,9 @@ for the listings: list, sessions, history).
 	}
 	root.PersistentFlags().StringVar(&e.nameserver, "nameserver", ns, "nameserver address (host:port); default from $BFS_NAMESERVER")
 	root.PersistentFlags().VarP(&e.output, "output", "o", "output format: table or json")
+	root.PersistentFlags().StringVar(&e.certsDir, "certs-dir", "", "certificates directory (default $"+certs.EnvDir+", else ./"+certs.SandboxDir+" if it exists)")
+	root.PersistentFlags().StringVar(&e.user, "user", certs.AdminUser, "client certificate to present: client.USER.crt in the certificates directory")
+	root.PersistentFlags().BoolVar(&e.insecure, "insecure", false, "plaintext, no certificates: for a cluster run with --insecure")
 	root.AddCommand(
 		e.lockCommand(),
 		e.unlockCommand(),
@@ -170,7 +180,11 @@ func (e *env) run(body func(cmd *cobra.Command, args []string) error) func(*cobr
 
 // dial returns a client of the nameserver; the caller closes it.
 func (e *env) dial(ctx context.Context, opts ...sdk.Option) (*sdk.Client, error) {
-	return sdk.Dial(ctx, e.nameserver, opts...)
+	dir, err := certs.ResolveDir(e.certsDir, e.insecure)
+	if err != nil {
+		return nil, err
+	}
+	return sdk.Dial(ctx, e.nameserver, append([]sdk.Option{sdk.WithCertsDir(dir, e.user)}, opts...)...)
 }
 
 // withClient runs a body that needs a client and one path argument

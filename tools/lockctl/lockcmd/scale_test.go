@@ -11,8 +11,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/bfs-go/bfs/cluster/testcluster"
 	"github.com/bfs-go/bfs/internal/lockfill"
@@ -39,11 +37,8 @@ const scaleSessions = 100
 // between pages.
 func TestListingsAtScale(t *testing.T) {
 	c := testcluster.Start(t)
-	ns := c.NameServerAddr
-	conn, err := grpc.NewClient(ns, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	require.NoError(t, err)
-	t.Cleanup(func() { conn.Close() })
-	raw := bfspb.NewNameServerClient(conn)
+	ns := c
+	raw := bfspb.NewNameServerClient(c.Dial(c.NameServerAddr))
 	ctx := context.Background()
 
 	start := time.Now()
@@ -158,7 +153,7 @@ func TestListingsAtScale(t *testing.T) {
 	}}
 	start = time.Now()
 	var errb bytes.Buffer
-	code := lockcmd.Main(ctx, []string{"--nameserver", ns, "-o", "json", "list", "--page-size", "1000"}, out, &errb)
+	code := lockcmd.Main(ctx, append(at(c), "-o", "json", "list", "--page-size", "1000"), out, &errb)
 	require.Equal(t, 0, code, errb.String())
 	t.Logf("lockctl -o json list --page-size 1000, changed after the first page: %v", time.Since(start).Round(time.Millisecond))
 	require.True(t, out.hooked)

@@ -62,7 +62,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"list", "--limit", "ten"}, `invalid argument "ten" for "--limit" flag`},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
-			r := lockctl(t, unreachable, tc.args...)
+			r := plain(t, unreachable, tc.args...)
 			assert.Equal(t, lockcmd.ExitUsage, r.code)
 			assert.Contains(t, r.stderr, tc.want)
 			assert.Contains(t, r.stderr, "--help' for usage.")
@@ -102,7 +102,7 @@ func TestOddInputNeverPanics(t *testing.T) {
 		{"status", "/"}, {"list", ""}, {"history", "/nope"}, {"watch", "\x00"}, {"-", "x"}, {"--", "lock"},
 		{"unlock", "--epoch", "", "/a"}, {"list", "--state", ""}, {"-o", "", "sessions"},
 	} {
-		r := lockctl(t, unreachable, args...)
+		r := plain(t, unreachable, args...)
 		assert.Contains(t, []int{1, 2}, r.code, "%q: %s", args, r.stderr)
 		assert.True(t, strings.HasPrefix(r.stderr, "lockctl"), "%q: stderr %q", args, r.stderr)
 	}
@@ -112,20 +112,20 @@ func TestUnreachableNameserver(t *testing.T) {
 	for _, args := range [][]string{
 		{"status", "/a"}, {"list"}, {"sessions"}, {"history", "/a"}, {"unlock", "--force", "/a"}, {"lock", "/a"},
 	} {
-		r := lockctl(t, unreachable, args...)
+		r := plain(t, unreachable, args...)
 		assert.Equal(t, lockcmd.ExitFailure, r.code, "%q", args)
 		assert.Contains(t, r.stderr, "service unavailable", "%q", args)
 	}
 	// sdk.WatchDirLocks cancels its context before it classifies the
 	// error, so the reason reads "context canceled" for now; the exit code
 	// is right.
-	r := lockctl(t, unreachable, "watch")
+	r := plain(t, unreachable, "watch")
 	assert.Equal(t, lockcmd.ExitFailure, r.code)
 	assert.True(t, strings.HasPrefix(r.stderr, "lockctl: watch locks /: "), r.stderr)
 }
 
 func TestNotFound(t *testing.T) {
-	ns := testcluster.Start(t).NameServerAddr
+	ns := testcluster.Start(t)
 	require.NoError(t, dial(t, ns).Touch(context.Background(), "/file"))
 	for _, args := range [][]string{
 		{"status", "/nope"}, {"history", "/nope"}, {"lock", "/nope"}, {"lock", "--operator", "--holder", "x", "/nope"},
