@@ -6,8 +6,8 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"strconv"
 	"path/filepath"
+	"strconv"
 	"syscall"
 
 	"github.com/golang/glog"
