@@ -111,7 +111,12 @@ class BfsFile final : public DfsFile {
 
   int32_t CloseFile() override {
     if (closed_.exchange(true)) return 0;
-    return Result(bfs_close(file_));
+    int code = bfs_close(file_);
+    // A writer whose file was deleted meanwhile closes fine, as a POSIX
+    // file does after its unlink: Tera's leveldb deletes an obsolete log
+    // before it closes the log's writer.
+    if (code == BFS_ERR_NOT_FOUND && writer_) return 0;
+    return Result(code);
   }
 
  private:
@@ -290,7 +295,17 @@ BfsDfs::~BfsDfs() {
 }
 
 int32_t BfsDfs::CreateDirectory(const std::string& path) {
-  return Result(bfs_mkdir(fs_, path.c_str(), 0, BFS_MKDIR_PARENTS));
+  int code = bfs_mkdir(fs_, path.c_str(), 0, BFS_MKDIR_PARENTS);
+  if (code != BFS_ERR_LOCKED && code != BFS_ERR_STALE_EPOCH && code != BFS_ERR_CLEANING) return Result(code);
+  // The nameserver refuses a mkdir under a lock it does not let pass even
+  // when the directory is there already; for Tera that is success: it
+  // creates a tablet's directory before it locks it, every time it opens
+  // the tablet (and asserts that this worked), so a second tablet server
+  // must fail at the lock, not here.
+  const std::string why = bfs_last_error_message();
+  bfs_file_info info;
+  if (bfs_stat(fs_, path.c_str(), &info) == BFS_OK && info.is_dir) return 0;
+  return Refuse(code, why);
 }
 
 int32_t BfsDfs::DeleteDirectory(const std::string& path) {

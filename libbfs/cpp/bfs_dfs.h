@@ -106,7 +106,8 @@ class DfsFile {
   // Sets the offset of the next Read (files open for reading only).
   virtual int32_t Seek(int64_t offset) = 0;
   // Closes the file; a writer's bytes are sealed on every replica and the
-  // file closed at its length. A second call returns 0.
+  // file closed at its length. A second call returns 0, and so does a
+  // writer whose file was deleted meanwhile (as close after unlink).
   virtual int32_t CloseFile() = 0;
 
   DfsFile(const DfsFile&) = delete;
@@ -118,7 +119,8 @@ class Dfs {
  public:
   Dfs() = default;
   virtual ~Dfs() {}
-  // Creates path and any missing parent; an existing directory is fine.
+  // Creates path and any missing parent; an existing directory is fine,
+  // even under a lock held by another.
   virtual int32_t CreateDirectory(const std::string& path) = 0;
   // Deletes the directory path and everything under it.
   virtual int32_t DeleteDirectory(const std::string& path) = 0;

@@ -357,6 +357,18 @@ void TestMethods() {
 
   EXPECT(0, dfs->Delete(dir + "/copy.sst"));
   FAILS(ENOENT, BFS_ERR_NOT_FOUND, dfs->Delete(dir + "/copy.sst"));
+  // A writer whose file was deleted closes fine, as after a POSIX unlink
+  // (Tera deletes an obsolete log before it closes its writer).
+  {
+    std::unique_ptr<DfsFile> f(dfs->OpenFile(dir + "/000009.log", kWriteOnly));
+    CHECK(f != nullptr);
+    EXPECT(5000, f->Write(data.data(), 5000));
+    EXPECT(0, f->Sync());
+    EXPECT(100, f->Write(data.data(), 100));
+    EXPECT(0, dfs->Delete(dir + "/000009.log"));
+    EXPECT(0, f->CloseFile());
+    FAILS(ENOENT, BFS_ERR_NOT_FOUND, dfs->Exists(dir + "/000009.log"));
+  }
   EXPECT(0, dfs->DeleteDirectory(root + "/methods"));
   FAILS(ENOENT, BFS_ERR_NOT_FOUND, dfs->Exists(dir));
 }
@@ -460,6 +472,7 @@ void TestLocks() {
   FAILS(EACCES, BFS_ERR_LOCKED, b->LockDirectory(lg));
   FAILS(EACCES, BFS_ERR_LOCKED, b->LockDirectory(root + "/locks"));  // over a's lock
   FAILS(EACCES, BFS_ERR_LOCKED, b->CreateDirectory(tablet + "/lg1"));
+  EXPECT(0, b->CreateDirectory(lg));  // there already: fine (Tera makes it before it locks)
   FAILS(EACCES, BFS_ERR_LOCKED, b->OpenFile(lg + "/b.sst", kWriteOnly));
   FAILS(EACCES, BFS_ERR_LOCKED, b->Delete(lg + "/old.sst"));
   FAILS(EACCES, BFS_ERR_LOCKED, b->Rename(lg + "/old.sst", lg + "/moved.sst"));
