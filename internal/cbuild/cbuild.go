@@ -1,7 +1,9 @@
 // Package cbuild builds libbfs, the C library of package libbfs, and C and
-// C++ programs against it with the system's compilers (gcc and g++). The
-// tests of libbfs and the capi benchmark of bfsbench use it; BUILD.md and
-// scripts/libbfs.sh say how to do the same by hand.
+// C++ programs against it with the system's compilers (gcc and g++): plain
+// programs, the C++ adapter as a plugin (a shared object linked to
+// libbfs.so) and programs that load such a plugin with dlopen. The tests
+// of libbfs and the capi and tera benchmarks of bfsbench use it; BUILD.md
+// and scripts/libbfs.sh say how to do the same by hand.
 //
 // It runs the go command and the compilers as child processes, in the
 // repository's root (found from this file's path at build time, so it

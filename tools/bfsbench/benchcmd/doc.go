@@ -62,6 +62,18 @@
 //     of the replicas it held over the time taken is the repair
 //     throughput, set against raw write / 2 (each copy reads once and
 //     writes once on the one disk).
+//   - capi: libbfs from a C process (libbfs/bench/bench.c) beside the SDK
+//     from a Go process (this binary run again, capiloop.go): lock+unlock
+//     cycles alternating in eighths of --duration, and files of --size
+//     written in 1 MiB writes, alternating which goes first.
+//   - tera: libbfs_dfs.so, Tera's DFS plugin, loaded by a C++ process
+//     (libbfs/bench/dfs_bench.cc) as Tera's loader loads it and called
+//     through Tera's leveldb::Dfs, beside the SDK from a Go process: per
+//     trial each writes one file of --size in --chunk writes and closes it
+//     (timed from the open to the close), then reads it back in --chunk
+//     reads after the chunkservers' files were dropped from the page
+//     cache; which side goes first alternates. The medians' ratios,
+//     plugin over SDK, are held to 0.8x.
 //   - all: each of the above on a fresh cluster, with defaults sized for
 //     under five minutes on two cores, etcd included; --plot-dir gets every
 //     chart.
