@@ -1,8 +1,8 @@
 // The plugin side of bfsbench's tera benchmark: sequential writes and
 // reads through libbfs_dfs.so, loaded and called as Tera loads and calls
 // its DFS plugin (dlopen with Tera's flags, dlsym("NewDfs"), calls through
-// Tera's leveldb::Dfs), with the same arguments and output as the Go SDK
-// side (bfsbench's sdkLoop).
+// Tera's leveldb::Dfs as testdata/tera_dfs.h declares it), with the same
+// arguments and output as the Go SDK side (bfsbench's sdkLoop).
 //
 //   dfs_bench write NAMESERVER PATH BYTES CHUNK
 //     OpenFile(PATH, 2), BYTES in Write calls of CHUNK bytes, CloseFile.
@@ -26,41 +26,7 @@
 #include <string>
 #include <vector>
 
-namespace leveldb {
-
-// Tera's DFS interface, as tera_plugin_test.cc declares it (see there).
-class DfsFile {
- public:
-  virtual ~DfsFile() {}
-  virtual int32_t Write(const char* data, int32_t n) = 0;
-  virtual int32_t Flush() = 0;
-  virtual int32_t Sync() = 0;
-  virtual int32_t Read(char* into, int32_t n) = 0;
-  virtual int32_t Pread(int64_t at, char* into, int32_t n) = 0;
-  virtual int64_t Tell() = 0;
-  virtual int32_t Seek(int64_t at) = 0;
-  virtual int32_t CloseFile() = 0;
-};
-
-class Dfs {
- public:
-  virtual ~Dfs() {}
-  virtual int32_t CreateDirectory(const std::string& dir) = 0;
-  virtual int32_t DeleteDirectory(const std::string& dir) = 0;
-  virtual int32_t Exists(const std::string& name) = 0;
-  virtual int32_t Delete(const std::string& name) = 0;
-  virtual int32_t GetFileSize(const std::string& name, uint64_t* bytes) = 0;
-  virtual int32_t Rename(const std::string& src, const std::string& dst) = 0;
-  virtual int32_t Copy(const std::string& src, const std::string& dst) = 0;
-  virtual int32_t ListDirectory(const std::string& dir, std::vector<std::string>* names) = 0;
-  virtual int32_t LockDirectory(const std::string& dir) = 0;
-  virtual int32_t UnlockDirectory(const std::string& dir) = 0;
-  virtual int32_t ClearDirOwner(const std::string& dir) = 0;
-  virtual DfsFile* OpenFile(const std::string& name, int32_t flags) = 0;
-  virtual int32_t Stat(const std::string& name, struct stat* st) = 0;
-};
-
-}  // namespace leveldb
+#include "tera_dfs.h"
 
 namespace {
 
@@ -91,17 +57,8 @@ int main(int argc, char** argv) {
     fprintf(stderr, "dfs_bench: need $BFS_DFS_PLUGIN, BYTES >= 0 and CHUNK > 0\n");
     return 2;
   }
-  void* h = dlopen(so, RTLD_LAZY | RTLD_LOCAL | RTLD_DEEPBIND);
-  if (h == nullptr) {
-    fprintf(stderr, "dfs_bench: dlopen %s: %s\n", so, dlerror());
-    return 1;
-  }
-  typedef leveldb::Dfs* (*Creator)(const char*);
-  Creator create = reinterpret_cast<Creator>(dlsym(h, "NewDfs"));
-  if (create == nullptr) {
-    fprintf(stderr, "dfs_bench: %s has no NewDfs\n", so);
-    return 1;
-  }
+  void* h = nullptr;
+  leveldb::Creator create = OpenPlugin(so, &h);
   const std::string conf = std::string(argv[2]) + ";holder=bfsbench-tera";
   leveldb::Dfs* dfs = create(conf.c_str());
   if (dfs == nullptr) Die("NewDfs", conf);

@@ -1,9 +1,6 @@
 // The Tera plugin test: libbfs_dfs.so loaded and called exactly as Tera
-// loads and calls a DFS plugin, with none of the plugin's headers. The
-// interface below is Tera's (the classes of src/leveldb/include/leveldb/
-// dfs.h in github:baidu/tera), declared here from that header's shape: the
-// virtual functions in its order with its signatures, Copy between Rename
-// and ListDirectory, in namespace leveldb. If the plugin's vtable differed
+// loads and calls a DFS plugin, with none of the plugin's headers: through
+// Tera's interface as tera_dfs.h declares it. If the plugin's vtable differed
 // by one slot, calls would land in the wrong methods and the checks below
 // would fail (that is how the adapter without Copy failed here: Tera's
 // ListDirectory ran its LockDirectory). If the plugin's classes were not
@@ -37,60 +34,9 @@
 
 #include "bfs.h"  // the status codes only: this program links nothing of libbfs
 #include "check.h"
+#include "tera_dfs.h"
 
 extern char** environ;
-
-namespace leveldb {
-
-// An open file of the DFS.
-class DfsFile {
- public:
-  DfsFile() {}
-  virtual ~DfsFile() {}
-  virtual int32_t Write(const char* data, int32_t n) = 0;  // bytes written, or -1
-  virtual int32_t Flush() = 0;
-  virtual int32_t Sync() = 0;
-  virtual int32_t Read(char* into, int32_t n) = 0;  // bytes read, or -1
-  virtual int32_t Pread(int64_t at, char* into, int32_t n) = 0;
-  virtual int64_t Tell() = 0;
-  virtual int32_t Seek(int64_t at) = 0;
-  virtual int32_t CloseFile() = 0;
-
- private:
-  DfsFile(const DfsFile&);
-  void operator=(const DfsFile&);
-};
-
-// Tera's open flags: not the POSIX ones.
-enum { kReadOnly = 1, kWriteOnly = 2 };
-
-// The DFS; each call returns 0, or -1 with errno.
-class Dfs {
- public:
-  Dfs() {}
-  virtual ~Dfs() {}
-  virtual int32_t CreateDirectory(const std::string& dir) = 0;
-  virtual int32_t DeleteDirectory(const std::string& dir) = 0;
-  virtual int32_t Exists(const std::string& name) = 0;
-  virtual int32_t Delete(const std::string& name) = 0;
-  virtual int32_t GetFileSize(const std::string& name, uint64_t* bytes) = 0;
-  virtual int32_t Rename(const std::string& src, const std::string& dst) = 0;
-  virtual int32_t Copy(const std::string& src, const std::string& dst) = 0;
-  virtual int32_t ListDirectory(const std::string& dir, std::vector<std::string>* names) = 0;
-  virtual int32_t LockDirectory(const std::string& dir) = 0;
-  virtual int32_t UnlockDirectory(const std::string& dir) = 0;
-  virtual int32_t ClearDirOwner(const std::string& dir) = 0;
-  virtual DfsFile* OpenFile(const std::string& name, int32_t flags) = 0;
-  virtual int32_t Stat(const std::string& name, struct stat* st) = 0;
-
- private:
-  Dfs(const Dfs&);
-  void operator=(const Dfs&);
-};
-
-typedef Dfs* (*Creator)(const char* conf);
-
-}  // namespace leveldb
 
 namespace {
 
@@ -109,25 +55,13 @@ struct Plugin {
   const char* (*message)() = nullptr;   // bfs_dfs_last_message
 } plugin;
 
-// Load opens the plugin with Tera's flags and finds NewDfs. ASan refuses
-// RTLD_DEEPBIND (the sanitizer's interceptors would be bypassed: see
-// google/sanitizers#611), so the ASan build leaves it out; the Go test
-// also runs this program built without ASan, with Tera's flags exactly.
+// Load opens the plugin as Tera does and finds its symbols.
 void Load(const char* path) {
-  int flags = RTLD_LAZY | RTLD_LOCAL | RTLD_DEEPBIND;
-#if defined(__SANITIZE_ADDRESS__)
-  flags &= ~RTLD_DEEPBIND;
-#endif
-  dlerror();
-  void* h = dlopen(path, flags);
-  if (h == nullptr) {
-    fprintf(stderr, "dlopen %s: %s\n", path, dlerror());
-    exit(1);
-  }
-  plugin.create = reinterpret_cast<leveldb::Creator>(dlsym(h, "NewDfs"));
+  void* h = nullptr;
+  plugin.create = OpenPlugin(path, &h);
   plugin.status = reinterpret_cast<int (*)()>(dlsym(h, "bfs_dfs_last_status"));
   plugin.message = reinterpret_cast<const char* (*)()>(dlsym(h, "bfs_dfs_last_message"));
-  CHECK(plugin.create != nullptr && plugin.status != nullptr && plugin.message != nullptr);
+  CHECK(plugin.status != nullptr && plugin.message != nullptr);
 }
 
 // bfs_name is the name of a bfs.h code (bfs_strerror is libbfs's, which

@@ -277,23 +277,41 @@ func capiWriteRow(name, param string, n int64, v float64) bench.Result {
 // write has side s write size bytes to path, checks the file, removes it
 // and returns the throughput the side timed, in MB/s.
 func (b *capiBench) write(ctx context.Context, s capiSide, path string, size int64) (float64, error) {
-	out, err := s.run(ctx, "write", b.addr, path, strconv.FormatInt(size, 10))
+	v, err := s.transfer(ctx, size, "write", b.addr, path, strconv.FormatInt(size, 10))
+	if err == nil {
+		err = checkWritten(ctx, b.client, path, size)
+	}
+	if err != nil {
+		return 0, err
+	}
+	return v, b.client.Remove(ctx, path)
+}
+
+// transfer runs side s with args, a transfer of size bytes, and returns
+// the throughput the side timed, in MB/s.
+func (s capiSide) transfer(ctx context.Context, size int64, args ...string) (float64, error) {
+	out, err := s.run(ctx, args...)
 	if err != nil {
 		return 0, err
 	}
 	var n int64
 	var elapsed time.Duration
 	if _, err := fmt.Sscanf(string(out), "bytes %d elapsed_ns %d", &n, &elapsed); err != nil || n != size || elapsed <= 0 {
-		return 0, fmt.Errorf("%s side printed %q", s.name, out)
+		return 0, fmt.Errorf("%s side's %s printed %q", s.name, args[0], out)
 	}
-	fi, err := b.client.Stat(ctx, path)
+	return mbps(size, elapsed), nil
+}
+
+// checkWritten checks that path holds size bytes and is closed.
+func checkWritten(ctx context.Context, client *sdk.Client, path string, size int64) error {
+	fi, err := client.Stat(ctx, path)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	if fi.Size != size || fi.WriterSession != "" {
-		return 0, fmt.Errorf("%s: %d bytes (open: %v) after the write, want %d, closed", path, fi.Size, fi.WriterSession != "", size)
+		return fmt.Errorf("%s: %d bytes (open: %v) after the write, want %d, closed", path, fi.Size, fi.WriterSession != "", size)
 	}
-	return mbps(size, elapsed), b.client.Remove(ctx, path)
+	return nil
 }
 
 // capiChart draws the two ratios, libbfs over the SDK, beside the target.

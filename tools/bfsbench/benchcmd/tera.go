@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -165,37 +164,20 @@ func (b *teraBench) trial(ctx context.Context, s capiSide, path string) (teraTri
 	var tr teraTrial
 	var err error
 	size := int64(b.o.size)
-	if tr.write, err = b.run(ctx, s, "write", path); err != nil {
+	args := func(op string) []string {
+		return []string{op, b.addr, path, strconv.FormatInt(size, 10), strconv.FormatInt(int64(b.o.chunk), 10)}
+	}
+	if tr.write, err = s.transfer(ctx, size, args("write")...); err != nil {
 		return tr, err
 	}
-	fi, err := b.client.Stat(ctx, path)
-	if err != nil {
+	if err := checkWritten(ctx, b.client, path, size); err != nil {
 		return tr, err
-	}
-	if fi.Size != size || fi.WriterSession != "" {
-		return tr, fmt.Errorf("%s: %d bytes (open: %v) after the write, want %d, closed", path, fi.Size, fi.WriterSession != "", size)
 	}
 	b.cache.dropChunkserverCache()
-	if tr.read, err = b.run(ctx, s, "read", path); err != nil {
+	if tr.read, err = s.transfer(ctx, size, args("read")...); err != nil {
 		return tr, err
 	}
 	return tr, b.client.Remove(ctx, path)
-}
-
-// run runs op (write or read) of side s on path and returns the
-// throughput it timed, in MB/s.
-func (b *teraBench) run(ctx context.Context, s capiSide, op, path string) (float64, error) {
-	size := int64(b.o.size)
-	out, err := s.run(ctx, op, b.addr, path, strconv.FormatInt(size, 10), strconv.FormatInt(int64(b.o.chunk), 10))
-	if err != nil {
-		return 0, err
-	}
-	var n int64
-	var elapsed time.Duration
-	if _, err := fmt.Sscanf(string(out), "bytes %d elapsed_ns %d", &n, &elapsed); err != nil || n != size || elapsed <= 0 {
-		return 0, fmt.Errorf("%s side's %s printed %q", s.name, op, out)
-	}
-	return mbps(size, elapsed), nil
 }
 
 // rows are the four throughputs of a trial (or of the medians).
