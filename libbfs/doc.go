@@ -9,10 +9,12 @@
 // ownership of memory, thread safety. Its prototypes are checked by the
 // compiler against the functions this package exports (internal.h gives
 // cgo the const types to match them), so the header cannot drift from the
-// library. cpp/ holds the C++ Dfs adapter over it (bfs_dfs.h); python/ a
-// ctypes binding (bfs.py) and its test; testdata/ the C and C++ test
-// programs; bench/ the C benchmark program. BUILD.md,
-// "The C API", says how to build, test and benchmark it.
+// library. cpp/ holds the C++ adapter over it (bfs_dfs.h), which is
+// Tera's DFS plugin when built as libbfs_dfs.so; python/ a ctypes binding
+// (bfs.py) and its test; testdata/ the C and C++ test programs (the Tera
+// plugin test among them); bench/ the C and C++ benchmark programs of
+// bfsbench's capi and tera. BUILD.md, "The C API" and "Running Tera on
+// BFS-Go", says how to build, test and benchmark it.
 //
 // # Layout
 //

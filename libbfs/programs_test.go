@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -20,16 +21,20 @@ import (
 )
 
 // The C and C++ test programs (testdata/) run as child processes against
-// an in-process cluster, once per build of the library:
+// an in-process cluster, in each build of the library that builds them:
 //
 //   - asan: libbfs.so, the programs built with -fsanitize=address,undefined
 //     (memory errors and leaks on the C side, a misuse of what the library
 //     returns, are fatal there);
+//   - ubsan: the same with -fsanitize=undefined alone, for the Tera plugin
+//     test: ASan refuses dlopen's RTLD_DEEPBIND, which Tera's loader uses,
+//     so the plugin is loaded with Tera's flags exactly only here;
 //   - race (only when the tests run with -race): the race-checked
 //     libbfs.a linked into non-PIE programs, so the library's Go side is
 //     checked for data races while C threads call it. The two cannot be
 //     combined: Go's race runtime and ASan each want the process's shadow
-//     memory.
+//     memory. Nor can it be a shared object, so the plugin is not built
+//     there.
 
 var programsDir string // where the libraries and programs are built
 
@@ -66,6 +71,11 @@ func variants() []variant {
 		mode:  cbuild.Shared,
 		flags: []string{"-O1", "-fno-omit-frame-pointer", "-fsanitize=address,undefined", "-fno-sanitize-recover=undefined"},
 		env:   []string{"ASAN_OPTIONS=detect_leaks=1:abort_on_error=0", "UBSAN_OPTIONS=print_stacktrace=1"},
+	}, {
+		name:  "ubsan",
+		mode:  cbuild.Shared,
+		flags: []string{"-O1", "-fno-omit-frame-pointer", "-fsanitize=undefined", "-fno-sanitize-recover=undefined"},
+		env:   []string{"UBSAN_OPTIONS=print_stacktrace=1"},
 	}}
 	if raceBuild {
 		vs = append(vs, variant{
@@ -78,11 +88,27 @@ func variants() []variant {
 	return vs
 }
 
-// programs are the test programs: name and sources (libbfs-relative).
-var programs = map[string][]string{
-	"api_test": {"testdata/api_test.c"},
-	"dfs_test": {"testdata/dfs_test.cc", "cpp/bfs_dfs.cc"},
+// program is a test program, or the plugin one loads.
+type program struct {
+	name    string
+	sources []string // libbfs-relative
+	kind    cbuild.Kind
+	// variants are the builds it is made in (and run in, unless a plugin).
+	variants []string
 }
+
+// pluginName is the C++ adapter built as Tera's DFS plugin.
+const pluginName = "libbfs_dfs.so"
+
+var programs = []program{
+	{name: "api_test", sources: []string{"testdata/api_test.c"}, variants: []string{"asan", "race"}},
+	{name: "dfs_test", sources: []string{"testdata/dfs_test.cc", "cpp/bfs_dfs.cc"}, variants: []string{"asan", "race"}},
+	{name: pluginName, sources: []string{"cpp/bfs_dfs.cc"}, kind: cbuild.Plugin, variants: []string{"asan", "ubsan"}},
+	{name: "tera_plugin_test", sources: []string{"testdata/tera_plugin_test.cc"}, kind: cbuild.Loader, variants: []string{"asan", "ubsan"}},
+}
+
+// builds reports whether variant v builds p.
+func (p program) builds(v variant) bool { return slices.Contains(p.variants, v.name) }
 
 // built builds each variant's library and programs once per test binary.
 var built struct {
@@ -123,29 +149,39 @@ func buildVariant(ctx context.Context, v variant) error {
 	if err != nil {
 		return err
 	}
-	for name, srcs := range programs {
-		p := cbuild.Program{Out: filepath.Join(dir, name), Sources: srcs, Flags: v.flags}
-		if err := cbuild.Compile(ctx, lib, p); err != nil {
+	for _, p := range programs {
+		if !p.builds(v) {
+			continue
+		}
+		c := cbuild.Program{Out: filepath.Join(dir, p.name), Sources: p.sources, Flags: v.flags, Kind: p.kind}
+		if err := cbuild.Compile(ctx, lib, c); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// runProgram runs program name of every variant against a new cluster,
-// each under its own root, and fails the test unless it exits 0 having
-// printed PASS. Its output goes to the test log.
+// runProgram runs program name in every variant that builds it against a
+// new cluster, each under its own root, and fails the test unless it exits
+// 0 having printed PASS. Its output goes to the test log. BFS_DFS_PLUGIN
+// names the variant's plugin.
 func runProgram(t *testing.T, name string) {
 	buildPrograms(t)
 	// Plaintext: libbfs takes no certificates yet.
 	c := testcluster.Start(t, testcluster.WithChunkservers(3), testcluster.Insecure())
+	i := slices.IndexFunc(programs, func(p program) bool { return p.name == name })
 	for _, v := range variants() {
+		if !programs[i].builds(v) {
+			continue
+		}
 		t.Run(v.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer cancel()
-			cmd := exec.CommandContext(ctx, filepath.Join(programsDir, v.name, name))
+			dir := filepath.Join(programsDir, v.name)
+			cmd := exec.CommandContext(ctx, filepath.Join(dir, name))
 			cmd.Env = append(os.Environ(), v.env...)
-			cmd.Env = append(cmd.Env, "BFS_NAMESERVER="+c.NameServerAddr, "BFS_TEST_ROOT=/"+name+"-"+v.name)
+			cmd.Env = append(cmd.Env, "BFS_NAMESERVER="+c.NameServerAddr, "BFS_TEST_ROOT=/"+name+"-"+v.name,
+				"BFS_DFS_PLUGIN="+filepath.Join(dir, pluginName))
 			check(t, name+" ("+v.name+")", cmd, "PASS")
 		})
 	}
@@ -180,9 +216,16 @@ func check(t *testing.T, name string, cmd *exec.Cmd, pass string) {
 // fencing, bad calls, many threads.
 func TestCAPI(t *testing.T) { runProgram(t, "api_test") }
 
-// TestDfsAdapter runs testdata/dfs_test.cc: the C++ Dfs adapter, and the
-// failover of a tablet from one server to another.
+// TestDfsAdapter runs testdata/dfs_test.cc: the C++ adapter linked in, its
+// conf parsing and what it offers beyond Tera's interface (the lost-lock
+// handler, lock status), and many threads sharing it.
 func TestDfsAdapter(t *testing.T) { runProgram(t, "dfs_test") }
+
+// TestTeraPlugin runs testdata/tera_plugin_test.cc: the adapter built as
+// libbfs_dfs.so, loaded and called as Tera loads and calls a DFS plugin
+// (its ABI, open flags and errno), and the failover of a tablet between
+// tablet-server processes, a holder killed with SIGKILL included.
+func TestTeraPlugin(t *testing.T) { runProgram(t, "tera_plugin_test") }
 
 // TestPython runs python/test_bfs.py, the test of the ctypes binding,
 // against libbfs.so.

@@ -5,16 +5,19 @@
 #   include/bfs.h, include/bfs_dfs.h    the C API and the C++ Dfs adapter
 #   lib/libbfs.so                       go build -buildmode=c-shared
 #   lib/libbfs.a                        go build -buildmode=c-archive
-#   lib/libbfs_dfs.a, lib/libbfs_dfs.so the C++ adapter (the .so links
-#                                       libbfs.so and exports NewDfs, for
-#                                       loaders that dlopen it)
-#   bin/api_test, bin/dfs_test, bin/bench  the C and C++ test programs and
-#                                       the C benchmark, against libbfs.so
+#   lib/libbfs_dfs.a, lib/libbfs_dfs.so the C++ adapter; the .so is Tera's
+#                                       DFS plugin (it links libbfs.so and
+#                                       exports NewDfs; BUILD.md, "Running
+#                                       Tera on BFS-Go")
+#   bin/api_test, bin/dfs_test, bin/tera_plugin_test, bin/bench
+#                                       the C and C++ test programs and the
+#                                       C benchmark
 #
 # Link a program with:
 #   gcc prog.c -I OUTDIR/include -L OUTDIR/lib -lbfs -Wl,-rpath,OUTDIR/lib -pthread
 # Run the test programs by hand against a running cluster:
 #   BFS_NAMESERVER=127.0.0.1:8828 BFS_TEST_ROOT=/ctest OUTDIR/bin/api_test
+#   BFS_NAMESERVER=127.0.0.1:8828 BFS_TEST_ROOT=/tera BFS_DFS_PLUGIN=OUTDIR/lib/libbfs_dfs.so OUTDIR/bin/tera_plugin_test
 # `go test -race ./libbfs` builds and runs them itself, under ASan and the
 # race detector (BUILD.md, "The C API").
 set -euo pipefail
@@ -40,6 +43,8 @@ rm "$out/lib/bfs_dfs.o"
 gcc -std=c11 "${cflags[@]}" -I libbfs/testdata libbfs/testdata/api_test.c -o "$out/bin/api_test" "${link[@]}"
 g++ -std=c++11 "${cflags[@]}" -I libbfs/testdata libbfs/testdata/dfs_test.cc "$out/lib/libbfs_dfs.a" \
   -o "$out/bin/dfs_test" "${link[@]}"
+# Links nothing of libbfs: it loads the plugin with dlopen, as Tera does.
+g++ -std=c++11 "${cflags[@]}" -I libbfs/testdata libbfs/testdata/tera_plugin_test.cc -o "$out/bin/tera_plugin_test" -ldl -pthread
 gcc -std=c11 "${cflags[@]}" libbfs/bench/bench.c -o "$out/bin/bench" "${link[@]}"
 
 echo "libbfs built in $out"

@@ -1,7 +1,9 @@
 // Package cbuild builds libbfs, the C library of package libbfs, and C and
-// C++ programs against it with the system's compilers (gcc and g++). The
-// tests of libbfs and the capi benchmark of bfsbench use it; BUILD.md and
-// scripts/libbfs.sh say how to do the same by hand.
+// C++ programs against it with the system's compilers (gcc and g++): plain
+// programs, the C++ adapter as a plugin (a shared object linked to
+// libbfs.so) and programs that load such a plugin with dlopen. The tests
+// of libbfs and the capi and tera benchmarks of bfsbench use it; BUILD.md
+// and scripts/libbfs.sh say how to do the same by hand.
 //
 // It runs the go command and the compilers as child processes, in the
 // repository's root (found from this file's path at build time, so it
@@ -104,9 +106,25 @@ func Build(ctx context.Context, dir string, mode Mode) (Lib, error) {
 	return lib, nil
 }
 
-// Program is a C or C++ program to compile against a library.
+// Kind is what Compile makes of a Program.
+type Kind int
+
+const (
+	// Executable is a program linked to the library.
+	Executable Kind = iota
+	// Plugin is a shared object linked to the library (which must be
+	// Shared), for programs that load it with dlopen: the C++ adapter as
+	// libbfs_dfs.so.
+	Plugin
+	// Loader is a program that links nothing of the library: it loads a
+	// Plugin with dlopen, as the table store does.
+	Loader
+)
+
+// Program is a C or C++ program (or shared object) to compile against a
+// library.
 type Program struct {
-	// Out is the executable to write.
+	// Out is the file to write.
 	Out string
 	// Sources are the .c or .cc files, relative to the libbfs directory
 	// ("testdata/api_test.c", "cpp/bfs_dfs.cc"). Any .cc makes it C++.
@@ -114,6 +132,7 @@ type Program struct {
 	// Flags go to the compiler before the sources ("-O2",
 	// "-fsanitize=address").
 	Flags []string
+	Kind  Kind
 }
 
 // Compile compiles p against lib. The include path has libbfs (bfs.h),
@@ -122,6 +141,9 @@ func Compile(ctx context.Context, lib Lib, p Program) error {
 	dir, err := Source("")
 	if err != nil {
 		return err
+	}
+	if p.Kind == Plugin && lib.Mode != Shared {
+		return fmt.Errorf("cbuild: a plugin needs the shared library, not %v", lib.Mode)
 	}
 	cc, std := "gcc", "-std=c11"
 	var srcs []string
@@ -133,10 +155,17 @@ func Compile(ctx context.Context, lib Lib, p Program) error {
 	}
 	args := []string{std, "-Wall", "-Wextra", "-Werror", "-g",
 		"-I" + dir, "-I" + filepath.Join(dir, "cpp"), "-I" + filepath.Join(dir, "testdata")}
+	if p.Kind == Plugin {
+		args = append(args, "-shared", "-fPIC")
+	}
 	args = append(args, p.Flags...)
 	args = append(args, srcs...)
 	args = append(args, "-o", p.Out)
-	args = append(args, linkArgs(lib)...)
+	if p.Kind == Loader {
+		args = append(args, "-ldl", "-pthread")
+	} else {
+		args = append(args, linkArgs(lib)...)
+	}
 	return run(ctx, dir, cc, args...)
 }
 

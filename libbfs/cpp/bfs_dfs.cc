@@ -1,7 +1,10 @@
-// The C++ Dfs adapter over libbfs; see bfs_dfs.h.
+// BFS-Go as a DFS plugin of Tera: the Dfs and DfsFile of bfs_dfs.h over
+// libbfs.
 #include "bfs_dfs.h"
 
-#include <fcntl.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <algorithm>
@@ -13,16 +16,35 @@ namespace bfs {
 
 namespace {
 
-thread_local int32_t last_status = 0;
+// The calling thread's last failure (LastStatus, LastMessage).
+struct Failure {
+  int code = BFS_OK;
+  std::string message;
+};
+thread_local Failure last;
 
-// Fail records code as the thread's last status and returns it negated.
-int32_t Fail(int code) {
-  last_status = -code;
-  return -code;
+// Refuse records a failure the plugin found itself (code and why) and
+// returns -1 with errno set. errno is set last: nothing after it may
+// clobber it.
+int32_t Refuse(int code, const std::string& why) {
+  last.code = code;
+  last.message = why;
+  errno = ErrnoOf(code);
+  return -1;
 }
+
+// Fail is Refuse for a failure of libbfs, explained by its message.
+int32_t Fail(int code) { return Refuse(code, bfs_last_error_message()); }
 
 // Result is 0 for BFS_OK, else Fail(code).
 int32_t Result(int code) { return code == BFS_OK ? 0 : Fail(code); }
+
+// Again returns -1 with errno set for the thread's last failure, after
+// clean-up calls that may have changed errno.
+int32_t Again() {
+  errno = ErrnoOf(last.code);
+  return -1;
+}
 
 // Clean folds repeated and trailing slashes, so that "/t1/" and "/t1" name
 // one lock here as they do on the nameserver.
@@ -43,13 +65,20 @@ bool Within(const std::string& path, const std::string& dir) {
          (path.size() == dir.size() || path[dir.size()] == '/');
 }
 
+// Count checks a byte count of Tera's (an int32_t) for a call.
+bool Count(int32_t len, const char* call) {
+  if (len >= 0) return true;
+  Refuse(BFS_ERR_INVALID_ARGUMENT, std::string(call) + ": negative length " + std::to_string(len));
+  return false;
+}
+
 class BfsFile final : public DfsFile {
  public:
   BfsFile(bfs_file file, bool writer) : file_(file), writer_(writer), closed_(false) {}
-  ~BfsFile() { CloseFile(); }
+  ~BfsFile() override { CloseFile(); }
 
   int32_t Write(const char* buf, int32_t len) override {
-    if (len < 0) return Fail(BFS_ERR_INVALID_ARGUMENT);
+    if (!Count(len, "write")) return -1;
     int code = bfs_write(file_, buf, static_cast<size_t>(len));
     return code == BFS_OK ? len : Fail(code);
   }
@@ -59,14 +88,14 @@ class BfsFile final : public DfsFile {
   int32_t Sync() override { return Result(bfs_sync(file_)); }
 
   int32_t Read(char* buf, int32_t len) override {
-    if (len < 0) return Fail(BFS_ERR_INVALID_ARGUMENT);
+    if (!Count(len, "read")) return -1;
     size_t n = 0;
     int code = bfs_read(file_, buf, static_cast<size_t>(len), &n);
     return code == BFS_OK ? static_cast<int32_t>(n) : Fail(code);
   }
 
   int32_t Pread(int64_t offset, char* buf, int32_t len) override {
-    if (len < 0) return Fail(BFS_ERR_INVALID_ARGUMENT);
+    if (!Count(len, "pread")) return -1;
     size_t n = 0;
     int code = bfs_pread(file_, buf, static_cast<size_t>(len), offset, &n);
     return code == BFS_OK ? static_cast<int32_t>(n) : Fail(code);
@@ -82,7 +111,12 @@ class BfsFile final : public DfsFile {
 
   int32_t CloseFile() override {
     if (closed_.exchange(true)) return 0;
-    return Result(bfs_close(file_));
+    int code = bfs_close(file_);
+    // A writer whose file was deleted meanwhile closes fine, as a POSIX
+    // file does after its unlink: Tera's leveldb deletes an obsolete log
+    // before it closes the log's writer.
+    if (code == BFS_ERR_NOT_FOUND && writer_) return 0;
+    return Result(code);
   }
 
  private:
@@ -91,9 +125,9 @@ class BfsFile final : public DfsFile {
   std::atomic<bool> closed_;
 };
 
-// Paths LockDirectory is locking now, per adapter, so that two threads
+// Paths LockDirectory is locking now, per plugin, so that two threads
 // locking one path do not end up with two handles of one lock (releasing
-// either would release the lock). Keyed by adapter.
+// either would release the lock). Keyed by plugin.
 std::mutex locking_mu;
 std::condition_variable locking_done;
 std::set<std::pair<const void*, std::string> > locking;
@@ -116,9 +150,117 @@ class LockingGuard {
   const std::pair<const void*, std::string> key_;
 };
 
+// The buffer of Copy: big enough that the calls into libbfs cost nothing
+// beside the bytes.
+const size_t kCopyBuffer = 1 << 20;
+
+std::string Trim(const std::string& s) {
+  const char* blanks = " \t\r\n";
+  size_t b = s.find_first_not_of(blanks);
+  if (b == std::string::npos) return "";
+  return s.substr(b, s.find_last_not_of(blanks) - b + 1);
+}
+
+// Split splits s at every sep.
+std::vector<std::string> Split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (;;) {
+    size_t end = s.find(sep, start);
+    out.push_back(s.substr(start, end == std::string::npos ? std::string::npos : end - start));
+    if (end == std::string::npos) return out;
+    start = end + 1;
+  }
+}
+
+// Millis parses a non-negative count of milliseconds.
+bool Millis(const std::string& s, int64_t* out) {
+  if (s.empty() || s.size() > 15 || s.find_first_not_of("0123456789") != std::string::npos) return false;
+  *out = strtoll(s.c_str(), nullptr, 10);
+  return true;
+}
+
 }  // namespace
 
-int32_t LastStatus() { return last_status; }
+int LastStatus() { return last.code; }
+
+const char* LastMessage() { return last.message.c_str(); }
+
+int ErrnoOf(int code) {
+  switch (code) {
+    case BFS_OK: return 0;
+    case BFS_ERR_NOT_FOUND: return ENOENT;
+    case BFS_ERR_EXISTS: return EEXIST;
+    case BFS_ERR_NOT_DIRECTORY: return ENOTDIR;
+    case BFS_ERR_IS_DIRECTORY: return EISDIR;
+    case BFS_ERR_NOT_EMPTY: return ENOTEMPTY;
+    case BFS_ERR_INVALID_ARGUMENT: return EINVAL;
+    // Whatever stands for "another owns this directory, or this client
+    // lost it": Tera's Env reads EACCES as IOPermissionDenied, on which a
+    // tablet stops writing, never retries, and is unloaded.
+    case BFS_ERR_PERMISSION_DENIED:
+    case BFS_ERR_LOCKED:
+    case BFS_ERR_STALE_EPOCH:
+    case BFS_ERR_LOCK_LOST:
+    case BFS_ERR_SEALED:
+    case BFS_ERR_SESSION_EXPIRED: return EACCES;
+    // Not applied, and the same call may succeed later.
+    case BFS_ERR_CLEANING:
+    case BFS_ERR_NOT_LEADER: return EAGAIN;
+    case BFS_ERR_UNLOCKED: return ENOLCK;
+    case BFS_ERR_TIMEOUT: return ETIMEDOUT;
+    case BFS_ERR_RESOURCE_EXHAUSTED: return ENOSPC;
+    case BFS_ERR_UNIMPLEMENTED: return ENOTSUP;
+    case BFS_ERR_BAD_HANDLE:
+    case BFS_ERR_NOT_OPEN:
+    case BFS_ERR_CLOSED: return EBADF;
+  }
+  // BFS_ERR_UNAVAILABLE (the outcome is unknown), BFS_ERR_CORRUPT,
+  // BFS_ERR_INTERNAL, BFS_ERR_UNKNOWN and any code newer than this table.
+  return EIO;
+}
+
+bool BfsDfsOptions::Parse(const std::string& conf, BfsDfsOptions* options, std::string* error) {
+  std::string why;
+  std::vector<std::string> fields = Split(conf, ';');
+  BfsDfsOptions o;
+  for (const std::string& a : Split(fields[0], ',')) {
+    std::string addr = Trim(a);
+    if (addr.empty() || addr.find('=') != std::string::npos) {
+      why = "the nameserver list \"" + Trim(fields[0]) + "\" is not host:port[,host:port...]";
+      break;
+    }
+    o.nameservers += (o.nameservers.empty() ? "" : ",") + addr;
+  }
+  std::set<std::string> seen;
+  for (size_t i = 1; i < fields.size() && why.empty(); i++) {
+    std::string field = Trim(fields[i]);
+    size_t eq = field.find('=');
+    std::string key = Trim(field.substr(0, eq)), value = eq == std::string::npos ? "" : Trim(field.substr(eq + 1));
+    int64_t* millis = key == "session_ttl_ms" ? &o.session_ttl_ms
+                      : key == "call_timeout_ms" ? &o.call_timeout_ms
+                      : key == "lock_wait_ms" ? &o.lock_wait_ms
+                      : key == "clear_wait_ms" ? &o.clear_wait_ms
+                                               : nullptr;
+    if (eq == std::string::npos) {
+      why = "option \"" + field + "\" is not key=value";
+    } else if (!seen.insert(key).second) {
+      why = "option " + key + " is given twice";
+    } else if (key == "holder") {
+      o.holder = value;
+    } else if (millis == nullptr) {
+      why = "unknown option \"" + key + "\" (holder, session_ttl_ms, call_timeout_ms, lock_wait_ms, clear_wait_ms)";
+    } else if (!Millis(value, millis)) {
+      why = "option " + key + "=" + value + ": want milliseconds, a non-negative integer";
+    }
+  }
+  if (!why.empty()) {
+    if (error != nullptr) *error = "conf \"" + conf + "\": " + why;
+    return false;
+  }
+  *options = o;
+  return true;
+}
 
 // HeldLock is a lock LockDirectory took: the argument of its lost-lock
 // callback. It is deleted only after bfs_unlock (or bfs_fs_close)
@@ -129,7 +271,7 @@ struct BfsDfs::HeldLock {
   bfs_lock lock;
 };
 
-BfsDfs* BfsDfs::Open(const BfsDfsOptions& options, int32_t* status) {
+BfsDfs* BfsDfs::Open(const BfsDfsOptions& options) {
   bfs_options o;
   memset(&o, 0, sizeof o);
   o.nameservers = options.nameservers.c_str();
@@ -137,9 +279,12 @@ BfsDfs* BfsDfs::Open(const BfsDfsOptions& options, int32_t* status) {
   o.session_ttl_ms = options.session_ttl_ms;
   o.call_timeout_ms = options.call_timeout_ms;
   bfs_fs fs = 0;
-  int32_t s = Result(bfs_fs_open(&o, &fs));
-  if (status != nullptr) *status = s;
-  return s == 0 ? new BfsDfs(fs, options) : nullptr;
+  int code = bfs_fs_open(&o, &fs);
+  if (code != BFS_OK) {
+    Fail(code);
+    return nullptr;
+  }
+  return new BfsDfs(fs, options);
 }
 
 BfsDfs::BfsDfs(bfs_fs fs, const BfsDfsOptions& options) : fs_(fs), options_(options) {}
@@ -150,7 +295,17 @@ BfsDfs::~BfsDfs() {
 }
 
 int32_t BfsDfs::CreateDirectory(const std::string& path) {
-  return Result(bfs_mkdir(fs_, path.c_str(), 0, BFS_MKDIR_PARENTS));
+  int code = bfs_mkdir(fs_, path.c_str(), 0, BFS_MKDIR_PARENTS);
+  if (code != BFS_ERR_LOCKED && code != BFS_ERR_STALE_EPOCH && code != BFS_ERR_CLEANING) return Result(code);
+  // The nameserver refuses a mkdir under a lock it does not let pass even
+  // when the directory is there already; for Tera that is success: it
+  // creates a tablet's directory before it locks it, every time it opens
+  // the tablet (and asserts that this worked), so a second tablet server
+  // must fail at the lock, not here.
+  const std::string why = bfs_last_error_message();
+  bfs_file_info info;
+  if (bfs_stat(fs_, path.c_str(), &info) == BFS_OK && info.is_dir) return 0;
+  return Refuse(code, why);
 }
 
 int32_t BfsDfs::DeleteDirectory(const std::string& path) {
@@ -165,7 +320,7 @@ int32_t BfsDfs::Exists(const std::string& filename) {
 int32_t BfsDfs::Delete(const std::string& filename) { return Result(bfs_remove(fs_, filename.c_str())); }
 
 int32_t BfsDfs::GetFileSize(const std::string& filename, uint64_t* size) {
-  if (size == nullptr) return Fail(BFS_ERR_INVALID_ARGUMENT);
+  if (size == nullptr) return Refuse(BFS_ERR_INVALID_ARGUMENT, "GetFileSize: size is NULL");
   bfs_file_info info;
   int code = bfs_stat(fs_, filename.c_str(), &info);
   if (code != BFS_OK) return Fail(code);
@@ -177,13 +332,40 @@ int32_t BfsDfs::Rename(const std::string& from, const std::string& to) {
   return Result(bfs_rename(fs_, from.c_str(), to.c_str()));
 }
 
+int32_t BfsDfs::Copy(const std::string& from, const std::string& to) {
+  bfs_file in = 0, out = 0;
+  int code = bfs_open(fs_, from.c_str(), &in);
+  if (code != BFS_OK) return Fail(code);
+  // The create passes the same lock check as every create.
+  code = bfs_create(fs_, to.c_str(), BFS_CREATE_OVERWRITE, 0, 0, &out);
+  if (code != BFS_OK) {
+    Fail(code);
+    bfs_close(in);
+    return Again();
+  }
+  std::vector<char> buf(kCopyBuffer);
+  for (;;) {
+    size_t n = 0;
+    code = bfs_read(in, buf.data(), buf.size(), &n);
+    if (code != BFS_OK || n == 0) break;
+    code = bfs_write(out, buf.data(), n);
+    if (code != BFS_OK) break;
+  }
+  if (code != BFS_OK) Fail(code);
+  bfs_close(in);
+  int closed = bfs_close(out);
+  if (code == BFS_OK && closed == BFS_OK) return 0;
+  if (code == BFS_OK) Fail(closed);
+  bfs_remove(fs_, to.c_str());  // never leave a partial copy behind
+  return Again();
+}
+
 int32_t BfsDfs::ListDirectory(const std::string& path, std::vector<std::string>* result) {
-  if (result == nullptr) return Fail(BFS_ERR_INVALID_ARGUMENT);
+  if (result == nullptr) return Refuse(BFS_ERR_INVALID_ARGUMENT, "ListDirectory: result is NULL");
   bfs_dirent* entries = nullptr;
   size_t count = 0;
   int code = bfs_list(fs_, path.c_str(), &entries, &count);
   if (code != BFS_OK) return Fail(code);
-  result->clear();
   for (size_t i = 0; i < count; i++) result->push_back(entries[i].name);
   bfs_dirents_free(entries, count);
   return 0;
@@ -202,7 +384,7 @@ int32_t BfsDfs::LockDirectory(const std::string& path) {
       held_.erase(it);
     }
   }
-  int32_t ignored = 0;
+  int ignored = BFS_OK;
   Release(&lost, &ignored);  // a lost lock: only its handle is freed
   bfs_lock lock = 0;
   int code = bfs_lock_dir(fs_, p.c_str(), options_.lock_wait_ms, &lock);
@@ -210,9 +392,10 @@ int32_t BfsDfs::LockDirectory(const std::string& path) {
   HeldLock* held = new HeldLock{this, p, lock};
   code = bfs_lock_on_lost(lock, &BfsDfs::OnLost, held);
   if (code != BFS_OK) {
+    Fail(code);
     bfs_unlock(lock);
     delete held;
-    return Fail(code);
+    return Again();
   }
   std::lock_guard<std::mutex> l(mu_);
   held_[p] = held;
@@ -237,17 +420,20 @@ int32_t BfsDfs::UnlockDirectory(const std::string& path) {
   // Deepest first: a nested lock goes before the one above it.
   std::sort(release.begin(), release.end(),
             [](const HeldLock* a, const HeldLock* b) { return a->path.size() > b->path.size(); });
-  int32_t status = 0;
-  Release(&release, &status);
-  return status;
+  int failure = BFS_OK;
+  Release(&release, &failure);
+  return failure == BFS_OK ? 0 : Again();
 }
 
-// Release unlocks and deletes every lock of held; *status gets the first
-// failure.
-void BfsDfs::Release(std::vector<HeldLock*>* held, int32_t* status) {
+// Release unlocks and deletes every lock of held; the first failure is
+// recorded (Fail) and its code left in *first_failure.
+void BfsDfs::Release(std::vector<HeldLock*>* held, int* first_failure) {
   for (HeldLock* h : *held) {
     int code = bfs_unlock(h->lock);
-    if (code != BFS_OK && *status == 0) *status = Fail(code);
+    if (code != BFS_OK && *first_failure == BFS_OK) {
+      Fail(code);
+      *first_failure = code;
+    }
     delete h;
   }
   held->clear();
@@ -260,34 +446,41 @@ int32_t BfsDfs::ClearDirOwner(const std::string& path) {
 DfsFile* BfsDfs::OpenFile(const std::string& filename, int32_t flags) {
   bfs_file file = 0;
   int code;
-  switch (flags & O_ACCMODE) {
-    case O_RDONLY:
+  switch (flags) {
+    case kOpenRead:
       code = bfs_open(fs_, filename.c_str(), &file);
       break;
-    case O_WRONLY:
+    case kOpenWrite:
       code = bfs_create(fs_, filename.c_str(), BFS_CREATE_OVERWRITE, 0, 0, &file);
       break;
     default:
-      code = BFS_ERR_INVALID_ARGUMENT;
+      Refuse(BFS_ERR_INVALID_ARGUMENT, "OpenFile " + filename + ": flags " + std::to_string(flags) +
+                                           " are neither 1 (read) nor 2 (write)");
+      return nullptr;
   }
   if (code != BFS_OK) {
     Fail(code);
     return nullptr;
   }
-  return new BfsFile(file, (flags & O_ACCMODE) == O_WRONLY);
+  return new BfsFile(file, flags == kOpenWrite);
 }
 
 int32_t BfsDfs::Stat(const std::string& filename, struct stat* fstat) {
-  if (fstat == nullptr) return Fail(BFS_ERR_INVALID_ARGUMENT);
+  if (fstat == nullptr) return Refuse(BFS_ERR_INVALID_ARGUMENT, "Stat: fstat is NULL");
   bfs_file_info info;
   int code = bfs_stat(fs_, filename.c_str(), &info);
   if (code != BFS_OK) return Fail(code);
   memset(fstat, 0, sizeof *fstat);
   fstat->st_size = static_cast<off_t>(info.size);
   fstat->st_mode = static_cast<mode_t>((info.is_dir ? S_IFDIR : S_IFREG) | info.mode);
-  fstat->st_mtime = static_cast<time_t>(info.mtime_ns / 1000000000);
   fstat->st_ino = static_cast<ino_t>(info.entry_id);
   fstat->st_nlink = 1;
+  fstat->st_blksize = 1 << 20;
+  fstat->st_blocks = static_cast<blkcnt_t>((info.size + 511) / 512);
+  struct timespec mtime;
+  mtime.tv_sec = static_cast<time_t>(info.mtime_ns / 1000000000);
+  mtime.tv_nsec = static_cast<long>(info.mtime_ns % 1000000000);
+  fstat->st_mtim = fstat->st_atim = fstat->st_ctim = mtime;
   return 0;
 }
 
@@ -299,7 +492,7 @@ void BfsDfs::SetLockLostHandler(const LockLostHandler& handler) {
 int32_t BfsDfs::LockStatus(const std::string& path) {
   std::lock_guard<std::mutex> l(mu_);
   auto it = held_.find(Clean(path));
-  if (it == held_.end()) return Fail(BFS_ERR_UNLOCKED);
+  if (it == held_.end()) return Refuse(BFS_ERR_UNLOCKED, "this plugin holds no lock of " + path);
   return Result(bfs_lock_poll(it->second->lock));
 }
 
@@ -311,7 +504,7 @@ uint64_t BfsDfs::LockEpoch(const std::string& path) {
   return epoch;
 }
 
-void BfsDfs::OnLost(bfs_lock, int code, const char* message, void* arg) {
+void BfsDfs::OnLost(bfs_lock, int, const char* message, void* arg) {
   // The handler may unlock the path, which deletes held: copy first.
   const HeldLock* held = static_cast<const HeldLock*>(arg);
   BfsDfs* dfs = held->dfs;
@@ -323,7 +516,7 @@ void BfsDfs::OnLost(bfs_lock, int code, const char* message, void* arg) {
   }
   if (!handler) return;
   try {
-    handler(path, -code, message != nullptr ? message : "");
+    handler(path, message != nullptr ? message : "");
   } catch (...) {
     // Nothing may unwind into the library's thread.
   }
@@ -331,8 +524,19 @@ void BfsDfs::OnLost(bfs_lock, int code, const char* message, void* arg) {
 
 }  // namespace bfs
 
-extern "C" bfs::Dfs* NewDfs(const char* conf) {
+extern "C" leveldb::Dfs* NewDfs(const char* conf) {
   bfs::BfsDfsOptions options;
-  options.nameservers = conf != nullptr ? conf : "";
-  return bfs::BfsDfs::Open(options, nullptr);
+  std::string why;
+  if (conf == nullptr || !bfs::BfsDfsOptions::Parse(conf, &options, &why)) {
+    bfs::Refuse(BFS_ERR_INVALID_ARGUMENT, conf == nullptr ? "conf is NULL" : why);
+  } else if (leveldb::Dfs* dfs = bfs::BfsDfs::Open(options)) {
+    return dfs;
+  }
+  fprintf(stderr, "bfs_dfs: NewDfs: %s\n", bfs::LastMessage());
+  bfs::Again();  // errno again, after the print
+  return nullptr;
 }
+
+extern "C" int bfs_dfs_last_status(void) { return bfs::LastStatus(); }
+
+extern "C" const char* bfs_dfs_last_message(void) { return bfs::LastMessage(); }

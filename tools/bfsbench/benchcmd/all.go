@@ -29,18 +29,19 @@ type suiteEntry struct {
 // 256 MiB puts are most of it.
 func newAllCmd(c *common) *cobra.Command {
 	locks, io, seal, fence, expiry := &locksOptions{}, defaultIOOptions(), defaultSealOptions(), defaultFenceOptions(), defaultExpiryOptions()
-	capi, scale, repair, tls := defaultCAPIOptions(), defaultScaleOptions(), defaultRepairOptions(), defaultTLSOptions()
+	capi, tera, scale, repair, tls := defaultCAPIOptions(), defaultTeraOptions(), defaultScaleOptions(), defaultRepairOptions(), defaultTLSOptions()
 	var plotDir string
 	cmd := &cobra.Command{
 		Use:   "all",
-		Short: "Run meta, locks, io, seal, fence, expiry, capi, scale, repair and tls, each on a fresh cluster, printing every table and a summary against the targets",
-		Long: `Run meta, locks, io, seal, fence, expiry, capi, scale, repair and tls, each on a fresh
-cluster, print every table as it completes, then one summary of the figures
-the issues name against their targets. --duration applies to meta, locks,
-tls and capi's lock cycles, --clients to meta, locks and tls, --vs-etcd to
-locks; the other benchmarks take their flags with a prefix (--io-size,
---seal-blocks, --fence-files, --expiry-ttl, --capi-size, --scale-locks,
---repair-size, --tls-size, ...). capi needs gcc. --csv gets every
+		Short: "Run meta, locks, io, seal, fence, expiry, capi, tera, scale, repair and tls, each on a fresh cluster, printing every table and a summary against the targets",
+		Long: `Run meta, locks, io, seal, fence, expiry, capi, tera, scale, repair and tls, each on a
+fresh cluster, print every table as it completes, then one summary of the
+figures the issues name against their targets. --duration applies to meta,
+locks, tls and capi's lock cycles, --clients to meta, locks and tls,
+--vs-etcd to locks; the other benchmarks take their flags with a prefix
+(--io-size, --seal-blocks, --fence-files, --expiry-ttl, --capi-size,
+--tera-size, --scale-locks, --repair-size, --tls-size, ...). capi and tera
+need gcc and g++. --csv gets every
 result; --plot-dir gets every benchmark's chart as <benchmark>.png.
 A benchmark that fails does not stop the others; the exit code says so.`,
 		Args: cobra.NoArgs,
@@ -52,6 +53,7 @@ A benchmark that fails does not stop the others; the exit code says so.`,
 	fence.register(f, "fence-")
 	expiry.register(f, "expiry-")
 	capi.register(f, "capi-")
+	tera.register(f, "tera-")
 	scale.register(f, "scale-")
 	repair.register(f, "repair-")
 	tls.register(f, "tls-")
@@ -64,6 +66,7 @@ A benchmark that fails does not stop the others; the exit code says so.`,
 		{"fence", func() error { return fence.validate("fence-") }, fence.run, fenceChart, nil},
 		{"expiry", func() error { return expiry.validate("expiry-") }, expiry.run, expiryChart, nil},
 		{"capi", func() error { return capi.validate("capi-") }, capi.run, capiChart, c.plainTarget},
+		{"tera", func() error { return tera.validate("tera-") }, tera.run, teraChart, c.plainTarget},
 		{"scale", func() error { return scale.validate("scale-") }, scale.run, scaleChart, c.scaleTarget},
 		{"repair", func() error { return repair.validate("repair-") }, repair.run, repairChart, repair.target(c)},
 		{"tls", func() error { return tls.validate("tls-") }, tls.run, tlsChart, c.tlsTargets},

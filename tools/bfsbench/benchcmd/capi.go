@@ -8,17 +8,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/plotutil"
-	"gonum.org/v1/plot/vg"
 
 	"github.com/bfs-go/bfs/internal/bench"
 	"github.com/bfs-go/bfs/internal/cbuild"
@@ -73,11 +68,12 @@ func (o *capiOptions) run(ctx context.Context, c *common, cl *cluster) ([]bench.
 	if cl.certsDir != "" {
 		return nil, fmt.Errorf("capi: libbfs takes no certificates yet; it needs a cluster run with --insecure")
 	}
-	cProg, remove, err := buildCBench(ctx, c)
+	dir, remove, err := buildC(ctx, c, cbuild.Program{Out: "bench", Sources: []string{"bench/bench.c"}})
 	if err != nil {
 		return nil, err
 	}
 	defer remove()
+	cProg := filepath.Join(dir, "bench")
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -133,28 +129,33 @@ type capiBench struct {
 	sides  [2]capiSide // Go, then C
 }
 
-// buildCBench builds libbfs.so and the C benchmark program against it,
-// optimized, in a temporary directory that remove deletes.
-func buildCBench(ctx context.Context, c *common) (prog string, remove func(), err error) {
+// buildC builds libbfs.so and progs against it, optimized (-O2), in a new
+// temporary directory, returned with a function that deletes it. Each
+// program's Out is a file name in that directory.
+func buildC(ctx context.Context, c *common, progs ...cbuild.Program) (dir string, remove func(), err error) {
 	if err := cbuild.Compilers(); err != nil {
 		return "", nil, err
 	}
-	dir, err := os.MkdirTemp("", "bfsbench-capi-")
+	dir, err = os.MkdirTemp("", "bfsbench-c-")
 	if err != nil {
 		return "", nil, err
 	}
 	remove = func() { os.RemoveAll(dir) }
-	c.progressf("building libbfs.so and the C benchmark in %s...", dir)
+	c.progressf("building libbfs.so and %d programs against it in %s...", len(progs), dir)
 	lib, err := cbuild.Build(ctx, dir, cbuild.Shared)
-	if err == nil {
-		prog = filepath.Join(dir, "bench")
-		err = cbuild.Compile(ctx, lib, cbuild.Program{Out: prog, Sources: []string{"bench/bench.c"}, Flags: []string{"-O2"}})
+	for _, p := range progs {
+		if err != nil {
+			break
+		}
+		p.Out = filepath.Join(dir, p.Out)
+		p.Flags = append(p.Flags, "-O2")
+		err = cbuild.Compile(ctx, lib, p)
 	}
 	if err != nil {
 		remove()
 		return "", nil, err
 	}
-	return prog, remove, nil
+	return dir, remove, nil
 }
 
 // locks measures lock+unlock cycles from Go and from C in eighths of
@@ -266,65 +267,46 @@ func capiWriteRow(name, param string, n int64, v float64) bench.Result {
 // write has side s write size bytes to path, checks the file, removes it
 // and returns the throughput the side timed, in MB/s.
 func (b *capiBench) write(ctx context.Context, s capiSide, path string, size int64) (float64, error) {
-	out, err := s.run(ctx, "write", b.addr, path, strconv.FormatInt(size, 10))
+	v, err := s.transfer(ctx, size, "write", b.addr, path, strconv.FormatInt(size, 10))
+	if err == nil {
+		err = checkWritten(ctx, b.client, path, size)
+	}
+	if err != nil {
+		return 0, err
+	}
+	return v, b.client.Remove(ctx, path)
+}
+
+// transfer runs side s with args, a transfer of size bytes, and returns
+// the throughput the side timed, in MB/s.
+func (s capiSide) transfer(ctx context.Context, size int64, args ...string) (float64, error) {
+	out, err := s.run(ctx, args...)
 	if err != nil {
 		return 0, err
 	}
 	var n int64
 	var elapsed time.Duration
 	if _, err := fmt.Sscanf(string(out), "bytes %d elapsed_ns %d", &n, &elapsed); err != nil || n != size || elapsed <= 0 {
-		return 0, fmt.Errorf("%s side printed %q", s.name, out)
+		return 0, fmt.Errorf("%s side's %s printed %q", s.name, args[0], out)
 	}
-	fi, err := b.client.Stat(ctx, path)
+	return mbps(size, elapsed), nil
+}
+
+// checkWritten checks that path holds size bytes and is closed.
+func checkWritten(ctx context.Context, client *sdk.Client, path string, size int64) error {
+	fi, err := client.Stat(ctx, path)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	if fi.Size != size || fi.WriterSession != "" {
-		return 0, fmt.Errorf("%s: %d bytes (open: %v) after the write, want %d, closed", path, fi.Size, fi.WriterSession != "", size)
+		return fmt.Errorf("%s: %d bytes (open: %v) after the write, want %d, closed", path, fi.Size, fi.WriterSession != "", size)
 	}
-	return mbps(size, elapsed), b.client.Remove(ctx, path)
+	return nil
 }
 
 // capiChart draws the two ratios, libbfs over the SDK, beside the target.
-func capiChart(results []bench.Result) (*plot.Plot, error) {
-	var vs plotter.Values
-	labels := plotter.XYLabels{}
-	var names []string
-	for _, r := range results {
-		if r.Name != capiLockRatio && r.Name != capiWriteRatio {
-			continue
-		}
-		labels.XYs = append(labels.XYs, plotter.XY{X: float64(len(vs)), Y: r.Value})
-		labels.Labels = append(labels.Labels, fmt.Sprintf("%.2fx", r.Value))
-		vs = append(vs, r.Value)
-		names = append(names, strings.TrimPrefix(r.Name, "libbfs/sdk "))
-	}
-	if len(vs) == 0 {
-		return nil, errNoData("capi ratio")
-	}
-	p := newChart("libbfs (C) over the Go SDK: throughput ratio", "", "libbfs / sdk")
-	b, err := plotter.NewBarChart(vs, vg.Points(60))
-	if err != nil {
-		return nil, err
-	}
-	b.Color = plotutil.Color(0)
-	b.LineStyle.Width = 0
-	p.Add(b)
-	l, err := plotter.NewLabels(labels)
-	if err != nil {
-		return nil, err
-	}
-	l.Offset = vg.Point{X: -vg.Points(12), Y: vg.Points(3)}
-	p.Add(l)
-	if err := addLevel(p, fmt.Sprintf("target ≥ %sx", trimFloat(capiTarget)), -0.5, float64(len(vs))-0.5, capiTarget, targetColor); err != nil {
-		return nil, err
-	}
-	p.NominalX(names...)
-	p.X.Min, p.X.Max = -0.6, float64(len(vs))-0.4
-	p.Y.Min, p.Y.Max = 0, max(1.3, slices.Max(vs)*1.3)
-	p.Legend.Left = false
-	return p, nil
-}
+var capiChart = ratioChart("libbfs (C) over the Go SDK: throughput ratio", "libbfs / sdk", "libbfs/sdk ", capiTarget,
+	capiLockRatio, capiWriteRatio)
 
 // capiVerdicts are the capi figures: each side's throughput and the two
 // ratios against their target.

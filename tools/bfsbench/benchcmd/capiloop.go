@@ -2,6 +2,7 @@ package benchcmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,19 +12,20 @@ import (
 	"github.com/bfs-go/bfs/sdk"
 )
 
-// The Go side of the capi benchmark runs in a process of its own, like
-// the C side (libbfs/bench/bench.c), so that neither shares a runtime,
-// heap and garbage collector with the in-process cluster: bfsbench runs
-// itself again with sdkLoopEnv set, and SDKLoop, called first thing by
-// main (and by the tests' TestMain), takes over. Its arguments, what it
-// does and what it prints are bench.c's exactly.
+// The Go side of the capi and tera benchmarks runs in a process of its
+// own, like the C and C++ sides (libbfs/bench/bench.c, dfs_bench.cc), so
+// that neither shares a runtime, heap and garbage collector with the
+// in-process cluster: bfsbench runs itself again with sdkLoopEnv set, and
+// SDKLoop, called first thing by main (and by the tests' TestMain), takes
+// over. Its arguments, what it does and what it prints are those of the
+// other side's program exactly.
 
 // sdkLoopEnv, set in the environment, makes the process the Go side of
-// the capi benchmark.
+// the capi or tera benchmark.
 const sdkLoopEnv = "BFSBENCH_CAPI_SDK_LOOP"
 
-// SDKLoop runs the Go side of the capi benchmark if the process was
-// started as one, and returns its exit code and true; otherwise it
+// SDKLoop runs the Go side of the capi or tera benchmark if the process
+// was started as one, and returns its exit code and true; otherwise it
 // returns false at once.
 func SDKLoop(args []string, stdout, stderr io.Writer) (int, bool) {
 	if os.Getenv(sdkLoopEnv) == "" {
@@ -36,23 +38,41 @@ func SDKLoop(args []string, stdout, stderr io.Writer) (int, bool) {
 	return 0, true
 }
 
+const sdkLoopUsage = "lock NAMESERVER DIR DURATION_MS | write NAMESERVER PATH BYTES [CHUNK] | read NAMESERVER PATH BYTES CHUNK"
+
 func sdkLoop(ctx context.Context, args []string, stdout io.Writer) error {
-	if len(args) != 4 || (args[0] != "lock" && args[0] != "write") {
-		return fmt.Errorf("usage: lock NAMESERVER DIR DURATION_MS | write NAMESERVER PATH BYTES; got %q", args)
+	ok := len(args) == 4 && (args[0] == "lock" || args[0] == "write") ||
+		len(args) == 5 && (args[0] == "write" || args[0] == "read")
+	if !ok {
+		return fmt.Errorf("usage: %s; got %q", sdkLoopUsage, args)
 	}
-	n, err := strconv.ParseInt(args[3], 10, 64)
-	if err != nil {
-		return err
+	var nums []int64
+	for _, a := range args[3:] {
+		n, err := strconv.ParseInt(a, 10, 64)
+		if err != nil {
+			return err
+		}
+		nums = append(nums, n)
+	}
+	chunk := int64(ioChunk) // bench.c's writes
+	if len(nums) == 2 {
+		chunk = nums[1]
+	}
+	if chunk <= 0 {
+		return fmt.Errorf("chunk %d: must be positive", chunk)
 	}
 	client, err := sdk.Dial(ctx, args[1], sdk.WithHolder("bfsbench-go"))
 	if err != nil {
 		return err
 	}
 	defer client.Close()
-	if args[0] == "lock" {
-		return sdkLockCycles(ctx, client, args[2], time.Duration(n)*time.Millisecond, stdout)
+	switch args[0] {
+	case "lock":
+		return sdkLockCycles(ctx, client, args[2], time.Duration(nums[0])*time.Millisecond, stdout)
+	case "write":
+		return sdkWrite(ctx, client, args[2], nums[0], chunk, stdout)
 	}
-	return sdkWrite(ctx, client, args[2], n, stdout)
+	return sdkRead(ctx, client, args[2], nums[0], chunk, stdout)
 }
 
 // sdkLockCycles is bench.c's lock_cycles.
@@ -88,29 +108,74 @@ func sdkLockCycles(ctx context.Context, client *sdk.Client, dir string, d time.D
 	return nil
 }
 
-// sdkWrite is bench.c's write_file.
-func sdkWrite(ctx context.Context, client *sdk.Client, path string, size int64, stdout io.Writer) error {
-	// bench.c's bfs_fs_open has opened the session (and the connection)
-	// before its clock starts: so here.
-	if _, err := client.Session(ctx); err != nil {
-		return err
-	}
-	buf := make([]byte, ioChunk)
+// chunkPattern is the chunk every write side writes: byte i is i*7+3.
+func chunkPattern(n int64) []byte {
+	buf := make([]byte, n)
 	for i := range buf {
 		buf[i] = byte(i*7 + 3)
 	}
+	return buf
+}
+
+// sdkWrite is bench.c's write_file and dfs_bench.cc's write.
+func sdkWrite(ctx context.Context, client *sdk.Client, path string, size, chunk int64, stdout io.Writer) error {
+	// The other side opens the session (and the connection) before its
+	// clock starts: so here.
+	if _, err := client.Session(ctx); err != nil {
+		return err
+	}
+	buf := chunkPattern(chunk)
 	start := time.Now()
 	w, err := client.Create(ctx, path, sdk.Overwrite())
 	if err != nil {
 		return err
 	}
-	for off := int64(0); off < size; off += ioChunk {
-		if _, err := w.Write(buf[:min(ioChunk, size-off)]); err != nil {
+	for off := int64(0); off < size; off += chunk {
+		if _, err := w.Write(buf[:min(chunk, size-off)]); err != nil {
 			w.Close()
 			return err
 		}
 	}
 	if err := w.CloseContext(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "bytes %d elapsed_ns %d\n", size, time.Since(start).Nanoseconds())
+	return nil
+}
+
+// sdkRead is dfs_bench.cc's read: reads of chunk bytes (each filled, as
+// libbfs's bfs_read fills it, short only at the end), the first and last
+// byte of each checked.
+func sdkRead(ctx context.Context, client *sdk.Client, path string, size, chunk int64, stdout io.Writer) error {
+	if _, err := client.Session(ctx); err != nil {
+		return err
+	}
+	buf := make([]byte, chunk)
+	start := time.Now()
+	r, err := client.Open(ctx, path)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	var done int64
+	for {
+		n, err := io.ReadFull(r, buf)
+		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+			return err
+		}
+		if n == 0 {
+			break
+		}
+		if buf[0] != 3 || buf[n-1] != byte((n-1)*7+3) {
+			return fmt.Errorf("%s: wrong bytes at %d", path, done)
+		}
+		buf[0] = 0
+		done += int64(n)
+	}
+	if done != size {
+		return fmt.Errorf("%s: read %d bytes, want %d", path, done, size)
+	}
+	if err := r.Close(); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "bytes %d elapsed_ns %d\n", size, time.Since(start).Nanoseconds())

@@ -215,6 +215,28 @@ func TestCAPI(t *testing.T) {
 	}
 }
 
+// TestTera runs the Go side in this test binary started again (see
+// TestMain) and the plugin side through libbfs_dfs.so, built with g++ and
+// loaded as Tera loads it. Not parallel, as TestCAPI.
+func TestTera(t *testing.T) {
+	if err := cbuild.Compilers(); err != nil {
+		t.Skipf("tera needs gcc and g++: %v", err)
+	}
+	png := filepath.Join(t.TempDir(), "tera.png")
+	out, rows := run(t, "tera", "--size", "3MiB", "--chunk", "100000", "--trials", "2", "--plot", png)
+	checkPNG(t, png)
+	for _, p := range []string{"trial 1", "trial 2", "median"} {
+		for _, name := range []string{"tera write (sdk)", "tera write (plugin)", "tera read (sdk)", "tera read (plugin)"} {
+			want(t, rows, name, "1", p, "value")
+		}
+	}
+	want(t, rows, "tera plugin/sdk write", "1", "median", "value")
+	want(t, rows, "tera plugin/sdk read", "1", "median", "value")
+	if !strings.Contains(out, "tera plugin/sdk read") || !strings.Contains(out, "≥ 0.80x") {
+		t.Errorf("no verdict against the target:\n%s", out)
+	}
+}
+
 func TestAll(t *testing.T) {
 	t.Parallel()
 	if err := cbuild.Compilers(); err != nil {
@@ -223,9 +245,9 @@ func TestAll(t *testing.T) {
 	plots := t.TempDir()
 	out, rows := run(t, "all", "--clients", "1", "--duration", "100ms", "--io-size", "1MiB", "--io-trials", "1",
 		"--seal-blocks", "1", "--fence-files", "2", "--fence-trials", "1", "--expiry-ttl", "1s", "--expiry-trials", "1",
-		"--capi-size", "1MiB", "--capi-trials", "1", "--scale-locks", "200", "--scale-sessions", "2", "--vs-etcd",
+		"--capi-size", "1MiB", "--capi-trials", "1", "--tera-size", "1MiB", "--tera-trials", "1", "--scale-locks", "200", "--scale-sessions", "2", "--vs-etcd",
 		"--tls-size", "1MiB", "--tls-trials", "1", "--plot-dir", plots)
-	for _, s := range []string{"meta", "locks", "io", "seal", "fence", "expiry", "capi", "scale", "tls"} {
+	for _, s := range []string{"meta", "locks", "io", "seal", "fence", "expiry", "capi", "tera", "scale", "tls"} {
 		if !strings.Contains(out, "== "+s+" (") {
 			t.Errorf("no %s table in:\n%s", s, out)
 		}
@@ -234,7 +256,7 @@ func TestAll(t *testing.T) {
 	// The summary gathers a figure of every benchmark.
 	for _, s := range []string{"== summary", "meta create+delete, 1 client", "locks bfs/etcd, 1 client", "io put / (raw write / 3)",
 		"seal sent → BlockReceived", "fence K=2", "expiry hand-over, TTL 1s", "capi libbfs/sdk lock+unlock",
-		"scale: list 200 locks through SDK iterator", "tls TLS/plaintext lock+unlock, 1 client", "tls TLS/plaintext put (median)"} {
+		"tera plugin/sdk write", "scale: list 200 locks through SDK iterator", "tls TLS/plaintext lock+unlock, 1 client", "tls TLS/plaintext put (median)"} {
 		if !strings.Contains(out, s) {
 			t.Errorf("no %q in:\n%s", s, out)
 		}
@@ -248,6 +270,7 @@ func TestAll(t *testing.T) {
 	want(t, rows, "fence", "1", "files=2", "p50_ms")
 	want(t, rows, "expiry hand-over", "1", "ttl=1s", "p50_ms")
 	want(t, rows, "libbfs/sdk write", "1", "median", "value")
+	want(t, rows, "tera plugin/sdk read", "1", "median", "value")
 	want(t, rows, "scale list (lockctl -o json)", "1", "locks=200", "value")
 	want(t, rows, "TLS/plaintext lock+unlock", "1", "", "value")
 	want(t, rows, "TLS/plaintext create", "1", "", "value")
@@ -274,6 +297,9 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"expiry", "--ttl", "-1s"}, "--ttl must be positive"},
 		{[]string{"capi", "--size", "0"}, "--size must be positive"},
 		{[]string{"all", "--capi-trials", "0"}, "--capi-trials must be at least 1"},
+		{[]string{"tera", "--chunk", "0"}, "--chunk must be in (0, 1GiB]"},
+		{[]string{"tera", "--chunk", "2GiB"}, "--chunk must be in (0, 1GiB]"},
+		{[]string{"all", "--tera-trials", "0"}, "--tera-trials must be at least 1"},
 		{[]string{"locks", "--clients", "0"}, "--clients values must be in"},
 		{[]string{"meta", "--duration", "-1s"}, "--duration must be positive"},
 		{[]string{"all", "--fence-trials", "-1"}, "--fence-trials must be at least 1"},

@@ -70,6 +70,18 @@
 //     --duration (plaintext, TLS, TLS, plaintext, twice), and a put of --size with
 //     3 replicas --trials times on each, alternating which goes first; the
 //     TLS/plaintext throughput ratios are what TLS costs.
+//   - capi: libbfs from a C process (libbfs/bench/bench.c) beside the SDK
+//     from a Go process (this binary run again, capiloop.go): lock+unlock
+//     cycles alternating in eighths of --duration, and files of --size
+//     written in 1 MiB writes, alternating which goes first.
+//   - tera: libbfs_dfs.so, Tera's DFS plugin, loaded by a C++ process
+//     (libbfs/bench/dfs_bench.cc) as Tera's loader loads it and called
+//     through Tera's leveldb::Dfs, beside the SDK from a Go process: per
+//     trial each writes one file of --size in --chunk writes and closes it
+//     (timed from the open to the close), then reads it back in --chunk
+//     reads after the chunkservers' files were dropped from the page
+//     cache; which side goes first alternates. The medians' ratios,
+//     plugin over SDK, are held to 0.8x.
 //   - all: each of the above on a fresh cluster, with defaults sized for
 //     under five minutes on two cores, etcd included; --plot-dir gets every
 //     chart.

@@ -501,3 +501,47 @@ func expiryChart(results []bench.Result) (*plot.Plot, error) {
 	p.Legend.Top, p.Legend.Left = false, false
 	return p, nil
 }
+
+// ratioChart draws the results named names, ratios, as bars labelled by
+// their names less trim, beside the target.
+func ratioChart(title, yLabel, trim string, target float64, names ...string) chartFunc {
+	return func(results []bench.Result) (*plot.Plot, error) {
+		var vs plotter.Values
+		labels := plotter.XYLabels{}
+		var bars []string
+		for _, r := range results {
+			if !slices.Contains(names, r.Name) {
+				continue
+			}
+			labels.XYs = append(labels.XYs, plotter.XY{X: float64(len(vs)), Y: r.Value})
+			labels.Labels = append(labels.Labels, fmt.Sprintf("%.2fx", r.Value))
+			vs = append(vs, r.Value)
+			bars = append(bars, strings.TrimPrefix(r.Name, trim))
+		}
+		if len(vs) == 0 {
+			return nil, errNoData(strings.Join(names, ", "))
+		}
+		p := newChart(title, "", yLabel)
+		b, err := plotter.NewBarChart(vs, vg.Points(60))
+		if err != nil {
+			return nil, err
+		}
+		b.Color = plotutil.Color(0)
+		b.LineStyle.Width = 0
+		p.Add(b)
+		l, err := plotter.NewLabels(labels)
+		if err != nil {
+			return nil, err
+		}
+		l.Offset = vg.Point{X: -vg.Points(12), Y: vg.Points(3)}
+		p.Add(l)
+		if err := addLevel(p, fmt.Sprintf("target ≥ %sx", trimFloat(target)), -0.5, float64(len(vs))-0.5, target, targetColor); err != nil {
+			return nil, err
+		}
+		p.NominalX(bars...)
+		p.X.Min, p.X.Max = -0.6, float64(len(vs))-0.4
+		p.Y.Min, p.Y.Max = 0, max(1.3, slices.Max(vs)*1.3)
+		p.Legend.Left = false
+		return p, nil
+	}
+}

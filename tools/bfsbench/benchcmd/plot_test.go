@@ -14,6 +14,7 @@ func TestChartsWithoutDataFail(t *testing.T) {
 	unrelated := []bench.Result{{Name: "other", Clients: 1, Ops: 1, Elapsed: time.Second, P50: 1, P90: 1, P99: 1}}
 	for name, chart := range map[string]chartFunc{
 		"locks": locksChart, "fence": fenceChart, "meta": metaChart, "io": ioChart, "seal": sealChart, "expiry": expiryChart,
+		"capi": capiChart, "tera": teraChart,
 	} {
 		if _, err := chart(unrelated); err == nil {
 			t.Errorf("%s: drew a chart of no data", name)

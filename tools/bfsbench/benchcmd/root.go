@@ -89,7 +89,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.PersistentPreRunE = func(*cobra.Command, []string) error { return c.startProfile() }
 	root.PersistentPostRunE = func(*cobra.Command, []string) error { return c.stopProfile() }
 	root.AddCommand(newMetaCmd(c), newLocksCmd(c), newIOCmd(c), newSealCmd(c), newFenceCmd(c),
-		newExpiryCmd(c), newCAPICmd(c), newScaleCmd(c), newRepairCmd(c), newTLSCmd(c), newAllCmd(c))
+		newExpiryCmd(c), newCAPICmd(c), newTeraCmd(c), newScaleCmd(c), newRepairCmd(c), newTLSCmd(c), newAllCmd(c))
 	return root
 }
 

@@ -40,6 +40,7 @@ const (
 	ioTarget         = 0.7  // put over raw write / replication, and get over raw read
 	etcdTarget       = 3.0  // bfs over etcd lock+unlock throughput at 64 clients
 	capiTarget       = 0.8  // libbfs (C) over the Go SDK, lock+unlock and 1 MiB writes
+	teraTarget       = 0.8  // Tera's DFS plugin over the Go SDK, sequential write and read
 	repairTarget     = 0.5  // re-replication over raw write / 2 (a copy reads once and writes once)
 	tlsLocksTarget   = 0.85 // lock+unlock with mutual TLS over plaintext at 64 clients
 	tlsPutTarget     = 0.90 // put with mutual TLS over plaintext
@@ -49,7 +50,7 @@ const (
 // verdicts returns the summary of results, in the order of the suite.
 func verdicts(results []bench.Result) []verdict {
 	var vs []verdict
-	for _, f := range []func([]bench.Result) []verdict{metaVerdicts, locksVerdicts, ioVerdicts, sealVerdicts, fenceVerdicts, expiryVerdicts, capiVerdicts, scaleVerdicts, repairVerdicts, tlsVerdicts} {
+	for _, f := range []func([]bench.Result) []verdict{metaVerdicts, locksVerdicts, ioVerdicts, sealVerdicts, fenceVerdicts, expiryVerdicts, capiVerdicts, teraVerdicts, scaleVerdicts, repairVerdicts, tlsVerdicts} {
 		vs = append(vs, f(results)...)
 	}
 	return vs
