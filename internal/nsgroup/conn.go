@@ -9,8 +9,10 @@
 // no leader (an election under way, or no majority), or one that cannot
 // be reached before the call is sent, makes the call try the next member,
 // with a jittered backoff after each round, until the call's context ends
-// or Config.Patience has passed; then it fails with UNAVAILABLE. A call
-// whose outcome is unknown because the transport failed once it was sent
+// or Config.Patience has passed; then it fails with UNAVAILABLE. A round
+// in which no member could be reached at all fails the call at once,
+// UNAVAILABLE (nothing was sent, and nobody is there to elect a leader).
+// A call whose outcome is unknown because the transport failed once it was sent
 // is retried only if its method is in Config.Idempotent; otherwise its
 // caller decides. An answer is the caller's, whatever its status (a
 // nameserver's UNAVAILABLE included), but NOT_LEADER.
@@ -186,9 +188,13 @@ func (c *Conn) Invoke(parent context.Context, method string, args, reply any, op
 	defer cancel()
 	backoff := retry.New(50*time.Millisecond, time.Second)
 	addr := c.Leader()
-	tried := 0
+	tried, unreached := 0, 0
 	for {
 		hint, err := c.invokeOn(ctx, addr, method, args, reply, opts)
+		var ns errNotSent
+		if errors.As(err, &ns) {
+			unreached++
+		}
 		switch {
 		case err == nil && hint == "":
 			return nil
@@ -204,9 +210,19 @@ func (c *Conn) Invoke(parent context.Context, method string, args, reply any, op
 			return status.Errorf(codes.Unavailable, "no nameserver of %v leads (last: %v)", c.cfg.Addrs, errOrNotLeader(err))
 		}
 		// No leader named, or the member cannot be reached: the next one,
-		// and a pause after each round.
+		// and a pause after each round. A round in which no member could
+		// be reached at all ends the call: nothing was sent, and nobody
+		// is there to elect a leader.
 		addr = c.next(addr)
-		if tried++; tried%c.members() == 0 && !retry.Sleep(ctx, clock.Real{}, backoff) {
+		tried++
+		if tried%c.members() != 0 {
+			continue
+		}
+		if unreached == c.members() {
+			return status.Errorf(codes.Unavailable, "no nameserver of %v could be reached (last: %v)", c.cfg.Addrs, err)
+		}
+		unreached = 0
+		if !retry.Sleep(ctx, clock.Real{}, backoff) {
 			if parent.Err() != nil {
 				return status.FromContextError(parent.Err()).Err()
 			}
