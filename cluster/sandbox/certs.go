@@ -122,12 +122,27 @@ func (s *Sandbox) DialOption() grpc.DialOption {
 // HTTPClient is a client of the daemons' HTTP ports (metrics): HTTPS with
 // the client certificate, or plain HTTP for an insecure sandbox. Its
 // idle connections close with CloseIdleConnections.
-func (s *Sandbox) HTTPClient() *http.Client {
+func (s *Sandbox) HTTPClient() *http.Client { return httpClient(s.client) }
+
+// AdminHTTPClient is HTTPClient with the admin certificate (the status
+// page answers admins only).
+func (s *Sandbox) AdminHTTPClient() (*http.Client, error) {
 	if s.client == nil {
+		return httpClient(nil), nil
+	}
+	admin, err := certs.LoadClient(s.CertsDir(), certs.AdminUser)
+	if err != nil {
+		return nil, err
+	}
+	return httpClient(admin), nil
+}
+
+func httpClient(c *certs.Creds) *http.Client {
+	if c == nil {
 		return &http.Client{Transport: &http.Transport{}}
 	}
 	// The transport sets the server name of each request's host.
-	return &http.Client{Transport: &http.Transport{TLSClientConfig: s.client.ClientConfig("")}}
+	return &http.Client{Transport: &http.Transport{TLSClientConfig: c.ClientConfig("")}}
 }
 
 // URL is the URL of path on the HTTP port at addr of one of the

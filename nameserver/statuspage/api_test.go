@@ -300,3 +300,36 @@ func TestPageAfterRestart(t *testing.T) {
 	require.Equal(t, statuspage.HistoryEntry{Holder: "ops", Epoch: l.Epoch, LockedAt: d.History[0].LockedAt,
 		UnlockedAt: d.History[0].UnlockedAt, Reason: "force"}, d.History[0])
 }
+
+// TestSecurePageAnswersAdminsOnly: over TLS the page and its JSON answer
+// an admin certificate, and refuse a client's (and plaintext), whatever
+// the address.
+func TestSecurePageAnswersAdminsOnly(t *testing.T) {
+	cl := testcluster.Start(t, testcluster.WithHTTP())
+	admin, err := cl.AdminHTTPClient()
+	require.NoError(t, err)
+	for _, path := range []string{"/", "/api/status", "/locks"} {
+		resp, err := admin.Get(cl.URL(cl.NameServerHTTPAddr(), path))
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode, path)
+
+		resp, err = cl.HTTPClient().Get(cl.URL(cl.NameServerHTTPAddr(), path))
+		require.NoError(t, err)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.Equal(t, http.StatusForbidden, resp.StatusCode, path)
+		require.Contains(t, string(body), "admins only")
+	}
+	// The metrics stay open to any client of the cluster (scrapers).
+	resp, err := cl.HTTPClient().Get(cl.URL(cl.NameServerHTTPAddr(), "/metrics"))
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	// Plaintext is refused by the TLS port itself.
+	resp, err = http.Get("http://" + cl.NameServerHTTPAddr() + "/")
+	if err == nil {
+		resp.Body.Close()
+		require.NotEqual(t, http.StatusOK, resp.StatusCode)
+	}
+}

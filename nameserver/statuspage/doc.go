@@ -44,10 +44,13 @@
 // ring of the last Config.History lock transitions, fed by LockEvents (a
 // subscriber that falls behind records a gap and subscribes again).
 //
-// Access: until the nameserver has TLS and an admin identity (SPEC §10),
-// the page and its JSON answer clients on loopback addresses only, unless
-// Config.Public (the nameserver's --status-public) says otherwise.
-// /metrics is not the page's and stays open to scrapers.
+// Access (SPEC §10): over TLS, which a secure nameserver serves its HTTP
+// port with, the page and its JSON answer admins only (a verified admin
+// certificate; others get 403). An insecure nameserver has no identities
+// to tell apart: then the page answers clients on loopback addresses
+// only, unless Config.Public (the nameserver's --status-public) says
+// otherwise. /metrics is not the page's: any client the port admits may
+// scrape it.
 //
 // Concurrency: one goroutine per Page, started by New and stopped by
 // Close, takes the samples and records the transitions; the rings are

@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/bfs-go/bfs/internal/certs"
 	"github.com/bfs-go/bfs/internal/clock"
 	"github.com/bfs-go/bfs/proto/bfspb"
 )
@@ -208,8 +209,9 @@ func (p *Page) run(events <-chan *bfspb.DirLockEvent, lagged <-chan struct{}, ca
 	}
 }
 
-// Handler serves the page at / and its JSON under /api/. Unless
-// Config.Public is set it answers clients on loopback addresses only.
+// Handler serves the page at / and its JSON under /api/, to admins over
+// TLS, and in plaintext to clients on loopback addresses only unless
+// Config.Public is set.
 func (p *Page) Handler() http.Handler { return p.handler }
 
 func (p *Page) routes() http.Handler {
@@ -227,21 +229,37 @@ func (p *Page) routes() http.Handler {
 	mux.HandleFunc("GET /api/chunkservers", p.json(p.chunkserverPage))
 	mux.HandleFunc("GET /api/history", p.json(p.historyPage))
 	mux.HandleFunc("GET /api/samples", p.json(p.samplesAPI))
-	if p.cfg.Public {
-		return mux
-	}
-	return loopbackOnly(mux)
+	return p.guard(mux)
 }
 
-// loopbackOnly refuses requests from clients not on a loopback address.
-func loopbackOnly(next http.Handler) http.Handler {
+// guard keeps the page to those allowed to see it. Over TLS (a secure
+// nameserver) that is an admin: the request must carry a verified admin
+// certificate, whatever its address. In plaintext (an insecure one) there
+// is nobody to tell apart, so the page answers clients on loopback
+// addresses only, unless Config.Public.
+func (p *Page) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		host, _, err := net.SplitHostPort(r.RemoteAddr)
-		if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
+		if r.TLS != nil {
+			if id, ok := certs.PeerIdentity(r.Context()); !ok || id.Kind != certs.KindAdmin {
+				http.Error(w, "the status page answers admins only: present an admin certificate (bfs cert create-client NAME --admin)",
+					http.StatusForbidden)
+				return
+			}
+			next.ServeHTTP(w, r)
+			return
+		}
+		if !p.cfg.Public && !loopback(r) {
 			http.Error(w, "the status page answers clients on loopback addresses only: "+
 				"start the nameserver with --status-public to serve it to others", http.StatusForbidden)
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// loopback reports whether the request comes from a loopback address.
+func loopback(r *http.Request) bool {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	ip := net.ParseIP(host)
+	return err == nil && ip != nil && ip.IsLoopback()
 }
