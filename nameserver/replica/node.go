@@ -687,7 +687,7 @@ func (n *Node) Status() Status {
 		Role:    strings.ToLower(n.raft.State().String()),
 		Term:    n.raft.CurrentTerm(),
 		Commit:  n.raft.CommitIndex(),
-		Applied: n.store.AppliedIndex(),
+		Applied: n.raft.AppliedIndex(),
 	}
 	st.LeaderName, _ = n.Leader()
 	st.LastLogIndex = n.raft.LastIndex()
