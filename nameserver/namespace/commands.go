@@ -74,6 +74,11 @@ var commands = newTable(
 		ungated: "a chunkserver is no part of the file tree",
 		apply:   applyDrain,
 	}),
+	describe(kind[*bfspb.ChunkserverCmd]{
+		gate:    GateNone,
+		ungated: "a chunkserver is no part of the file tree",
+		apply:   applyChunkserver,
+	}),
 	describe(kind[*bfspb.AddBlockCmd]{
 		paths:   one((*bfspb.AddBlockCmd).GetPath),
 		ids:     func(c *bfspb.AddBlockCmd) []uint64 { return []uint64{uint64(c.GetBlock().GetId())} },

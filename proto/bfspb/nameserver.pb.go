@@ -21,6 +21,65 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type VolumeState int32
+
+const (
+	VolumeState_VOLUME_STATE_UNSPECIFIED VolumeState = 0
+	// In service, taking new replicas.
+	VolumeState_VOLUME_STATE_HEALTHY VolumeState = 1
+	// In service, serving what it holds, taking no new replica: its free
+	// space is below what the placement policy keeps free, or its disk
+	// answered ENOSPC. Healthy again once space is freed.
+	VolumeState_VOLUME_STATE_FULL VolumeState = 2
+	// Out of service (I/O errors, read-only, its metadata no longer
+	// persisting, or it did not open) until the chunkserver restarts: its
+	// replicas are gone from the cluster's count.
+	VolumeState_VOLUME_STATE_FAILED VolumeState = 3
+)
+
+// Enum value maps for VolumeState.
+var (
+	VolumeState_name = map[int32]string{
+		0: "VOLUME_STATE_UNSPECIFIED",
+		1: "VOLUME_STATE_HEALTHY",
+		2: "VOLUME_STATE_FULL",
+		3: "VOLUME_STATE_FAILED",
+	}
+	VolumeState_value = map[string]int32{
+		"VOLUME_STATE_UNSPECIFIED": 0,
+		"VOLUME_STATE_HEALTHY":     1,
+		"VOLUME_STATE_FULL":        2,
+		"VOLUME_STATE_FAILED":      3,
+	}
+)
+
+func (x VolumeState) Enum() *VolumeState {
+	p := new(VolumeState)
+	*p = x
+	return p
+}
+
+func (x VolumeState) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (VolumeState) Descriptor() protoreflect.EnumDescriptor {
+	return file_nameserver_proto_enumTypes[0].Descriptor()
+}
+
+func (VolumeState) Type() protoreflect.EnumType {
+	return &file_nameserver_proto_enumTypes[0]
+}
+
+func (x VolumeState) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use VolumeState.Descriptor instead.
+func (VolumeState) EnumDescriptor() ([]byte, []int) {
+	return file_nameserver_proto_rawDescGZIP(), []int{0}
+}
+
 type ChunkserverState int32
 
 const (
@@ -68,11 +127,11 @@ func (x ChunkserverState) String() string {
 }
 
 func (ChunkserverState) Descriptor() protoreflect.EnumDescriptor {
-	return file_nameserver_proto_enumTypes[0].Descriptor()
+	return file_nameserver_proto_enumTypes[1].Descriptor()
 }
 
 func (ChunkserverState) Type() protoreflect.EnumType {
-	return &file_nameserver_proto_enumTypes[0]
+	return &file_nameserver_proto_enumTypes[1]
 }
 
 func (x ChunkserverState) Number() protoreflect.EnumNumber {
@@ -81,7 +140,7 @@ func (x ChunkserverState) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ChunkserverState.Descriptor instead.
 func (ChunkserverState) EnumDescriptor() ([]byte, []int) {
-	return file_nameserver_proto_rawDescGZIP(), []int{0}
+	return file_nameserver_proto_rawDescGZIP(), []int{1}
 }
 
 type MkdirRequest struct {
@@ -3658,7 +3717,11 @@ type RegisterRequest struct {
 	FreeBytes int64 `protobuf:"varint,5,opt,name=free_bytes,json=freeBytes,proto3" json:"free_bytes,omitempty"`
 	// The machine the chunkserver runs on, for placing replicas of a block
 	// on distinct hosts; empty means the host part of address.
-	HostId        string `protobuf:"bytes,6,opt,name=host_id,json=hostId,proto3" json:"host_id,omitempty"`
+	HostId string `protobuf:"bytes,6,opt,name=host_id,json=hostId,proto3" json:"host_id,omitempty"`
+	// The chunkserver's volumes (data directories, one per disk), by index.
+	// capacity_bytes, used_bytes and free_bytes above are their sums over
+	// the volumes in service. An empty list is one volume of those sums.
+	Volumes       []*VolumeInfo `protobuf:"bytes,7,rep,name=volumes,proto3" json:"volumes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3735,6 +3798,130 @@ func (x *RegisterRequest) GetHostId() string {
 	return ""
 }
 
+func (x *RegisterRequest) GetVolumes() []*VolumeInfo {
+	if x != nil {
+		return x.Volumes
+	}
+	return nil
+}
+
+// VolumeInfo is one volume of a chunkserver, as it reports it.
+type VolumeInfo struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Its place in the chunkserver's --data list; replicas name it
+	// (ReportedBlock.volume).
+	Index uint32      `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
+	Dir   string      `protobuf:"bytes,2,opt,name=dir,proto3" json:"dir,omitempty"`
+	State VolumeState `protobuf:"varint,3,opt,name=state,proto3,enum=bfs.VolumeState" json:"state,omitempty"`
+	// Why it failed or is full; empty when healthy.
+	Reason string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	// Its file system's size and free bytes (0 and 0: it cannot tell, or
+	// it failed); used_bytes the bytes of the replicas it holds, blocks how
+	// many. Non-DFS use is capacity - free - used.
+	CapacityBytes int64 `protobuf:"varint,5,opt,name=capacity_bytes,json=capacityBytes,proto3" json:"capacity_bytes,omitempty"`
+	FreeBytes     int64 `protobuf:"varint,6,opt,name=free_bytes,json=freeBytes,proto3" json:"free_bytes,omitempty"`
+	UsedBytes     int64 `protobuf:"varint,7,opt,name=used_bytes,json=usedBytes,proto3" json:"used_bytes,omitempty"`
+	Blocks        int64 `protobuf:"varint,8,opt,name=blocks,proto3" json:"blocks,omitempty"`
+	// How long ago it entered its state, as the chunkserver saw it (for a
+	// volume always healthy: since the chunkserver started).
+	StateAgeMs    int64 `protobuf:"varint,9,opt,name=state_age_ms,json=stateAgeMs,proto3" json:"state_age_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VolumeInfo) Reset() {
+	*x = VolumeInfo{}
+	mi := &file_nameserver_proto_msgTypes[54]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VolumeInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VolumeInfo) ProtoMessage() {}
+
+func (x *VolumeInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_nameserver_proto_msgTypes[54]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VolumeInfo.ProtoReflect.Descriptor instead.
+func (*VolumeInfo) Descriptor() ([]byte, []int) {
+	return file_nameserver_proto_rawDescGZIP(), []int{54}
+}
+
+func (x *VolumeInfo) GetIndex() uint32 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *VolumeInfo) GetDir() string {
+	if x != nil {
+		return x.Dir
+	}
+	return ""
+}
+
+func (x *VolumeInfo) GetState() VolumeState {
+	if x != nil {
+		return x.State
+	}
+	return VolumeState_VOLUME_STATE_UNSPECIFIED
+}
+
+func (x *VolumeInfo) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *VolumeInfo) GetCapacityBytes() int64 {
+	if x != nil {
+		return x.CapacityBytes
+	}
+	return 0
+}
+
+func (x *VolumeInfo) GetFreeBytes() int64 {
+	if x != nil {
+		return x.FreeBytes
+	}
+	return 0
+}
+
+func (x *VolumeInfo) GetUsedBytes() int64 {
+	if x != nil {
+		return x.UsedBytes
+	}
+	return 0
+}
+
+func (x *VolumeInfo) GetBlocks() int64 {
+	if x != nil {
+		return x.Blocks
+	}
+	return 0
+}
+
+func (x *VolumeInfo) GetStateAgeMs() int64 {
+	if x != nil {
+		return x.StateAgeMs
+	}
+	return 0
+}
+
 type RegisterResponse struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Status StatusCode             `protobuf:"varint,1,opt,name=status,proto3,enum=bfs.StatusCode" json:"status,omitempty"`
@@ -3746,14 +3933,20 @@ type RegisterResponse struct {
 	// The nameserver's cluster id, created when it formatted its data
 	// directory. A chunkserver records it at its first registration and
 	// refuses a nameserver with another one.
-	ClusterId     string `protobuf:"bytes,5,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	ClusterId string `protobuf:"bytes,5,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	// The placement policy, which the chunkserver applies when it picks a
+	// volume for a new replica: a volume keeps free the larger of
+	// min_free_bytes and (1 - max_volume_fill) of its capacity (a
+	// max_volume_fill of 0 fills to the last byte).
+	MinFreeBytes  int64   `protobuf:"varint,6,opt,name=min_free_bytes,json=minFreeBytes,proto3" json:"min_free_bytes,omitempty"`
+	MaxVolumeFill float64 `protobuf:"fixed64,7,opt,name=max_volume_fill,json=maxVolumeFill,proto3" json:"max_volume_fill,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RegisterResponse) Reset() {
 	*x = RegisterResponse{}
-	mi := &file_nameserver_proto_msgTypes[54]
+	mi := &file_nameserver_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3765,7 +3958,7 @@ func (x *RegisterResponse) String() string {
 func (*RegisterResponse) ProtoMessage() {}
 
 func (x *RegisterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nameserver_proto_msgTypes[54]
+	mi := &file_nameserver_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3778,7 +3971,7 @@ func (x *RegisterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterResponse.ProtoReflect.Descriptor instead.
 func (*RegisterResponse) Descriptor() ([]byte, []int) {
-	return file_nameserver_proto_rawDescGZIP(), []int{54}
+	return file_nameserver_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *RegisterResponse) GetStatus() StatusCode {
@@ -3823,6 +4016,20 @@ func (x *RegisterResponse) GetClusterId() string {
 	return ""
 }
 
+func (x *RegisterResponse) GetMinFreeBytes() int64 {
+	if x != nil {
+		return x.MinFreeBytes
+	}
+	return 0
+}
+
+func (x *RegisterResponse) GetMaxVolumeFill() float64 {
+	if x != nil {
+		return x.MaxVolumeFill
+	}
+	return 0
+}
+
 type HeartBeatRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	ChunkserverId int64                  `protobuf:"varint,1,opt,name=chunkserver_id,json=chunkserverId,proto3" json:"chunkserver_id,omitempty"`
@@ -3833,13 +4040,17 @@ type HeartBeatRequest struct {
 	// As in RegisterRequest.
 	CapacityBytes int64 `protobuf:"varint,6,opt,name=capacity_bytes,json=capacityBytes,proto3" json:"capacity_bytes,omitempty"`
 	FreeBytes     int64 `protobuf:"varint,7,opt,name=free_bytes,json=freeBytes,proto3" json:"free_bytes,omitempty"`
+	// As in RegisterRequest: the volumes as they are now. A volume that
+	// failed since the last heartbeat takes its replicas out of the count at
+	// once.
+	Volumes       []*VolumeInfo `protobuf:"bytes,8,rep,name=volumes,proto3" json:"volumes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *HeartBeatRequest) Reset() {
 	*x = HeartBeatRequest{}
-	mi := &file_nameserver_proto_msgTypes[55]
+	mi := &file_nameserver_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3851,7 +4062,7 @@ func (x *HeartBeatRequest) String() string {
 func (*HeartBeatRequest) ProtoMessage() {}
 
 func (x *HeartBeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nameserver_proto_msgTypes[55]
+	mi := &file_nameserver_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3864,7 +4075,7 @@ func (x *HeartBeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartBeatRequest.ProtoReflect.Descriptor instead.
 func (*HeartBeatRequest) Descriptor() ([]byte, []int) {
-	return file_nameserver_proto_rawDescGZIP(), []int{55}
+	return file_nameserver_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *HeartBeatRequest) GetChunkserverId() int64 {
@@ -3916,6 +4127,13 @@ func (x *HeartBeatRequest) GetFreeBytes() int64 {
 	return 0
 }
 
+func (x *HeartBeatRequest) GetVolumes() []*VolumeInfo {
+	if x != nil {
+		return x.Volumes
+	}
+	return nil
+}
+
 type HeartBeatResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// UNAVAILABLE with re-register set when the nameserver does not know the
@@ -3930,7 +4148,7 @@ type HeartBeatResponse struct {
 
 func (x *HeartBeatResponse) Reset() {
 	*x = HeartBeatResponse{}
-	mi := &file_nameserver_proto_msgTypes[56]
+	mi := &file_nameserver_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3942,7 +4160,7 @@ func (x *HeartBeatResponse) String() string {
 func (*HeartBeatResponse) ProtoMessage() {}
 
 func (x *HeartBeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nameserver_proto_msgTypes[56]
+	mi := &file_nameserver_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3955,7 +4173,7 @@ func (x *HeartBeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartBeatResponse.ProtoReflect.Descriptor instead.
 func (*HeartBeatResponse) Descriptor() ([]byte, []int) {
-	return file_nameserver_proto_rawDescGZIP(), []int{56}
+	return file_nameserver_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *HeartBeatResponse) GetStatus() StatusCode {
@@ -3980,18 +4198,20 @@ func (x *HeartBeatResponse) GetReregister() bool {
 }
 
 type ReportedBlock struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	BlockId       int64                  `protobuf:"varint,1,opt,name=block_id,json=blockId,proto3" json:"block_id,omitempty"`
-	Size          int64                  `protobuf:"varint,2,opt,name=size,proto3" json:"size,omitempty"`
-	Version       uint64                 `protobuf:"varint,3,opt,name=version,proto3" json:"version,omitempty"`
-	Sealed        bool                   `protobuf:"varint,4,opt,name=sealed,proto3" json:"sealed,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	BlockId int64                  `protobuf:"varint,1,opt,name=block_id,json=blockId,proto3" json:"block_id,omitempty"`
+	Size    int64                  `protobuf:"varint,2,opt,name=size,proto3" json:"size,omitempty"`
+	Version uint64                 `protobuf:"varint,3,opt,name=version,proto3" json:"version,omitempty"`
+	Sealed  bool                   `protobuf:"varint,4,opt,name=sealed,proto3" json:"sealed,omitempty"`
+	// The index of the volume holding the replica (VolumeInfo.index).
+	Volume        uint32 `protobuf:"varint,5,opt,name=volume,proto3" json:"volume,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ReportedBlock) Reset() {
 	*x = ReportedBlock{}
-	mi := &file_nameserver_proto_msgTypes[57]
+	mi := &file_nameserver_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4003,7 +4223,7 @@ func (x *ReportedBlock) String() string {
 func (*ReportedBlock) ProtoMessage() {}
 
 func (x *ReportedBlock) ProtoReflect() protoreflect.Message {
-	mi := &file_nameserver_proto_msgTypes[57]
+	mi := &file_nameserver_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4016,7 +4236,7 @@ func (x *ReportedBlock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportedBlock.ProtoReflect.Descriptor instead.
 func (*ReportedBlock) Descriptor() ([]byte, []int) {
-	return file_nameserver_proto_rawDescGZIP(), []int{57}
+	return file_nameserver_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *ReportedBlock) GetBlockId() int64 {
@@ -4047,6 +4267,13 @@ func (x *ReportedBlock) GetSealed() bool {
 	return false
 }
 
+func (x *ReportedBlock) GetVolume() uint32 {
+	if x != nil {
+		return x.Volume
+	}
+	return 0
+}
+
 // A full block report is sent in pages, so that a chunkserver with a
 // million blocks stays within the default 4 MiB message limit: pages
 // 0, 1, ... in order, one at a time, all with the same report_id, every
@@ -4069,7 +4296,7 @@ type BlockReportRequest struct {
 
 func (x *BlockReportRequest) Reset() {
 	*x = BlockReportRequest{}
-	mi := &file_nameserver_proto_msgTypes[58]
+	mi := &file_nameserver_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4081,7 +4308,7 @@ func (x *BlockReportRequest) String() string {
 func (*BlockReportRequest) ProtoMessage() {}
 
 func (x *BlockReportRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nameserver_proto_msgTypes[58]
+	mi := &file_nameserver_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4094,7 +4321,7 @@ func (x *BlockReportRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BlockReportRequest.ProtoReflect.Descriptor instead.
 func (*BlockReportRequest) Descriptor() ([]byte, []int) {
-	return file_nameserver_proto_rawDescGZIP(), []int{58}
+	return file_nameserver_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *BlockReportRequest) GetChunkserverId() int64 {
@@ -4156,7 +4383,7 @@ type BlockReportResponse struct {
 
 func (x *BlockReportResponse) Reset() {
 	*x = BlockReportResponse{}
-	mi := &file_nameserver_proto_msgTypes[59]
+	mi := &file_nameserver_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4168,7 +4395,7 @@ func (x *BlockReportResponse) String() string {
 func (*BlockReportResponse) ProtoMessage() {}
 
 func (x *BlockReportResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nameserver_proto_msgTypes[59]
+	mi := &file_nameserver_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4181,7 +4408,7 @@ func (x *BlockReportResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BlockReportResponse.ProtoReflect.Descriptor instead.
 func (*BlockReportResponse) Descriptor() ([]byte, []int) {
-	return file_nameserver_proto_rawDescGZIP(), []int{59}
+	return file_nameserver_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *BlockReportResponse) GetStatus() StatusCode {
@@ -4223,7 +4450,7 @@ type BlockReceivedRequest struct {
 
 func (x *BlockReceivedRequest) Reset() {
 	*x = BlockReceivedRequest{}
-	mi := &file_nameserver_proto_msgTypes[60]
+	mi := &file_nameserver_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4235,7 +4462,7 @@ func (x *BlockReceivedRequest) String() string {
 func (*BlockReceivedRequest) ProtoMessage() {}
 
 func (x *BlockReceivedRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nameserver_proto_msgTypes[60]
+	mi := &file_nameserver_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4248,7 +4475,7 @@ func (x *BlockReceivedRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BlockReceivedRequest.ProtoReflect.Descriptor instead.
 func (*BlockReceivedRequest) Descriptor() ([]byte, []int) {
-	return file_nameserver_proto_rawDescGZIP(), []int{60}
+	return file_nameserver_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *BlockReceivedRequest) GetChunkserverId() int64 {
@@ -4282,7 +4509,7 @@ type BlockReceivedResponse struct {
 
 func (x *BlockReceivedResponse) Reset() {
 	*x = BlockReceivedResponse{}
-	mi := &file_nameserver_proto_msgTypes[61]
+	mi := &file_nameserver_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4294,7 +4521,7 @@ func (x *BlockReceivedResponse) String() string {
 func (*BlockReceivedResponse) ProtoMessage() {}
 
 func (x *BlockReceivedResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nameserver_proto_msgTypes[61]
+	mi := &file_nameserver_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4307,7 +4534,7 @@ func (x *BlockReceivedResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BlockReceivedResponse.ProtoReflect.Descriptor instead.
 func (*BlockReceivedResponse) Descriptor() ([]byte, []int) {
-	return file_nameserver_proto_rawDescGZIP(), []int{61}
+	return file_nameserver_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *BlockReceivedResponse) GetStatus() StatusCode {
@@ -4337,7 +4564,7 @@ type BadReplica struct {
 
 func (x *BadReplica) Reset() {
 	*x = BadReplica{}
-	mi := &file_nameserver_proto_msgTypes[62]
+	mi := &file_nameserver_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4349,7 +4576,7 @@ func (x *BadReplica) String() string {
 func (*BadReplica) ProtoMessage() {}
 
 func (x *BadReplica) ProtoReflect() protoreflect.Message {
-	mi := &file_nameserver_proto_msgTypes[62]
+	mi := &file_nameserver_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4362,7 +4589,7 @@ func (x *BadReplica) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BadReplica.ProtoReflect.Descriptor instead.
 func (*BadReplica) Descriptor() ([]byte, []int) {
-	return file_nameserver_proto_rawDescGZIP(), []int{62}
+	return file_nameserver_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *BadReplica) GetBlockId() int64 {
@@ -4399,7 +4626,7 @@ type ReportBadReplicasRequest struct {
 
 func (x *ReportBadReplicasRequest) Reset() {
 	*x = ReportBadReplicasRequest{}
-	mi := &file_nameserver_proto_msgTypes[63]
+	mi := &file_nameserver_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4411,7 +4638,7 @@ func (x *ReportBadReplicasRequest) String() string {
 func (*ReportBadReplicasRequest) ProtoMessage() {}
 
 func (x *ReportBadReplicasRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nameserver_proto_msgTypes[63]
+	mi := &file_nameserver_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4424,7 +4651,7 @@ func (x *ReportBadReplicasRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportBadReplicasRequest.ProtoReflect.Descriptor instead.
 func (*ReportBadReplicasRequest) Descriptor() ([]byte, []int) {
-	return file_nameserver_proto_rawDescGZIP(), []int{63}
+	return file_nameserver_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *ReportBadReplicasRequest) GetChunkserverId() int64 {
@@ -4458,7 +4685,7 @@ type ReportBadReplicasResponse struct {
 
 func (x *ReportBadReplicasResponse) Reset() {
 	*x = ReportBadReplicasResponse{}
-	mi := &file_nameserver_proto_msgTypes[64]
+	mi := &file_nameserver_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4470,7 +4697,7 @@ func (x *ReportBadReplicasResponse) String() string {
 func (*ReportBadReplicasResponse) ProtoMessage() {}
 
 func (x *ReportBadReplicasResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nameserver_proto_msgTypes[64]
+	mi := &file_nameserver_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4483,7 +4710,7 @@ func (x *ReportBadReplicasResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportBadReplicasResponse.ProtoReflect.Descriptor instead.
 func (*ReportBadReplicasResponse) Descriptor() ([]byte, []int) {
-	return file_nameserver_proto_rawDescGZIP(), []int{64}
+	return file_nameserver_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *ReportBadReplicasResponse) GetStatus() StatusCode {
@@ -4508,7 +4735,7 @@ type GetSafeModeRequest struct {
 
 func (x *GetSafeModeRequest) Reset() {
 	*x = GetSafeModeRequest{}
-	mi := &file_nameserver_proto_msgTypes[65]
+	mi := &file_nameserver_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4520,7 +4747,7 @@ func (x *GetSafeModeRequest) String() string {
 func (*GetSafeModeRequest) ProtoMessage() {}
 
 func (x *GetSafeModeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nameserver_proto_msgTypes[65]
+	mi := &file_nameserver_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4533,7 +4760,7 @@ func (x *GetSafeModeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSafeModeRequest.ProtoReflect.Descriptor instead.
 func (*GetSafeModeRequest) Descriptor() ([]byte, []int) {
-	return file_nameserver_proto_rawDescGZIP(), []int{65}
+	return file_nameserver_proto_rawDescGZIP(), []int{66}
 }
 
 type GetSafeModeResponse struct {
@@ -4557,7 +4784,7 @@ type GetSafeModeResponse struct {
 
 func (x *GetSafeModeResponse) Reset() {
 	*x = GetSafeModeResponse{}
-	mi := &file_nameserver_proto_msgTypes[66]
+	mi := &file_nameserver_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4569,7 +4796,7 @@ func (x *GetSafeModeResponse) String() string {
 func (*GetSafeModeResponse) ProtoMessage() {}
 
 func (x *GetSafeModeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nameserver_proto_msgTypes[66]
+	mi := &file_nameserver_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4582,7 +4809,7 @@ func (x *GetSafeModeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSafeModeResponse.ProtoReflect.Descriptor instead.
 func (*GetSafeModeResponse) Descriptor() ([]byte, []int) {
-	return file_nameserver_proto_rawDescGZIP(), []int{66}
+	return file_nameserver_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *GetSafeModeResponse) GetStatus() StatusCode {
@@ -4642,7 +4869,7 @@ type LeaveSafeModeRequest struct {
 
 func (x *LeaveSafeModeRequest) Reset() {
 	*x = LeaveSafeModeRequest{}
-	mi := &file_nameserver_proto_msgTypes[67]
+	mi := &file_nameserver_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4654,7 +4881,7 @@ func (x *LeaveSafeModeRequest) String() string {
 func (*LeaveSafeModeRequest) ProtoMessage() {}
 
 func (x *LeaveSafeModeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nameserver_proto_msgTypes[67]
+	mi := &file_nameserver_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4667,7 +4894,7 @@ func (x *LeaveSafeModeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaveSafeModeRequest.ProtoReflect.Descriptor instead.
 func (*LeaveSafeModeRequest) Descriptor() ([]byte, []int) {
-	return file_nameserver_proto_rawDescGZIP(), []int{67}
+	return file_nameserver_proto_rawDescGZIP(), []int{68}
 }
 
 type LeaveSafeModeResponse struct {
@@ -4680,7 +4907,7 @@ type LeaveSafeModeResponse struct {
 
 func (x *LeaveSafeModeResponse) Reset() {
 	*x = LeaveSafeModeResponse{}
-	mi := &file_nameserver_proto_msgTypes[68]
+	mi := &file_nameserver_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4692,7 +4919,7 @@ func (x *LeaveSafeModeResponse) String() string {
 func (*LeaveSafeModeResponse) ProtoMessage() {}
 
 func (x *LeaveSafeModeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nameserver_proto_msgTypes[68]
+	mi := &file_nameserver_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4705,7 +4932,7 @@ func (x *LeaveSafeModeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaveSafeModeResponse.ProtoReflect.Descriptor instead.
 func (*LeaveSafeModeResponse) Descriptor() ([]byte, []int) {
-	return file_nameserver_proto_rawDescGZIP(), []int{68}
+	return file_nameserver_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *LeaveSafeModeResponse) GetStatus() StatusCode {
@@ -4734,7 +4961,7 @@ type DecommissionRequest struct {
 
 func (x *DecommissionRequest) Reset() {
 	*x = DecommissionRequest{}
-	mi := &file_nameserver_proto_msgTypes[69]
+	mi := &file_nameserver_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4746,7 +4973,7 @@ func (x *DecommissionRequest) String() string {
 func (*DecommissionRequest) ProtoMessage() {}
 
 func (x *DecommissionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nameserver_proto_msgTypes[69]
+	mi := &file_nameserver_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4759,7 +4986,7 @@ func (x *DecommissionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecommissionRequest.ProtoReflect.Descriptor instead.
 func (*DecommissionRequest) Descriptor() ([]byte, []int) {
-	return file_nameserver_proto_rawDescGZIP(), []int{69}
+	return file_nameserver_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *DecommissionRequest) GetAddresses() []string {
@@ -4788,7 +5015,7 @@ type DecommissionResponse struct {
 
 func (x *DecommissionResponse) Reset() {
 	*x = DecommissionResponse{}
-	mi := &file_nameserver_proto_msgTypes[70]
+	mi := &file_nameserver_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4800,7 +5027,7 @@ func (x *DecommissionResponse) String() string {
 func (*DecommissionResponse) ProtoMessage() {}
 
 func (x *DecommissionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nameserver_proto_msgTypes[70]
+	mi := &file_nameserver_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4813,7 +5040,7 @@ func (x *DecommissionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecommissionResponse.ProtoReflect.Descriptor instead.
 func (*DecommissionResponse) Descriptor() ([]byte, []int) {
-	return file_nameserver_proto_rawDescGZIP(), []int{70}
+	return file_nameserver_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *DecommissionResponse) GetStatus() StatusCode {
@@ -4857,14 +5084,24 @@ type ChunkserverInfo struct {
 	LastHeartbeatAgeMs int64 `protobuf:"varint,9,opt,name=last_heartbeat_age_ms,json=lastHeartbeatAgeMs,proto3" json:"last_heartbeat_age_ms,omitempty"`
 	// For a live draining chunkserver: the blocks it holds that still lack
 	// counting replicas elsewhere (0 once decommissioned).
-	BlocksToMove  int64 `protobuf:"varint,10,opt,name=blocks_to_move,json=blocksToMove,proto3" json:"blocks_to_move,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	BlocksToMove int64 `protobuf:"varint,10,opt,name=blocks_to_move,json=blocksToMove,proto3" json:"blocks_to_move,omitempty"`
+	// Its volumes as last reported (for a dead one: before it died).
+	Volumes []*VolumeInfo `protobuf:"bytes,11,rep,name=volumes,proto3" json:"volumes,omitempty"`
+	// How many of its volumes have failed.
+	FailedVolumes int64 `protobuf:"varint,12,opt,name=failed_volumes,json=failedVolumes,proto3" json:"failed_volumes,omitempty"`
+	// Bytes on its volumes used by other things than replicas: capacity -
+	// free - used over the volumes in service.
+	NonDfsUsedBytes int64 `protobuf:"varint,13,opt,name=non_dfs_used_bytes,json=nonDfsUsedBytes,proto3" json:"non_dfs_used_bytes,omitempty"`
+	// Time since its last full block report ended; -1 when none has since
+	// it registered.
+	LastReportAgeMs int64 `protobuf:"varint,14,opt,name=last_report_age_ms,json=lastReportAgeMs,proto3" json:"last_report_age_ms,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *ChunkserverInfo) Reset() {
 	*x = ChunkserverInfo{}
-	mi := &file_nameserver_proto_msgTypes[71]
+	mi := &file_nameserver_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4876,7 +5113,7 @@ func (x *ChunkserverInfo) String() string {
 func (*ChunkserverInfo) ProtoMessage() {}
 
 func (x *ChunkserverInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_nameserver_proto_msgTypes[71]
+	mi := &file_nameserver_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4889,7 +5126,7 @@ func (x *ChunkserverInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChunkserverInfo.ProtoReflect.Descriptor instead.
 func (*ChunkserverInfo) Descriptor() ([]byte, []int) {
-	return file_nameserver_proto_rawDescGZIP(), []int{71}
+	return file_nameserver_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *ChunkserverInfo) GetAddress() string {
@@ -4962,6 +5199,118 @@ func (x *ChunkserverInfo) GetBlocksToMove() int64 {
 	return 0
 }
 
+func (x *ChunkserverInfo) GetVolumes() []*VolumeInfo {
+	if x != nil {
+		return x.Volumes
+	}
+	return nil
+}
+
+func (x *ChunkserverInfo) GetFailedVolumes() int64 {
+	if x != nil {
+		return x.FailedVolumes
+	}
+	return 0
+}
+
+func (x *ChunkserverInfo) GetNonDfsUsedBytes() int64 {
+	if x != nil {
+		return x.NonDfsUsedBytes
+	}
+	return 0
+}
+
+func (x *ChunkserverInfo) GetLastReportAgeMs() int64 {
+	if x != nil {
+		return x.LastReportAgeMs
+	}
+	return 0
+}
+
+// BlockHealth is the state of every block, as the repair last counted it,
+// in the one sense of a good replica: sealed at the block's length, on a
+// volume in service, not known corrupt (SPEC 4b, "What counts").
+type BlockHealth struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Blocks with fewer counting replicas (good, not on a draining
+	// chunkserver) than their file's replication.
+	UnderReplicatedBlocks int64 `protobuf:"varint,1,opt,name=under_replicated_blocks,json=underReplicatedBlocks,proto3" json:"under_replicated_blocks,omitempty"`
+	// Blocks of closed files with no good replica: nobody can read them.
+	MissingBlocks int64 `protobuf:"varint,2,opt,name=missing_blocks,json=missingBlocks,proto3" json:"missing_blocks,omitempty"`
+	// Replicas reported corrupt and not yet deleted.
+	CorruptReplicas int64 `protobuf:"varint,3,opt,name=corrupt_replicas,json=corruptReplicas,proto3" json:"corrupt_replicas,omitempty"`
+	// Under-replicated blocks waiting for a copy, and copies under way.
+	RepairQueue          int64 `protobuf:"varint,4,opt,name=repair_queue,json=repairQueue,proto3" json:"repair_queue,omitempty"`
+	RepairCopiesInFlight int64 `protobuf:"varint,5,opt,name=repair_copies_in_flight,json=repairCopiesInFlight,proto3" json:"repair_copies_in_flight,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
+}
+
+func (x *BlockHealth) Reset() {
+	*x = BlockHealth{}
+	mi := &file_nameserver_proto_msgTypes[73]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BlockHealth) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BlockHealth) ProtoMessage() {}
+
+func (x *BlockHealth) ProtoReflect() protoreflect.Message {
+	mi := &file_nameserver_proto_msgTypes[73]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BlockHealth.ProtoReflect.Descriptor instead.
+func (*BlockHealth) Descriptor() ([]byte, []int) {
+	return file_nameserver_proto_rawDescGZIP(), []int{73}
+}
+
+func (x *BlockHealth) GetUnderReplicatedBlocks() int64 {
+	if x != nil {
+		return x.UnderReplicatedBlocks
+	}
+	return 0
+}
+
+func (x *BlockHealth) GetMissingBlocks() int64 {
+	if x != nil {
+		return x.MissingBlocks
+	}
+	return 0
+}
+
+func (x *BlockHealth) GetCorruptReplicas() int64 {
+	if x != nil {
+		return x.CorruptReplicas
+	}
+	return 0
+}
+
+func (x *BlockHealth) GetRepairQueue() int64 {
+	if x != nil {
+		return x.RepairQueue
+	}
+	return 0
+}
+
+func (x *BlockHealth) GetRepairCopiesInFlight() int64 {
+	if x != nil {
+		return x.RepairCopiesInFlight
+	}
+	return 0
+}
+
 // Paged like ListSessions, sorted by address.
 type ListChunkserversRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -4973,7 +5322,7 @@ type ListChunkserversRequest struct {
 
 func (x *ListChunkserversRequest) Reset() {
 	*x = ListChunkserversRequest{}
-	mi := &file_nameserver_proto_msgTypes[72]
+	mi := &file_nameserver_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4985,7 +5334,7 @@ func (x *ListChunkserversRequest) String() string {
 func (*ListChunkserversRequest) ProtoMessage() {}
 
 func (x *ListChunkserversRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nameserver_proto_msgTypes[72]
+	mi := &file_nameserver_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4998,7 +5347,7 @@ func (x *ListChunkserversRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListChunkserversRequest.ProtoReflect.Descriptor instead.
 func (*ListChunkserversRequest) Descriptor() ([]byte, []int) {
-	return file_nameserver_proto_rawDescGZIP(), []int{72}
+	return file_nameserver_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *ListChunkserversRequest) GetPageSize() uint32 {
@@ -5021,13 +5370,15 @@ type ListChunkserversResponse struct {
 	Message       string                 `protobuf:"bytes,15,opt,name=message,proto3" json:"message,omitempty"`
 	Chunkservers  []*ChunkserverInfo     `protobuf:"bytes,2,rep,name=chunkservers,proto3" json:"chunkservers,omitempty"`
 	NextPageToken string                 `protobuf:"bytes,3,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	// The cluster's block health, on every page.
+	Health        *BlockHealth `protobuf:"bytes,4,opt,name=health,proto3" json:"health,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ListChunkserversResponse) Reset() {
 	*x = ListChunkserversResponse{}
-	mi := &file_nameserver_proto_msgTypes[73]
+	mi := &file_nameserver_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5039,7 +5390,7 @@ func (x *ListChunkserversResponse) String() string {
 func (*ListChunkserversResponse) ProtoMessage() {}
 
 func (x *ListChunkserversResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nameserver_proto_msgTypes[73]
+	mi := &file_nameserver_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5052,7 +5403,7 @@ func (x *ListChunkserversResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListChunkserversResponse.ProtoReflect.Descriptor instead.
 func (*ListChunkserversResponse) Descriptor() ([]byte, []int) {
-	return file_nameserver_proto_rawDescGZIP(), []int{73}
+	return file_nameserver_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *ListChunkserversResponse) GetStatus() StatusCode {
@@ -5083,6 +5434,13 @@ func (x *ListChunkserversResponse) GetNextPageToken() string {
 	return ""
 }
 
+func (x *ListChunkserversResponse) GetHealth() *BlockHealth {
+	if x != nil {
+		return x.Health
+	}
+	return nil
+}
+
 // Fsck is paged: each response covers a stretch of the walk (files in
 // path order, parents before children) and next_page_token resumes after
 // it; the listing is complete when it is empty. A page may report no file
@@ -5102,7 +5460,7 @@ type FsckRequest struct {
 
 func (x *FsckRequest) Reset() {
 	*x = FsckRequest{}
-	mi := &file_nameserver_proto_msgTypes[74]
+	mi := &file_nameserver_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5114,7 +5472,7 @@ func (x *FsckRequest) String() string {
 func (*FsckRequest) ProtoMessage() {}
 
 func (x *FsckRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nameserver_proto_msgTypes[74]
+	mi := &file_nameserver_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5127,7 +5485,7 @@ func (x *FsckRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FsckRequest.ProtoReflect.Descriptor instead.
 func (*FsckRequest) Descriptor() ([]byte, []int) {
-	return file_nameserver_proto_rawDescGZIP(), []int{74}
+	return file_nameserver_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *FsckRequest) GetPath() string {
@@ -5155,24 +5513,31 @@ type FsckBlock struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	BlockId int64                  `protobuf:"varint,1,opt,name=block_id,json=blockId,proto3" json:"block_id,omitempty"`
 	Size    int64                  `protobuf:"varint,2,opt,name=size,proto3" json:"size,omitempty"`
-	// Replicas that count: on live chunkservers, neither corrupt nor
-	// draining.
+	// Replicas that count: good (sealed at the block's length, on a volume
+	// in service, not known corrupt) and not on a draining chunkserver.
 	Replicas []string `protobuf:"bytes,3,rep,name=replicas,proto3" json:"replicas,omitempty"`
-	// Replicas marked corrupt, and those on draining chunkservers.
+	// Replicas marked corrupt, and good ones on draining chunkservers.
 	Corrupt  []string `protobuf:"bytes,4,rep,name=corrupt,proto3" json:"corrupt,omitempty"`
 	Draining []string `protobuf:"bytes,5,rep,name=draining,proto3" json:"draining,omitempty"`
 	// Fewer counting replicas than the file's replication, with at least
-	// one replica on a live chunkserver.
+	// one good replica.
 	UnderReplicated bool `protobuf:"varint,6,opt,name=under_replicated,json=underReplicated,proto3" json:"under_replicated,omitempty"`
-	// No replica on a live chunkserver at all.
-	Missing       bool `protobuf:"varint,7,opt,name=missing,proto3" json:"missing,omitempty"`
+	// No good replica at all: nobody can read the block (its replicas, if
+	// any, are corrupt or short).
+	Missing bool `protobuf:"varint,7,opt,name=missing,proto3" json:"missing,omitempty"`
+	// More counting replicas than the file's replication.
+	OverReplicated bool `protobuf:"varint,8,opt,name=over_replicated,json=overReplicated,proto3" json:"over_replicated,omitempty"`
+	// Replicas that are no full copy: unsealed, or sealed at another
+	// length than the block's (the repair deletes them once the block has
+	// its replication in good ones).
+	Stale         []string `protobuf:"bytes,9,rep,name=stale,proto3" json:"stale,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *FsckBlock) Reset() {
 	*x = FsckBlock{}
-	mi := &file_nameserver_proto_msgTypes[75]
+	mi := &file_nameserver_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5184,7 +5549,7 @@ func (x *FsckBlock) String() string {
 func (*FsckBlock) ProtoMessage() {}
 
 func (x *FsckBlock) ProtoReflect() protoreflect.Message {
-	mi := &file_nameserver_proto_msgTypes[75]
+	mi := &file_nameserver_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5197,7 +5562,7 @@ func (x *FsckBlock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FsckBlock.ProtoReflect.Descriptor instead.
 func (*FsckBlock) Descriptor() ([]byte, []int) {
-	return file_nameserver_proto_rawDescGZIP(), []int{75}
+	return file_nameserver_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *FsckBlock) GetBlockId() int64 {
@@ -5249,6 +5614,20 @@ func (x *FsckBlock) GetMissing() bool {
 	return false
 }
 
+func (x *FsckBlock) GetOverReplicated() bool {
+	if x != nil {
+		return x.OverReplicated
+	}
+	return false
+}
+
+func (x *FsckBlock) GetStale() []string {
+	if x != nil {
+		return x.Stale
+	}
+	return nil
+}
+
 type FsckFile struct {
 	state       protoimpl.MessageState `protogen:"open.v1"`
 	Path        string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
@@ -5265,7 +5644,7 @@ type FsckFile struct {
 
 func (x *FsckFile) Reset() {
 	*x = FsckFile{}
-	mi := &file_nameserver_proto_msgTypes[76]
+	mi := &file_nameserver_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5277,7 +5656,7 @@ func (x *FsckFile) String() string {
 func (*FsckFile) ProtoMessage() {}
 
 func (x *FsckFile) ProtoReflect() protoreflect.Message {
-	mi := &file_nameserver_proto_msgTypes[76]
+	mi := &file_nameserver_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5290,7 +5669,7 @@ func (x *FsckFile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FsckFile.ProtoReflect.Descriptor instead.
 func (*FsckFile) Descriptor() ([]byte, []int) {
-	return file_nameserver_proto_rawDescGZIP(), []int{76}
+	return file_nameserver_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *FsckFile) GetPath() string {
@@ -5339,14 +5718,15 @@ type FsckTotals struct {
 	// Blocks with at least one replica marked corrupt.
 	CorruptBlocks int64 `protobuf:"varint,7,opt,name=corrupt_blocks,json=corruptBlocks,proto3" json:"corrupt_blocks,omitempty"`
 	// Files open for write (their last block is not judged).
-	OpenFiles     int64 `protobuf:"varint,8,opt,name=open_files,json=openFiles,proto3" json:"open_files,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	OpenFiles            int64 `protobuf:"varint,8,opt,name=open_files,json=openFiles,proto3" json:"open_files,omitempty"`
+	OverReplicatedBlocks int64 `protobuf:"varint,9,opt,name=over_replicated_blocks,json=overReplicatedBlocks,proto3" json:"over_replicated_blocks,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
 }
 
 func (x *FsckTotals) Reset() {
 	*x = FsckTotals{}
-	mi := &file_nameserver_proto_msgTypes[77]
+	mi := &file_nameserver_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5358,7 +5738,7 @@ func (x *FsckTotals) String() string {
 func (*FsckTotals) ProtoMessage() {}
 
 func (x *FsckTotals) ProtoReflect() protoreflect.Message {
-	mi := &file_nameserver_proto_msgTypes[77]
+	mi := &file_nameserver_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5371,7 +5751,7 @@ func (x *FsckTotals) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FsckTotals.ProtoReflect.Descriptor instead.
 func (*FsckTotals) Descriptor() ([]byte, []int) {
-	return file_nameserver_proto_rawDescGZIP(), []int{77}
+	return file_nameserver_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *FsckTotals) GetFiles() int64 {
@@ -5430,6 +5810,13 @@ func (x *FsckTotals) GetOpenFiles() int64 {
 	return 0
 }
 
+func (x *FsckTotals) GetOverReplicatedBlocks() int64 {
+	if x != nil {
+		return x.OverReplicatedBlocks
+	}
+	return 0
+}
+
 type FsckResponse struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	Status  StatusCode             `protobuf:"varint,1,opt,name=status,proto3,enum=bfs.StatusCode" json:"status,omitempty"`
@@ -5439,13 +5826,16 @@ type FsckResponse struct {
 	// Totals over this stretch of the walk: add them up over the pages.
 	Totals        *FsckTotals `protobuf:"bytes,3,opt,name=totals,proto3" json:"totals,omitempty"`
 	NextPageToken string      `protobuf:"bytes,4,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	// The nameserver is in safe mode: chunkservers may hold replicas it
+	// has not heard of yet, so a block may look missing that is not.
+	SafeMode      bool `protobuf:"varint,5,opt,name=safe_mode,json=safeMode,proto3" json:"safe_mode,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *FsckResponse) Reset() {
 	*x = FsckResponse{}
-	mi := &file_nameserver_proto_msgTypes[78]
+	mi := &file_nameserver_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5457,7 +5847,7 @@ func (x *FsckResponse) String() string {
 func (*FsckResponse) ProtoMessage() {}
 
 func (x *FsckResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nameserver_proto_msgTypes[78]
+	mi := &file_nameserver_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5470,7 +5860,7 @@ func (x *FsckResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FsckResponse.ProtoReflect.Descriptor instead.
 func (*FsckResponse) Descriptor() ([]byte, []int) {
-	return file_nameserver_proto_rawDescGZIP(), []int{78}
+	return file_nameserver_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *FsckResponse) GetStatus() StatusCode {
@@ -5506,6 +5896,13 @@ func (x *FsckResponse) GetNextPageToken() string {
 		return x.NextPageToken
 	}
 	return ""
+}
+
+func (x *FsckResponse) GetSafeMode() bool {
+	if x != nil {
+		return x.SafeMode
+	}
+	return false
 }
 
 var File_nameserver_proto protoreflect.FileDescriptor
@@ -5795,7 +6192,7 @@ const file_nameserver_proto_rawDesc = "" +
 	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
 	"\amessage\x18\x0f \x01(\tR\amessage\x12/\n" +
 	"\aentries\x18\x02 \x03(\v2\x15.bfs.LockHistoryEntryR\aentries\x12&\n" +
-	"\x0fnext_page_token\x18\x03 \x01(\tR\rnextPageToken\"\xc8\x01\n" +
+	"\x0fnext_page_token\x18\x03 \x01(\tR\rnextPageToken\"\xf3\x01\n" +
 	"\x0fRegisterRequest\x12\x18\n" +
 	"\aaddress\x18\x01 \x01(\tR\aaddress\x12%\n" +
 	"\x0ecapacity_bytes\x18\x02 \x01(\x03R\rcapacityBytes\x12\x1d\n" +
@@ -5805,7 +6202,22 @@ const file_nameserver_proto_rawDesc = "" +
 	"cluster_id\x18\x04 \x01(\tR\tclusterId\x12\x1d\n" +
 	"\n" +
 	"free_bytes\x18\x05 \x01(\x03R\tfreeBytes\x12\x17\n" +
-	"\ahost_id\x18\x06 \x01(\tR\x06hostId\"\xfd\x01\n" +
+	"\ahost_id\x18\x06 \x01(\tR\x06hostId\x12)\n" +
+	"\avolumes\x18\a \x03(\v2\x0f.bfs.VolumeInfoR\avolumes\"\x93\x02\n" +
+	"\n" +
+	"VolumeInfo\x12\x14\n" +
+	"\x05index\x18\x01 \x01(\rR\x05index\x12\x10\n" +
+	"\x03dir\x18\x02 \x01(\tR\x03dir\x12&\n" +
+	"\x05state\x18\x03 \x01(\x0e2\x10.bfs.VolumeStateR\x05state\x12\x16\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\x12%\n" +
+	"\x0ecapacity_bytes\x18\x05 \x01(\x03R\rcapacityBytes\x12\x1d\n" +
+	"\n" +
+	"free_bytes\x18\x06 \x01(\x03R\tfreeBytes\x12\x1d\n" +
+	"\n" +
+	"used_bytes\x18\a \x01(\x03R\tusedBytes\x12\x16\n" +
+	"\x06blocks\x18\b \x01(\x03R\x06blocks\x12 \n" +
+	"\fstate_age_ms\x18\t \x01(\x03R\n" +
+	"stateAgeMs\"\xcb\x02\n" +
 	"\x10RegisterResponse\x12'\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
 	"\amessage\x18\x0f \x01(\tR\amessage\x12%\n" +
@@ -5813,7 +6225,9 @@ const file_nameserver_proto_rawDesc = "" +
 	"\x15heartbeat_interval_ms\x18\x03 \x01(\x03R\x13heartbeatIntervalMs\x12,\n" +
 	"\x12report_interval_ms\x18\x04 \x01(\x03R\x10reportIntervalMs\x12\x1d\n" +
 	"\n" +
-	"cluster_id\x18\x05 \x01(\tR\tclusterId\"\x80\x02\n" +
+	"cluster_id\x18\x05 \x01(\tR\tclusterId\x12$\n" +
+	"\x0emin_free_bytes\x18\x06 \x01(\x03R\fminFreeBytes\x12&\n" +
+	"\x0fmax_volume_fill\x18\a \x01(\x01R\rmaxVolumeFill\"\xab\x02\n" +
 	"\x10HeartBeatRequest\x12%\n" +
 	"\x0echunkserver_id\x18\x01 \x01(\x03R\rchunkserverId\x12\x18\n" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x12\x1d\n" +
@@ -5824,18 +6238,20 @@ const file_nameserver_proto_rawDesc = "" +
 	"\x0epending_writes\x18\x05 \x01(\x03R\rpendingWrites\x12%\n" +
 	"\x0ecapacity_bytes\x18\x06 \x01(\x03R\rcapacityBytes\x12\x1d\n" +
 	"\n" +
-	"free_bytes\x18\a \x01(\x03R\tfreeBytes\"v\n" +
+	"free_bytes\x18\a \x01(\x03R\tfreeBytes\x12)\n" +
+	"\avolumes\x18\b \x03(\v2\x0f.bfs.VolumeInfoR\avolumes\"v\n" +
 	"\x11HeartBeatResponse\x12'\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
 	"\amessage\x18\x0f \x01(\tR\amessage\x12\x1e\n" +
 	"\n" +
 	"reregister\x18\x02 \x01(\bR\n" +
-	"reregister\"p\n" +
+	"reregister\"\x88\x01\n" +
 	"\rReportedBlock\x12\x19\n" +
 	"\bblock_id\x18\x01 \x01(\x03R\ablockId\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x03R\x04size\x12\x18\n" +
 	"\aversion\x18\x03 \x01(\x04R\aversion\x12\x16\n" +
-	"\x06sealed\x18\x04 \x01(\bR\x06sealed\"\xc6\x01\n" +
+	"\x06sealed\x18\x04 \x01(\bR\x06sealed\x12\x16\n" +
+	"\x06volume\x18\x05 \x01(\rR\x06volume\"\xc6\x01\n" +
 	"\x12BlockReportRequest\x12%\n" +
 	"\x0echunkserver_id\x18\x01 \x01(\x03R\rchunkserverId\x12\x18\n" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x12*\n" +
@@ -5887,7 +6303,7 @@ const file_nameserver_proto_rawDesc = "" +
 	"\x14DecommissionResponse\x12'\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
 	"\amessage\x18\x0f \x01(\tR\amessage\x128\n" +
-	"\fchunkservers\x18\x02 \x03(\v2\x14.bfs.ChunkserverInfoR\fchunkservers\"\xde\x02\n" +
+	"\fchunkservers\x18\x02 \x03(\v2\x14.bfs.ChunkserverInfoR\fchunkservers\"\x8a\x04\n" +
 	"\x0fChunkserverInfo\x12\x18\n" +
 	"\aaddress\x18\x01 \x01(\tR\aaddress\x12\x12\n" +
 	"\x04host\x18\x02 \x01(\tR\x04host\x12+\n" +
@@ -5901,21 +6317,32 @@ const file_nameserver_proto_rawDesc = "" +
 	"\x06blocks\x18\b \x01(\x03R\x06blocks\x121\n" +
 	"\x15last_heartbeat_age_ms\x18\t \x01(\x03R\x12lastHeartbeatAgeMs\x12$\n" +
 	"\x0eblocks_to_move\x18\n" +
-	" \x01(\x03R\fblocksToMove\"U\n" +
+	" \x01(\x03R\fblocksToMove\x12)\n" +
+	"\avolumes\x18\v \x03(\v2\x0f.bfs.VolumeInfoR\avolumes\x12%\n" +
+	"\x0efailed_volumes\x18\f \x01(\x03R\rfailedVolumes\x12+\n" +
+	"\x12non_dfs_used_bytes\x18\r \x01(\x03R\x0fnonDfsUsedBytes\x12+\n" +
+	"\x12last_report_age_ms\x18\x0e \x01(\x03R\x0flastReportAgeMs\"\xf1\x01\n" +
+	"\vBlockHealth\x126\n" +
+	"\x17under_replicated_blocks\x18\x01 \x01(\x03R\x15underReplicatedBlocks\x12%\n" +
+	"\x0emissing_blocks\x18\x02 \x01(\x03R\rmissingBlocks\x12)\n" +
+	"\x10corrupt_replicas\x18\x03 \x01(\x03R\x0fcorruptReplicas\x12!\n" +
+	"\frepair_queue\x18\x04 \x01(\x03R\vrepairQueue\x125\n" +
+	"\x17repair_copies_in_flight\x18\x05 \x01(\x03R\x14repairCopiesInFlight\"U\n" +
 	"\x17ListChunkserversRequest\x12\x1b\n" +
 	"\tpage_size\x18\x01 \x01(\rR\bpageSize\x12\x1d\n" +
 	"\n" +
-	"page_token\x18\x02 \x01(\tR\tpageToken\"\xbf\x01\n" +
+	"page_token\x18\x02 \x01(\tR\tpageToken\"\xe9\x01\n" +
 	"\x18ListChunkserversResponse\x12'\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
 	"\amessage\x18\x0f \x01(\tR\amessage\x128\n" +
 	"\fchunkservers\x18\x02 \x03(\v2\x14.bfs.ChunkserverInfoR\fchunkservers\x12&\n" +
-	"\x0fnext_page_token\x18\x03 \x01(\tR\rnextPageToken\"]\n" +
+	"\x0fnext_page_token\x18\x03 \x01(\tR\rnextPageToken\x12(\n" +
+	"\x06health\x18\x04 \x01(\v2\x10.bfs.BlockHealthR\x06health\"]\n" +
 	"\vFsckRequest\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x1d\n" +
 	"\n" +
 	"page_token\x18\x02 \x01(\tR\tpageToken\x12\x1b\n" +
-	"\tpage_size\x18\x03 \x01(\rR\bpageSize\"\xd1\x01\n" +
+	"\tpage_size\x18\x03 \x01(\rR\bpageSize\"\x90\x02\n" +
 	"\tFsckBlock\x12\x19\n" +
 	"\bblock_id\x18\x01 \x01(\x03R\ablockId\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x03R\x04size\x12\x1a\n" +
@@ -5923,13 +6350,15 @@ const file_nameserver_proto_rawDesc = "" +
 	"\acorrupt\x18\x04 \x03(\tR\acorrupt\x12\x1a\n" +
 	"\bdraining\x18\x05 \x03(\tR\bdraining\x12)\n" +
 	"\x10under_replicated\x18\x06 \x01(\bR\x0funderReplicated\x12\x18\n" +
-	"\amissing\x18\a \x01(\bR\amissing\"\x90\x01\n" +
+	"\amissing\x18\a \x01(\bR\amissing\x12'\n" +
+	"\x0fover_replicated\x18\b \x01(\bR\x0eoverReplicated\x12\x14\n" +
+	"\x05stale\x18\t \x03(\tR\x05stale\"\x90\x01\n" +
 	"\bFsckFile\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12 \n" +
 	"\vreplication\x18\x02 \x01(\rR\vreplication\x12\x12\n" +
 	"\x04size\x18\x03 \x01(\x03R\x04size\x12\x12\n" +
 	"\x04open\x18\x04 \x01(\bR\x04open\x12&\n" +
-	"\x06blocks\x18\x05 \x03(\v2\x0e.bfs.FsckBlockR\x06blocks\"\x89\x02\n" +
+	"\x06blocks\x18\x05 \x03(\v2\x0e.bfs.FsckBlockR\x06blocks\"\xbf\x02\n" +
 	"\n" +
 	"FsckTotals\x12\x14\n" +
 	"\x05files\x18\x01 \x01(\x03R\x05files\x12\x12\n" +
@@ -5940,13 +6369,20 @@ const file_nameserver_proto_rawDesc = "" +
 	"\x0emissing_blocks\x18\x06 \x01(\x03R\rmissingBlocks\x12%\n" +
 	"\x0ecorrupt_blocks\x18\a \x01(\x03R\rcorruptBlocks\x12\x1d\n" +
 	"\n" +
-	"open_files\x18\b \x01(\x03R\topenFiles\"\xc7\x01\n" +
+	"open_files\x18\b \x01(\x03R\topenFiles\x124\n" +
+	"\x16over_replicated_blocks\x18\t \x01(\x03R\x14overReplicatedBlocks\"\xe4\x01\n" +
 	"\fFsckResponse\x12'\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
 	"\amessage\x18\x0f \x01(\tR\amessage\x12#\n" +
 	"\x05files\x18\x02 \x03(\v2\r.bfs.FsckFileR\x05files\x12'\n" +
 	"\x06totals\x18\x03 \x01(\v2\x0f.bfs.FsckTotalsR\x06totals\x12&\n" +
-	"\x0fnext_page_token\x18\x04 \x01(\tR\rnextPageToken*\xb3\x01\n" +
+	"\x0fnext_page_token\x18\x04 \x01(\tR\rnextPageToken\x12\x1b\n" +
+	"\tsafe_mode\x18\x05 \x01(\bR\bsafeMode*u\n" +
+	"\vVolumeState\x12\x1c\n" +
+	"\x18VOLUME_STATE_UNSPECIFIED\x10\x00\x12\x18\n" +
+	"\x14VOLUME_STATE_HEALTHY\x10\x01\x12\x15\n" +
+	"\x11VOLUME_STATE_FULL\x10\x02\x12\x17\n" +
+	"\x13VOLUME_STATE_FAILED\x10\x03*\xb3\x01\n" +
 	"\x10ChunkserverState\x12!\n" +
 	"\x1dCHUNKSERVER_STATE_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16CHUNKSERVER_STATE_LIVE\x10\x01\x12\x1e\n" +
@@ -6004,246 +6440,254 @@ func file_nameserver_proto_rawDescGZIP() []byte {
 	return file_nameserver_proto_rawDescData
 }
 
-var file_nameserver_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_nameserver_proto_msgTypes = make([]protoimpl.MessageInfo, 79)
+var file_nameserver_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
+var file_nameserver_proto_msgTypes = make([]protoimpl.MessageInfo, 81)
 var file_nameserver_proto_goTypes = []any{
-	(ChunkserverState)(0),             // 0: bfs.ChunkserverState
-	(*MkdirRequest)(nil),              // 1: bfs.MkdirRequest
-	(*MkdirResponse)(nil),             // 2: bfs.MkdirResponse
-	(*CreateRequest)(nil),             // 3: bfs.CreateRequest
-	(*CreateResponse)(nil),            // 4: bfs.CreateResponse
-	(*StatRequest)(nil),               // 5: bfs.StatRequest
-	(*StatResponse)(nil),              // 6: bfs.StatResponse
-	(*ListRequest)(nil),               // 7: bfs.ListRequest
-	(*ListResponse)(nil),              // 8: bfs.ListResponse
-	(*DeleteFileRequest)(nil),         // 9: bfs.DeleteFileRequest
-	(*DeleteFileResponse)(nil),        // 10: bfs.DeleteFileResponse
-	(*DeleteDirRequest)(nil),          // 11: bfs.DeleteDirRequest
-	(*DeleteDirResponse)(nil),         // 12: bfs.DeleteDirResponse
-	(*RenameRequest)(nil),             // 13: bfs.RenameRequest
-	(*RenameResponse)(nil),            // 14: bfs.RenameResponse
-	(*ChmodRequest)(nil),              // 15: bfs.ChmodRequest
-	(*ChmodResponse)(nil),             // 16: bfs.ChmodResponse
-	(*DiskUsageRequest)(nil),          // 17: bfs.DiskUsageRequest
-	(*DiskUsageResponse)(nil),         // 18: bfs.DiskUsageResponse
-	(*LockConflict)(nil),              // 19: bfs.LockConflict
-	(*OpenSessionRequest)(nil),        // 20: bfs.OpenSessionRequest
-	(*OpenSessionResponse)(nil),       // 21: bfs.OpenSessionResponse
-	(*KeepAliveRequest)(nil),          // 22: bfs.KeepAliveRequest
-	(*KeepAliveResponse)(nil),         // 23: bfs.KeepAliveResponse
-	(*CloseSessionRequest)(nil),       // 24: bfs.CloseSessionRequest
-	(*CloseSessionResponse)(nil),      // 25: bfs.CloseSessionResponse
-	(*ListSessionsRequest)(nil),       // 26: bfs.ListSessionsRequest
-	(*SessionInfo)(nil),               // 27: bfs.SessionInfo
-	(*ListSessionsResponse)(nil),      // 28: bfs.ListSessionsResponse
-	(*Replica)(nil),                   // 29: bfs.Replica
-	(*LocatedBlock)(nil),              // 30: bfs.LocatedBlock
-	(*AddBlockRequest)(nil),           // 31: bfs.AddBlockRequest
-	(*AddBlockResponse)(nil),          // 32: bfs.AddBlockResponse
-	(*SyncBlockRequest)(nil),          // 33: bfs.SyncBlockRequest
-	(*SyncBlockResponse)(nil),         // 34: bfs.SyncBlockResponse
-	(*FinishFileRequest)(nil),         // 35: bfs.FinishFileRequest
-	(*FinishFileResponse)(nil),        // 36: bfs.FinishFileResponse
-	(*GetFileLocationRequest)(nil),    // 37: bfs.GetFileLocationRequest
-	(*GetFileLocationResponse)(nil),   // 38: bfs.GetFileLocationResponse
-	(*LockDirRequest)(nil),            // 39: bfs.LockDirRequest
-	(*LockDirResponse)(nil),           // 40: bfs.LockDirResponse
-	(*UnlockDirRequest)(nil),          // 41: bfs.UnlockDirRequest
-	(*UnlockDirResponse)(nil),         // 42: bfs.UnlockDirResponse
-	(*PendingFile)(nil),               // 43: bfs.PendingFile
-	(*DirLock)(nil),                   // 44: bfs.DirLock
-	(*GetDirLockRequest)(nil),         // 45: bfs.GetDirLockRequest
-	(*GetDirLockResponse)(nil),        // 46: bfs.GetDirLockResponse
-	(*ListDirLocksRequest)(nil),       // 47: bfs.ListDirLocksRequest
-	(*ListDirLocksResponse)(nil),      // 48: bfs.ListDirLocksResponse
-	(*WatchDirLocksRequest)(nil),      // 49: bfs.WatchDirLocksRequest
-	(*DirLockEvent)(nil),              // 50: bfs.DirLockEvent
-	(*GetLockHistoryRequest)(nil),     // 51: bfs.GetLockHistoryRequest
-	(*LockHistoryEntry)(nil),          // 52: bfs.LockHistoryEntry
-	(*GetLockHistoryResponse)(nil),    // 53: bfs.GetLockHistoryResponse
-	(*RegisterRequest)(nil),           // 54: bfs.RegisterRequest
-	(*RegisterResponse)(nil),          // 55: bfs.RegisterResponse
-	(*HeartBeatRequest)(nil),          // 56: bfs.HeartBeatRequest
-	(*HeartBeatResponse)(nil),         // 57: bfs.HeartBeatResponse
-	(*ReportedBlock)(nil),             // 58: bfs.ReportedBlock
-	(*BlockReportRequest)(nil),        // 59: bfs.BlockReportRequest
-	(*BlockReportResponse)(nil),       // 60: bfs.BlockReportResponse
-	(*BlockReceivedRequest)(nil),      // 61: bfs.BlockReceivedRequest
-	(*BlockReceivedResponse)(nil),     // 62: bfs.BlockReceivedResponse
-	(*BadReplica)(nil),                // 63: bfs.BadReplica
-	(*ReportBadReplicasRequest)(nil),  // 64: bfs.ReportBadReplicasRequest
-	(*ReportBadReplicasResponse)(nil), // 65: bfs.ReportBadReplicasResponse
-	(*GetSafeModeRequest)(nil),        // 66: bfs.GetSafeModeRequest
-	(*GetSafeModeResponse)(nil),       // 67: bfs.GetSafeModeResponse
-	(*LeaveSafeModeRequest)(nil),      // 68: bfs.LeaveSafeModeRequest
-	(*LeaveSafeModeResponse)(nil),     // 69: bfs.LeaveSafeModeResponse
-	(*DecommissionRequest)(nil),       // 70: bfs.DecommissionRequest
-	(*DecommissionResponse)(nil),      // 71: bfs.DecommissionResponse
-	(*ChunkserverInfo)(nil),           // 72: bfs.ChunkserverInfo
-	(*ListChunkserversRequest)(nil),   // 73: bfs.ListChunkserversRequest
-	(*ListChunkserversResponse)(nil),  // 74: bfs.ListChunkserversResponse
-	(*FsckRequest)(nil),               // 75: bfs.FsckRequest
-	(*FsckBlock)(nil),                 // 76: bfs.FsckBlock
-	(*FsckFile)(nil),                  // 77: bfs.FsckFile
-	(*FsckTotals)(nil),                // 78: bfs.FsckTotals
-	(*FsckResponse)(nil),              // 79: bfs.FsckResponse
-	(*Fence)(nil),                     // 80: bfs.Fence
-	(StatusCode)(0),                   // 81: bfs.StatusCode
-	(*FileInfo)(nil),                  // 82: bfs.FileInfo
-	(LockStatus)(0),                   // 83: bfs.LockStatus
+	(VolumeState)(0),                  // 0: bfs.VolumeState
+	(ChunkserverState)(0),             // 1: bfs.ChunkserverState
+	(*MkdirRequest)(nil),              // 2: bfs.MkdirRequest
+	(*MkdirResponse)(nil),             // 3: bfs.MkdirResponse
+	(*CreateRequest)(nil),             // 4: bfs.CreateRequest
+	(*CreateResponse)(nil),            // 5: bfs.CreateResponse
+	(*StatRequest)(nil),               // 6: bfs.StatRequest
+	(*StatResponse)(nil),              // 7: bfs.StatResponse
+	(*ListRequest)(nil),               // 8: bfs.ListRequest
+	(*ListResponse)(nil),              // 9: bfs.ListResponse
+	(*DeleteFileRequest)(nil),         // 10: bfs.DeleteFileRequest
+	(*DeleteFileResponse)(nil),        // 11: bfs.DeleteFileResponse
+	(*DeleteDirRequest)(nil),          // 12: bfs.DeleteDirRequest
+	(*DeleteDirResponse)(nil),         // 13: bfs.DeleteDirResponse
+	(*RenameRequest)(nil),             // 14: bfs.RenameRequest
+	(*RenameResponse)(nil),            // 15: bfs.RenameResponse
+	(*ChmodRequest)(nil),              // 16: bfs.ChmodRequest
+	(*ChmodResponse)(nil),             // 17: bfs.ChmodResponse
+	(*DiskUsageRequest)(nil),          // 18: bfs.DiskUsageRequest
+	(*DiskUsageResponse)(nil),         // 19: bfs.DiskUsageResponse
+	(*LockConflict)(nil),              // 20: bfs.LockConflict
+	(*OpenSessionRequest)(nil),        // 21: bfs.OpenSessionRequest
+	(*OpenSessionResponse)(nil),       // 22: bfs.OpenSessionResponse
+	(*KeepAliveRequest)(nil),          // 23: bfs.KeepAliveRequest
+	(*KeepAliveResponse)(nil),         // 24: bfs.KeepAliveResponse
+	(*CloseSessionRequest)(nil),       // 25: bfs.CloseSessionRequest
+	(*CloseSessionResponse)(nil),      // 26: bfs.CloseSessionResponse
+	(*ListSessionsRequest)(nil),       // 27: bfs.ListSessionsRequest
+	(*SessionInfo)(nil),               // 28: bfs.SessionInfo
+	(*ListSessionsResponse)(nil),      // 29: bfs.ListSessionsResponse
+	(*Replica)(nil),                   // 30: bfs.Replica
+	(*LocatedBlock)(nil),              // 31: bfs.LocatedBlock
+	(*AddBlockRequest)(nil),           // 32: bfs.AddBlockRequest
+	(*AddBlockResponse)(nil),          // 33: bfs.AddBlockResponse
+	(*SyncBlockRequest)(nil),          // 34: bfs.SyncBlockRequest
+	(*SyncBlockResponse)(nil),         // 35: bfs.SyncBlockResponse
+	(*FinishFileRequest)(nil),         // 36: bfs.FinishFileRequest
+	(*FinishFileResponse)(nil),        // 37: bfs.FinishFileResponse
+	(*GetFileLocationRequest)(nil),    // 38: bfs.GetFileLocationRequest
+	(*GetFileLocationResponse)(nil),   // 39: bfs.GetFileLocationResponse
+	(*LockDirRequest)(nil),            // 40: bfs.LockDirRequest
+	(*LockDirResponse)(nil),           // 41: bfs.LockDirResponse
+	(*UnlockDirRequest)(nil),          // 42: bfs.UnlockDirRequest
+	(*UnlockDirResponse)(nil),         // 43: bfs.UnlockDirResponse
+	(*PendingFile)(nil),               // 44: bfs.PendingFile
+	(*DirLock)(nil),                   // 45: bfs.DirLock
+	(*GetDirLockRequest)(nil),         // 46: bfs.GetDirLockRequest
+	(*GetDirLockResponse)(nil),        // 47: bfs.GetDirLockResponse
+	(*ListDirLocksRequest)(nil),       // 48: bfs.ListDirLocksRequest
+	(*ListDirLocksResponse)(nil),      // 49: bfs.ListDirLocksResponse
+	(*WatchDirLocksRequest)(nil),      // 50: bfs.WatchDirLocksRequest
+	(*DirLockEvent)(nil),              // 51: bfs.DirLockEvent
+	(*GetLockHistoryRequest)(nil),     // 52: bfs.GetLockHistoryRequest
+	(*LockHistoryEntry)(nil),          // 53: bfs.LockHistoryEntry
+	(*GetLockHistoryResponse)(nil),    // 54: bfs.GetLockHistoryResponse
+	(*RegisterRequest)(nil),           // 55: bfs.RegisterRequest
+	(*VolumeInfo)(nil),                // 56: bfs.VolumeInfo
+	(*RegisterResponse)(nil),          // 57: bfs.RegisterResponse
+	(*HeartBeatRequest)(nil),          // 58: bfs.HeartBeatRequest
+	(*HeartBeatResponse)(nil),         // 59: bfs.HeartBeatResponse
+	(*ReportedBlock)(nil),             // 60: bfs.ReportedBlock
+	(*BlockReportRequest)(nil),        // 61: bfs.BlockReportRequest
+	(*BlockReportResponse)(nil),       // 62: bfs.BlockReportResponse
+	(*BlockReceivedRequest)(nil),      // 63: bfs.BlockReceivedRequest
+	(*BlockReceivedResponse)(nil),     // 64: bfs.BlockReceivedResponse
+	(*BadReplica)(nil),                // 65: bfs.BadReplica
+	(*ReportBadReplicasRequest)(nil),  // 66: bfs.ReportBadReplicasRequest
+	(*ReportBadReplicasResponse)(nil), // 67: bfs.ReportBadReplicasResponse
+	(*GetSafeModeRequest)(nil),        // 68: bfs.GetSafeModeRequest
+	(*GetSafeModeResponse)(nil),       // 69: bfs.GetSafeModeResponse
+	(*LeaveSafeModeRequest)(nil),      // 70: bfs.LeaveSafeModeRequest
+	(*LeaveSafeModeResponse)(nil),     // 71: bfs.LeaveSafeModeResponse
+	(*DecommissionRequest)(nil),       // 72: bfs.DecommissionRequest
+	(*DecommissionResponse)(nil),      // 73: bfs.DecommissionResponse
+	(*ChunkserverInfo)(nil),           // 74: bfs.ChunkserverInfo
+	(*BlockHealth)(nil),               // 75: bfs.BlockHealth
+	(*ListChunkserversRequest)(nil),   // 76: bfs.ListChunkserversRequest
+	(*ListChunkserversResponse)(nil),  // 77: bfs.ListChunkserversResponse
+	(*FsckRequest)(nil),               // 78: bfs.FsckRequest
+	(*FsckBlock)(nil),                 // 79: bfs.FsckBlock
+	(*FsckFile)(nil),                  // 80: bfs.FsckFile
+	(*FsckTotals)(nil),                // 81: bfs.FsckTotals
+	(*FsckResponse)(nil),              // 82: bfs.FsckResponse
+	(*Fence)(nil),                     // 83: bfs.Fence
+	(StatusCode)(0),                   // 84: bfs.StatusCode
+	(*FileInfo)(nil),                  // 85: bfs.FileInfo
+	(LockStatus)(0),                   // 86: bfs.LockStatus
 }
 var file_nameserver_proto_depIdxs = []int32{
-	80,  // 0: bfs.MkdirRequest.fences:type_name -> bfs.Fence
-	81,  // 1: bfs.MkdirResponse.status:type_name -> bfs.StatusCode
-	82,  // 2: bfs.MkdirResponse.info:type_name -> bfs.FileInfo
-	19,  // 3: bfs.MkdirResponse.conflict:type_name -> bfs.LockConflict
-	80,  // 4: bfs.CreateRequest.fences:type_name -> bfs.Fence
-	81,  // 5: bfs.CreateResponse.status:type_name -> bfs.StatusCode
-	82,  // 6: bfs.CreateResponse.info:type_name -> bfs.FileInfo
-	19,  // 7: bfs.CreateResponse.conflict:type_name -> bfs.LockConflict
-	81,  // 8: bfs.StatResponse.status:type_name -> bfs.StatusCode
-	82,  // 9: bfs.StatResponse.info:type_name -> bfs.FileInfo
-	81,  // 10: bfs.ListResponse.status:type_name -> bfs.StatusCode
-	82,  // 11: bfs.ListResponse.entries:type_name -> bfs.FileInfo
-	80,  // 12: bfs.DeleteFileRequest.fences:type_name -> bfs.Fence
-	81,  // 13: bfs.DeleteFileResponse.status:type_name -> bfs.StatusCode
-	19,  // 14: bfs.DeleteFileResponse.conflict:type_name -> bfs.LockConflict
-	80,  // 15: bfs.DeleteDirRequest.fences:type_name -> bfs.Fence
-	81,  // 16: bfs.DeleteDirResponse.status:type_name -> bfs.StatusCode
-	19,  // 17: bfs.DeleteDirResponse.conflict:type_name -> bfs.LockConflict
-	80,  // 18: bfs.RenameRequest.fences:type_name -> bfs.Fence
-	81,  // 19: bfs.RenameResponse.status:type_name -> bfs.StatusCode
-	19,  // 20: bfs.RenameResponse.conflict:type_name -> bfs.LockConflict
-	80,  // 21: bfs.ChmodRequest.fences:type_name -> bfs.Fence
-	81,  // 22: bfs.ChmodResponse.status:type_name -> bfs.StatusCode
-	19,  // 23: bfs.ChmodResponse.conflict:type_name -> bfs.LockConflict
-	81,  // 24: bfs.DiskUsageResponse.status:type_name -> bfs.StatusCode
-	83,  // 25: bfs.LockConflict.lock_status:type_name -> bfs.LockStatus
-	81,  // 26: bfs.OpenSessionResponse.status:type_name -> bfs.StatusCode
-	81,  // 27: bfs.KeepAliveResponse.status:type_name -> bfs.StatusCode
-	81,  // 28: bfs.CloseSessionResponse.status:type_name -> bfs.StatusCode
-	81,  // 29: bfs.ListSessionsResponse.status:type_name -> bfs.StatusCode
-	27,  // 30: bfs.ListSessionsResponse.sessions:type_name -> bfs.SessionInfo
-	29,  // 31: bfs.LocatedBlock.replicas:type_name -> bfs.Replica
-	80,  // 32: bfs.AddBlockRequest.fences:type_name -> bfs.Fence
-	81,  // 33: bfs.AddBlockResponse.status:type_name -> bfs.StatusCode
-	30,  // 34: bfs.AddBlockResponse.block:type_name -> bfs.LocatedBlock
-	19,  // 35: bfs.AddBlockResponse.conflict:type_name -> bfs.LockConflict
-	80,  // 36: bfs.SyncBlockRequest.fences:type_name -> bfs.Fence
-	81,  // 37: bfs.SyncBlockResponse.status:type_name -> bfs.StatusCode
-	19,  // 38: bfs.SyncBlockResponse.conflict:type_name -> bfs.LockConflict
-	80,  // 39: bfs.FinishFileRequest.fences:type_name -> bfs.Fence
-	81,  // 40: bfs.FinishFileResponse.status:type_name -> bfs.StatusCode
-	82,  // 41: bfs.FinishFileResponse.info:type_name -> bfs.FileInfo
-	19,  // 42: bfs.FinishFileResponse.conflict:type_name -> bfs.LockConflict
-	81,  // 43: bfs.GetFileLocationResponse.status:type_name -> bfs.StatusCode
-	82,  // 44: bfs.GetFileLocationResponse.info:type_name -> bfs.FileInfo
-	30,  // 45: bfs.GetFileLocationResponse.blocks:type_name -> bfs.LocatedBlock
-	81,  // 46: bfs.LockDirResponse.status:type_name -> bfs.StatusCode
-	44,  // 47: bfs.LockDirResponse.lock:type_name -> bfs.DirLock
-	81,  // 48: bfs.UnlockDirResponse.status:type_name -> bfs.StatusCode
-	44,  // 49: bfs.UnlockDirResponse.lock:type_name -> bfs.DirLock
-	83,  // 50: bfs.DirLock.status:type_name -> bfs.LockStatus
-	43,  // 51: bfs.DirLock.pending:type_name -> bfs.PendingFile
-	81,  // 52: bfs.GetDirLockResponse.status:type_name -> bfs.StatusCode
-	44,  // 53: bfs.GetDirLockResponse.lock:type_name -> bfs.DirLock
-	83,  // 54: bfs.ListDirLocksRequest.status:type_name -> bfs.LockStatus
-	81,  // 55: bfs.ListDirLocksResponse.status:type_name -> bfs.StatusCode
-	44,  // 56: bfs.ListDirLocksResponse.locks:type_name -> bfs.DirLock
-	44,  // 57: bfs.DirLockEvent.lock:type_name -> bfs.DirLock
-	83,  // 58: bfs.DirLockEvent.previous:type_name -> bfs.LockStatus
-	81,  // 59: bfs.GetLockHistoryResponse.status:type_name -> bfs.StatusCode
-	52,  // 60: bfs.GetLockHistoryResponse.entries:type_name -> bfs.LockHistoryEntry
-	81,  // 61: bfs.RegisterResponse.status:type_name -> bfs.StatusCode
-	81,  // 62: bfs.HeartBeatResponse.status:type_name -> bfs.StatusCode
-	58,  // 63: bfs.BlockReportRequest.blocks:type_name -> bfs.ReportedBlock
-	81,  // 64: bfs.BlockReportResponse.status:type_name -> bfs.StatusCode
-	58,  // 65: bfs.BlockReceivedRequest.blocks:type_name -> bfs.ReportedBlock
-	81,  // 66: bfs.BlockReceivedResponse.status:type_name -> bfs.StatusCode
-	63,  // 67: bfs.ReportBadReplicasRequest.replicas:type_name -> bfs.BadReplica
-	81,  // 68: bfs.ReportBadReplicasResponse.status:type_name -> bfs.StatusCode
-	81,  // 69: bfs.GetSafeModeResponse.status:type_name -> bfs.StatusCode
-	81,  // 70: bfs.LeaveSafeModeResponse.status:type_name -> bfs.StatusCode
-	81,  // 71: bfs.DecommissionResponse.status:type_name -> bfs.StatusCode
-	72,  // 72: bfs.DecommissionResponse.chunkservers:type_name -> bfs.ChunkserverInfo
-	0,   // 73: bfs.ChunkserverInfo.state:type_name -> bfs.ChunkserverState
-	81,  // 74: bfs.ListChunkserversResponse.status:type_name -> bfs.StatusCode
-	72,  // 75: bfs.ListChunkserversResponse.chunkservers:type_name -> bfs.ChunkserverInfo
-	76,  // 76: bfs.FsckFile.blocks:type_name -> bfs.FsckBlock
-	81,  // 77: bfs.FsckResponse.status:type_name -> bfs.StatusCode
-	77,  // 78: bfs.FsckResponse.files:type_name -> bfs.FsckFile
-	78,  // 79: bfs.FsckResponse.totals:type_name -> bfs.FsckTotals
-	1,   // 80: bfs.NameServer.Mkdir:input_type -> bfs.MkdirRequest
-	3,   // 81: bfs.NameServer.Create:input_type -> bfs.CreateRequest
-	5,   // 82: bfs.NameServer.Stat:input_type -> bfs.StatRequest
-	7,   // 83: bfs.NameServer.List:input_type -> bfs.ListRequest
-	9,   // 84: bfs.NameServer.DeleteFile:input_type -> bfs.DeleteFileRequest
-	11,  // 85: bfs.NameServer.DeleteDir:input_type -> bfs.DeleteDirRequest
-	13,  // 86: bfs.NameServer.Rename:input_type -> bfs.RenameRequest
-	15,  // 87: bfs.NameServer.Chmod:input_type -> bfs.ChmodRequest
-	17,  // 88: bfs.NameServer.DiskUsage:input_type -> bfs.DiskUsageRequest
-	20,  // 89: bfs.NameServer.OpenSession:input_type -> bfs.OpenSessionRequest
-	22,  // 90: bfs.NameServer.KeepAlive:input_type -> bfs.KeepAliveRequest
-	24,  // 91: bfs.NameServer.CloseSession:input_type -> bfs.CloseSessionRequest
-	26,  // 92: bfs.NameServer.ListSessions:input_type -> bfs.ListSessionsRequest
-	31,  // 93: bfs.NameServer.AddBlock:input_type -> bfs.AddBlockRequest
-	33,  // 94: bfs.NameServer.SyncBlock:input_type -> bfs.SyncBlockRequest
-	35,  // 95: bfs.NameServer.FinishFile:input_type -> bfs.FinishFileRequest
-	37,  // 96: bfs.NameServer.GetFileLocation:input_type -> bfs.GetFileLocationRequest
-	39,  // 97: bfs.NameServer.LockDir:input_type -> bfs.LockDirRequest
-	41,  // 98: bfs.NameServer.UnlockDir:input_type -> bfs.UnlockDirRequest
-	45,  // 99: bfs.NameServer.GetDirLock:input_type -> bfs.GetDirLockRequest
-	47,  // 100: bfs.NameServer.ListDirLocks:input_type -> bfs.ListDirLocksRequest
-	49,  // 101: bfs.NameServer.WatchDirLocks:input_type -> bfs.WatchDirLocksRequest
-	51,  // 102: bfs.NameServer.GetLockHistory:input_type -> bfs.GetLockHistoryRequest
-	54,  // 103: bfs.NameServer.Register:input_type -> bfs.RegisterRequest
-	56,  // 104: bfs.NameServer.HeartBeat:input_type -> bfs.HeartBeatRequest
-	59,  // 105: bfs.NameServer.BlockReport:input_type -> bfs.BlockReportRequest
-	61,  // 106: bfs.NameServer.BlockReceived:input_type -> bfs.BlockReceivedRequest
-	64,  // 107: bfs.NameServer.ReportBadReplicas:input_type -> bfs.ReportBadReplicasRequest
-	66,  // 108: bfs.NameServer.GetSafeMode:input_type -> bfs.GetSafeModeRequest
-	68,  // 109: bfs.NameServer.LeaveSafeMode:input_type -> bfs.LeaveSafeModeRequest
-	70,  // 110: bfs.NameServer.Decommission:input_type -> bfs.DecommissionRequest
-	73,  // 111: bfs.NameServer.ListChunkservers:input_type -> bfs.ListChunkserversRequest
-	75,  // 112: bfs.NameServer.Fsck:input_type -> bfs.FsckRequest
-	2,   // 113: bfs.NameServer.Mkdir:output_type -> bfs.MkdirResponse
-	4,   // 114: bfs.NameServer.Create:output_type -> bfs.CreateResponse
-	6,   // 115: bfs.NameServer.Stat:output_type -> bfs.StatResponse
-	8,   // 116: bfs.NameServer.List:output_type -> bfs.ListResponse
-	10,  // 117: bfs.NameServer.DeleteFile:output_type -> bfs.DeleteFileResponse
-	12,  // 118: bfs.NameServer.DeleteDir:output_type -> bfs.DeleteDirResponse
-	14,  // 119: bfs.NameServer.Rename:output_type -> bfs.RenameResponse
-	16,  // 120: bfs.NameServer.Chmod:output_type -> bfs.ChmodResponse
-	18,  // 121: bfs.NameServer.DiskUsage:output_type -> bfs.DiskUsageResponse
-	21,  // 122: bfs.NameServer.OpenSession:output_type -> bfs.OpenSessionResponse
-	23,  // 123: bfs.NameServer.KeepAlive:output_type -> bfs.KeepAliveResponse
-	25,  // 124: bfs.NameServer.CloseSession:output_type -> bfs.CloseSessionResponse
-	28,  // 125: bfs.NameServer.ListSessions:output_type -> bfs.ListSessionsResponse
-	32,  // 126: bfs.NameServer.AddBlock:output_type -> bfs.AddBlockResponse
-	34,  // 127: bfs.NameServer.SyncBlock:output_type -> bfs.SyncBlockResponse
-	36,  // 128: bfs.NameServer.FinishFile:output_type -> bfs.FinishFileResponse
-	38,  // 129: bfs.NameServer.GetFileLocation:output_type -> bfs.GetFileLocationResponse
-	40,  // 130: bfs.NameServer.LockDir:output_type -> bfs.LockDirResponse
-	42,  // 131: bfs.NameServer.UnlockDir:output_type -> bfs.UnlockDirResponse
-	46,  // 132: bfs.NameServer.GetDirLock:output_type -> bfs.GetDirLockResponse
-	48,  // 133: bfs.NameServer.ListDirLocks:output_type -> bfs.ListDirLocksResponse
-	50,  // 134: bfs.NameServer.WatchDirLocks:output_type -> bfs.DirLockEvent
-	53,  // 135: bfs.NameServer.GetLockHistory:output_type -> bfs.GetLockHistoryResponse
-	55,  // 136: bfs.NameServer.Register:output_type -> bfs.RegisterResponse
-	57,  // 137: bfs.NameServer.HeartBeat:output_type -> bfs.HeartBeatResponse
-	60,  // 138: bfs.NameServer.BlockReport:output_type -> bfs.BlockReportResponse
-	62,  // 139: bfs.NameServer.BlockReceived:output_type -> bfs.BlockReceivedResponse
-	65,  // 140: bfs.NameServer.ReportBadReplicas:output_type -> bfs.ReportBadReplicasResponse
-	67,  // 141: bfs.NameServer.GetSafeMode:output_type -> bfs.GetSafeModeResponse
-	69,  // 142: bfs.NameServer.LeaveSafeMode:output_type -> bfs.LeaveSafeModeResponse
-	71,  // 143: bfs.NameServer.Decommission:output_type -> bfs.DecommissionResponse
-	74,  // 144: bfs.NameServer.ListChunkservers:output_type -> bfs.ListChunkserversResponse
-	79,  // 145: bfs.NameServer.Fsck:output_type -> bfs.FsckResponse
-	113, // [113:146] is the sub-list for method output_type
-	80,  // [80:113] is the sub-list for method input_type
-	80,  // [80:80] is the sub-list for extension type_name
-	80,  // [80:80] is the sub-list for extension extendee
-	0,   // [0:80] is the sub-list for field type_name
+	83,  // 0: bfs.MkdirRequest.fences:type_name -> bfs.Fence
+	84,  // 1: bfs.MkdirResponse.status:type_name -> bfs.StatusCode
+	85,  // 2: bfs.MkdirResponse.info:type_name -> bfs.FileInfo
+	20,  // 3: bfs.MkdirResponse.conflict:type_name -> bfs.LockConflict
+	83,  // 4: bfs.CreateRequest.fences:type_name -> bfs.Fence
+	84,  // 5: bfs.CreateResponse.status:type_name -> bfs.StatusCode
+	85,  // 6: bfs.CreateResponse.info:type_name -> bfs.FileInfo
+	20,  // 7: bfs.CreateResponse.conflict:type_name -> bfs.LockConflict
+	84,  // 8: bfs.StatResponse.status:type_name -> bfs.StatusCode
+	85,  // 9: bfs.StatResponse.info:type_name -> bfs.FileInfo
+	84,  // 10: bfs.ListResponse.status:type_name -> bfs.StatusCode
+	85,  // 11: bfs.ListResponse.entries:type_name -> bfs.FileInfo
+	83,  // 12: bfs.DeleteFileRequest.fences:type_name -> bfs.Fence
+	84,  // 13: bfs.DeleteFileResponse.status:type_name -> bfs.StatusCode
+	20,  // 14: bfs.DeleteFileResponse.conflict:type_name -> bfs.LockConflict
+	83,  // 15: bfs.DeleteDirRequest.fences:type_name -> bfs.Fence
+	84,  // 16: bfs.DeleteDirResponse.status:type_name -> bfs.StatusCode
+	20,  // 17: bfs.DeleteDirResponse.conflict:type_name -> bfs.LockConflict
+	83,  // 18: bfs.RenameRequest.fences:type_name -> bfs.Fence
+	84,  // 19: bfs.RenameResponse.status:type_name -> bfs.StatusCode
+	20,  // 20: bfs.RenameResponse.conflict:type_name -> bfs.LockConflict
+	83,  // 21: bfs.ChmodRequest.fences:type_name -> bfs.Fence
+	84,  // 22: bfs.ChmodResponse.status:type_name -> bfs.StatusCode
+	20,  // 23: bfs.ChmodResponse.conflict:type_name -> bfs.LockConflict
+	84,  // 24: bfs.DiskUsageResponse.status:type_name -> bfs.StatusCode
+	86,  // 25: bfs.LockConflict.lock_status:type_name -> bfs.LockStatus
+	84,  // 26: bfs.OpenSessionResponse.status:type_name -> bfs.StatusCode
+	84,  // 27: bfs.KeepAliveResponse.status:type_name -> bfs.StatusCode
+	84,  // 28: bfs.CloseSessionResponse.status:type_name -> bfs.StatusCode
+	84,  // 29: bfs.ListSessionsResponse.status:type_name -> bfs.StatusCode
+	28,  // 30: bfs.ListSessionsResponse.sessions:type_name -> bfs.SessionInfo
+	30,  // 31: bfs.LocatedBlock.replicas:type_name -> bfs.Replica
+	83,  // 32: bfs.AddBlockRequest.fences:type_name -> bfs.Fence
+	84,  // 33: bfs.AddBlockResponse.status:type_name -> bfs.StatusCode
+	31,  // 34: bfs.AddBlockResponse.block:type_name -> bfs.LocatedBlock
+	20,  // 35: bfs.AddBlockResponse.conflict:type_name -> bfs.LockConflict
+	83,  // 36: bfs.SyncBlockRequest.fences:type_name -> bfs.Fence
+	84,  // 37: bfs.SyncBlockResponse.status:type_name -> bfs.StatusCode
+	20,  // 38: bfs.SyncBlockResponse.conflict:type_name -> bfs.LockConflict
+	83,  // 39: bfs.FinishFileRequest.fences:type_name -> bfs.Fence
+	84,  // 40: bfs.FinishFileResponse.status:type_name -> bfs.StatusCode
+	85,  // 41: bfs.FinishFileResponse.info:type_name -> bfs.FileInfo
+	20,  // 42: bfs.FinishFileResponse.conflict:type_name -> bfs.LockConflict
+	84,  // 43: bfs.GetFileLocationResponse.status:type_name -> bfs.StatusCode
+	85,  // 44: bfs.GetFileLocationResponse.info:type_name -> bfs.FileInfo
+	31,  // 45: bfs.GetFileLocationResponse.blocks:type_name -> bfs.LocatedBlock
+	84,  // 46: bfs.LockDirResponse.status:type_name -> bfs.StatusCode
+	45,  // 47: bfs.LockDirResponse.lock:type_name -> bfs.DirLock
+	84,  // 48: bfs.UnlockDirResponse.status:type_name -> bfs.StatusCode
+	45,  // 49: bfs.UnlockDirResponse.lock:type_name -> bfs.DirLock
+	86,  // 50: bfs.DirLock.status:type_name -> bfs.LockStatus
+	44,  // 51: bfs.DirLock.pending:type_name -> bfs.PendingFile
+	84,  // 52: bfs.GetDirLockResponse.status:type_name -> bfs.StatusCode
+	45,  // 53: bfs.GetDirLockResponse.lock:type_name -> bfs.DirLock
+	86,  // 54: bfs.ListDirLocksRequest.status:type_name -> bfs.LockStatus
+	84,  // 55: bfs.ListDirLocksResponse.status:type_name -> bfs.StatusCode
+	45,  // 56: bfs.ListDirLocksResponse.locks:type_name -> bfs.DirLock
+	45,  // 57: bfs.DirLockEvent.lock:type_name -> bfs.DirLock
+	86,  // 58: bfs.DirLockEvent.previous:type_name -> bfs.LockStatus
+	84,  // 59: bfs.GetLockHistoryResponse.status:type_name -> bfs.StatusCode
+	53,  // 60: bfs.GetLockHistoryResponse.entries:type_name -> bfs.LockHistoryEntry
+	56,  // 61: bfs.RegisterRequest.volumes:type_name -> bfs.VolumeInfo
+	0,   // 62: bfs.VolumeInfo.state:type_name -> bfs.VolumeState
+	84,  // 63: bfs.RegisterResponse.status:type_name -> bfs.StatusCode
+	56,  // 64: bfs.HeartBeatRequest.volumes:type_name -> bfs.VolumeInfo
+	84,  // 65: bfs.HeartBeatResponse.status:type_name -> bfs.StatusCode
+	60,  // 66: bfs.BlockReportRequest.blocks:type_name -> bfs.ReportedBlock
+	84,  // 67: bfs.BlockReportResponse.status:type_name -> bfs.StatusCode
+	60,  // 68: bfs.BlockReceivedRequest.blocks:type_name -> bfs.ReportedBlock
+	84,  // 69: bfs.BlockReceivedResponse.status:type_name -> bfs.StatusCode
+	65,  // 70: bfs.ReportBadReplicasRequest.replicas:type_name -> bfs.BadReplica
+	84,  // 71: bfs.ReportBadReplicasResponse.status:type_name -> bfs.StatusCode
+	84,  // 72: bfs.GetSafeModeResponse.status:type_name -> bfs.StatusCode
+	84,  // 73: bfs.LeaveSafeModeResponse.status:type_name -> bfs.StatusCode
+	84,  // 74: bfs.DecommissionResponse.status:type_name -> bfs.StatusCode
+	74,  // 75: bfs.DecommissionResponse.chunkservers:type_name -> bfs.ChunkserverInfo
+	1,   // 76: bfs.ChunkserverInfo.state:type_name -> bfs.ChunkserverState
+	56,  // 77: bfs.ChunkserverInfo.volumes:type_name -> bfs.VolumeInfo
+	84,  // 78: bfs.ListChunkserversResponse.status:type_name -> bfs.StatusCode
+	74,  // 79: bfs.ListChunkserversResponse.chunkservers:type_name -> bfs.ChunkserverInfo
+	75,  // 80: bfs.ListChunkserversResponse.health:type_name -> bfs.BlockHealth
+	79,  // 81: bfs.FsckFile.blocks:type_name -> bfs.FsckBlock
+	84,  // 82: bfs.FsckResponse.status:type_name -> bfs.StatusCode
+	80,  // 83: bfs.FsckResponse.files:type_name -> bfs.FsckFile
+	81,  // 84: bfs.FsckResponse.totals:type_name -> bfs.FsckTotals
+	2,   // 85: bfs.NameServer.Mkdir:input_type -> bfs.MkdirRequest
+	4,   // 86: bfs.NameServer.Create:input_type -> bfs.CreateRequest
+	6,   // 87: bfs.NameServer.Stat:input_type -> bfs.StatRequest
+	8,   // 88: bfs.NameServer.List:input_type -> bfs.ListRequest
+	10,  // 89: bfs.NameServer.DeleteFile:input_type -> bfs.DeleteFileRequest
+	12,  // 90: bfs.NameServer.DeleteDir:input_type -> bfs.DeleteDirRequest
+	14,  // 91: bfs.NameServer.Rename:input_type -> bfs.RenameRequest
+	16,  // 92: bfs.NameServer.Chmod:input_type -> bfs.ChmodRequest
+	18,  // 93: bfs.NameServer.DiskUsage:input_type -> bfs.DiskUsageRequest
+	21,  // 94: bfs.NameServer.OpenSession:input_type -> bfs.OpenSessionRequest
+	23,  // 95: bfs.NameServer.KeepAlive:input_type -> bfs.KeepAliveRequest
+	25,  // 96: bfs.NameServer.CloseSession:input_type -> bfs.CloseSessionRequest
+	27,  // 97: bfs.NameServer.ListSessions:input_type -> bfs.ListSessionsRequest
+	32,  // 98: bfs.NameServer.AddBlock:input_type -> bfs.AddBlockRequest
+	34,  // 99: bfs.NameServer.SyncBlock:input_type -> bfs.SyncBlockRequest
+	36,  // 100: bfs.NameServer.FinishFile:input_type -> bfs.FinishFileRequest
+	38,  // 101: bfs.NameServer.GetFileLocation:input_type -> bfs.GetFileLocationRequest
+	40,  // 102: bfs.NameServer.LockDir:input_type -> bfs.LockDirRequest
+	42,  // 103: bfs.NameServer.UnlockDir:input_type -> bfs.UnlockDirRequest
+	46,  // 104: bfs.NameServer.GetDirLock:input_type -> bfs.GetDirLockRequest
+	48,  // 105: bfs.NameServer.ListDirLocks:input_type -> bfs.ListDirLocksRequest
+	50,  // 106: bfs.NameServer.WatchDirLocks:input_type -> bfs.WatchDirLocksRequest
+	52,  // 107: bfs.NameServer.GetLockHistory:input_type -> bfs.GetLockHistoryRequest
+	55,  // 108: bfs.NameServer.Register:input_type -> bfs.RegisterRequest
+	58,  // 109: bfs.NameServer.HeartBeat:input_type -> bfs.HeartBeatRequest
+	61,  // 110: bfs.NameServer.BlockReport:input_type -> bfs.BlockReportRequest
+	63,  // 111: bfs.NameServer.BlockReceived:input_type -> bfs.BlockReceivedRequest
+	66,  // 112: bfs.NameServer.ReportBadReplicas:input_type -> bfs.ReportBadReplicasRequest
+	68,  // 113: bfs.NameServer.GetSafeMode:input_type -> bfs.GetSafeModeRequest
+	70,  // 114: bfs.NameServer.LeaveSafeMode:input_type -> bfs.LeaveSafeModeRequest
+	72,  // 115: bfs.NameServer.Decommission:input_type -> bfs.DecommissionRequest
+	76,  // 116: bfs.NameServer.ListChunkservers:input_type -> bfs.ListChunkserversRequest
+	78,  // 117: bfs.NameServer.Fsck:input_type -> bfs.FsckRequest
+	3,   // 118: bfs.NameServer.Mkdir:output_type -> bfs.MkdirResponse
+	5,   // 119: bfs.NameServer.Create:output_type -> bfs.CreateResponse
+	7,   // 120: bfs.NameServer.Stat:output_type -> bfs.StatResponse
+	9,   // 121: bfs.NameServer.List:output_type -> bfs.ListResponse
+	11,  // 122: bfs.NameServer.DeleteFile:output_type -> bfs.DeleteFileResponse
+	13,  // 123: bfs.NameServer.DeleteDir:output_type -> bfs.DeleteDirResponse
+	15,  // 124: bfs.NameServer.Rename:output_type -> bfs.RenameResponse
+	17,  // 125: bfs.NameServer.Chmod:output_type -> bfs.ChmodResponse
+	19,  // 126: bfs.NameServer.DiskUsage:output_type -> bfs.DiskUsageResponse
+	22,  // 127: bfs.NameServer.OpenSession:output_type -> bfs.OpenSessionResponse
+	24,  // 128: bfs.NameServer.KeepAlive:output_type -> bfs.KeepAliveResponse
+	26,  // 129: bfs.NameServer.CloseSession:output_type -> bfs.CloseSessionResponse
+	29,  // 130: bfs.NameServer.ListSessions:output_type -> bfs.ListSessionsResponse
+	33,  // 131: bfs.NameServer.AddBlock:output_type -> bfs.AddBlockResponse
+	35,  // 132: bfs.NameServer.SyncBlock:output_type -> bfs.SyncBlockResponse
+	37,  // 133: bfs.NameServer.FinishFile:output_type -> bfs.FinishFileResponse
+	39,  // 134: bfs.NameServer.GetFileLocation:output_type -> bfs.GetFileLocationResponse
+	41,  // 135: bfs.NameServer.LockDir:output_type -> bfs.LockDirResponse
+	43,  // 136: bfs.NameServer.UnlockDir:output_type -> bfs.UnlockDirResponse
+	47,  // 137: bfs.NameServer.GetDirLock:output_type -> bfs.GetDirLockResponse
+	49,  // 138: bfs.NameServer.ListDirLocks:output_type -> bfs.ListDirLocksResponse
+	51,  // 139: bfs.NameServer.WatchDirLocks:output_type -> bfs.DirLockEvent
+	54,  // 140: bfs.NameServer.GetLockHistory:output_type -> bfs.GetLockHistoryResponse
+	57,  // 141: bfs.NameServer.Register:output_type -> bfs.RegisterResponse
+	59,  // 142: bfs.NameServer.HeartBeat:output_type -> bfs.HeartBeatResponse
+	62,  // 143: bfs.NameServer.BlockReport:output_type -> bfs.BlockReportResponse
+	64,  // 144: bfs.NameServer.BlockReceived:output_type -> bfs.BlockReceivedResponse
+	67,  // 145: bfs.NameServer.ReportBadReplicas:output_type -> bfs.ReportBadReplicasResponse
+	69,  // 146: bfs.NameServer.GetSafeMode:output_type -> bfs.GetSafeModeResponse
+	71,  // 147: bfs.NameServer.LeaveSafeMode:output_type -> bfs.LeaveSafeModeResponse
+	73,  // 148: bfs.NameServer.Decommission:output_type -> bfs.DecommissionResponse
+	77,  // 149: bfs.NameServer.ListChunkservers:output_type -> bfs.ListChunkserversResponse
+	82,  // 150: bfs.NameServer.Fsck:output_type -> bfs.FsckResponse
+	118, // [118:151] is the sub-list for method output_type
+	85,  // [85:118] is the sub-list for method input_type
+	85,  // [85:85] is the sub-list for extension type_name
+	85,  // [85:85] is the sub-list for extension extendee
+	0,   // [0:85] is the sub-list for field type_name
 }
 
 func init() { file_nameserver_proto_init() }
@@ -6258,8 +6702,8 @@ func file_nameserver_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_nameserver_proto_rawDesc), len(file_nameserver_proto_rawDesc)),
-			NumEnums:      1,
-			NumMessages:   79,
+			NumEnums:      2,
+			NumMessages:   81,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

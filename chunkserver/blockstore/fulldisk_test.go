@@ -1,0 +1,99 @@
+package blockstore
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// smallDisk mounts a tmpfs of mib MiB and returns its path; the test is
+// skipped where this user cannot mount one.
+func smallDisk(t *testing.T, mib int) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "disk")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, fmt.Sprintf("size=%dm", mib)); err != nil {
+		t.Skipf("a small disk needs a tmpfs mount, which this user cannot make: %v", err)
+	}
+	t.Cleanup(func() { syscall.Unmount(dir, syscall.MNT_DETACH) })
+	return dir
+}
+
+// fill writes a file in dir until the disk is full, and returns it.
+func fill(t *testing.T, dir string) string {
+	t.Helper()
+	path := filepath.Join(dir, "filler")
+	f, err := os.Create(path)
+	require.NoError(t, err)
+	defer f.Close()
+	buf := make([]byte, 64<<10)
+	for n := len(buf); n > 0; {
+		if _, err := f.Write(buf[:n]); err != nil {
+			require.True(t, errors.Is(err, syscall.ENOSPC), "%v", err)
+			n /= 2
+		}
+	}
+	return path
+}
+
+// TestFullDiskStore: a store whose disk fills keeps what it has and
+// serves it; it refuses new bytes with ENOSPC (never for good), takes
+// them again once space is freed, and opens on a full disk after a crash.
+func TestFullDiskStore(t *testing.T) {
+	dir := smallDisk(t, 8)
+	s := openStore(t, dir)
+	data := randBytes(100_000, 1)
+	writeAll(t, s, 1, data, 30_000, sealLast)
+	filler := fill(t, dir)
+	// Records go on until the meta log needs a page the disk lacks.
+	var err error
+	for id := BlockID(3); err == nil && id < 100_000; id++ {
+		_, _, err = s.Seal(id)
+	}
+	require.ErrorIs(t, err, syscall.ENOSPC)
+	got, err := s.Read(1, 0, int64(len(data)))
+	require.NoError(t, err)
+	require.Equal(t, data, got)
+
+	// A crash on the full disk: it opens, and serves what it had.
+	crashed := smallDisk(t, 8)
+	copyTree(t, crashCopy(t, dir), crashed)
+	fill(t, crashed)
+	s2, err := Open(crashed)
+	require.NoError(t, err)
+	defer s2.Close()
+	got, err = s2.Read(1, 0, int64(len(data)))
+	require.NoError(t, err)
+	require.Equal(t, data, got)
+
+	// Space freed: the first store takes writes again.
+	require.NoError(t, os.Remove(filler))
+	writeAll(t, s, 200_000, data, 30_000, sealLast)
+	info, err := s.Info(200_000)
+	require.NoError(t, err)
+	require.True(t, info.Sealed)
+}
+
+// copyTree copies the files under src into dst.
+func copyTree(t *testing.T, src, dst string) {
+	t.Helper()
+	require.NoError(t, filepath.Walk(src, func(path string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, path)
+		if fi.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+	}))
+}
