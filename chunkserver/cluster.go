@@ -7,6 +7,10 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+
+	"github.com/golang/glog"
+
+	"github.com/bfs-go/bfs/chunkserver/volume"
 )
 
 // clusterIDFile, in the data directory, holds the id of the cluster the
@@ -20,28 +24,53 @@ var errWrongCluster = errors.New("wrong cluster")
 // cluster is the cluster the chunkserver belongs to. It is empty until
 // the first registration and never changes afterwards; every word of the
 // nameserver that destroys data (obsolete lists, deletes, truncates) is
-// checked against it. It is safe for concurrent use.
+// checked against it. Every volume records it (CLUSTER_ID in its
+// directory): a volume that names another cluster than the others is
+// taken out of service (its blocks are another cluster's), and one that
+// names none (a new disk) is given the id. It is safe for concurrent use.
 type cluster struct {
-	dir string
-	mu  struct {
+	vols *volume.Set
+	mu   struct {
 		sync.Mutex
 		id string
 	}
 }
 
-// loadCluster reads the id recorded in dir, if any.
-func loadCluster(dir string) (*cluster, error) {
-	c := &cluster{dir: dir}
-	b, err := os.ReadFile(filepath.Join(dir, clusterIDFile))
-	if errors.Is(err, os.ErrNotExist) {
-		return c, nil
+// loadCluster reads the id the volumes recorded, if any.
+func loadCluster(vols *volume.Set) (*cluster, error) {
+	c := &cluster{vols: vols}
+	for _, v := range vols.Volumes() {
+		if v.Failed() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(v.Dir(), clusterIDFile))
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			err = fmt.Errorf("read cluster id: %w", err)
+		}
+		id := strings.TrimSpace(string(b))
+		switch {
+		case err != nil:
+		case id == "":
+			return nil, fmt.Errorf("chunkserver: %s in %s is empty; remove it only if this volume's blocks belong to no cluster", clusterIDFile, v.Dir())
+		case c.mu.id == "":
+			c.mu.id = id
+		case id != c.mu.id:
+			err = fmt.Errorf("%w: the volume belongs to cluster %s (%s in %s), the chunkserver's other volumes to %s; nothing on it is deleted",
+				errWrongCluster, id, clusterIDFile, v.Dir(), c.mu.id)
+		}
+		if err != nil {
+			if ferr := vols.Fail(v, err); ferr != nil {
+				return nil, fmt.Errorf("chunkserver: %w", ferr)
+			}
+		}
 	}
-	if err != nil {
-		return nil, fmt.Errorf("chunkserver: read cluster id: %w", err)
-	}
-	c.mu.id = strings.TrimSpace(string(b))
-	if c.mu.id == "" {
-		return nil, fmt.Errorf("chunkserver: %s in %s is empty; remove it only if this chunkserver's blocks belong to no cluster", clusterIDFile, dir)
+	if c.mu.id != "" {
+		if err := c.recordLocked(); err != nil {
+			return nil, err
+		}
 	}
 	return c, nil
 }
@@ -64,10 +93,42 @@ func (c *cluster) Join(id string) error {
 	if c.mu.id != "" {
 		return c.checkLocked(id)
 	}
-	if err := writeFileSync(c.dir, clusterIDFile, []byte(id+"\n")); err != nil {
-		return fmt.Errorf("chunkserver: record cluster id: %w", err)
-	}
 	c.mu.id = id
+	if err := c.recordLocked(); err != nil {
+		c.mu.id = ""
+		return err
+	}
+	return nil
+}
+
+// recordLocked writes the id into every volume in service that lacks it.
+// A volume that cannot take it is checked (it may be failing); it is an
+// error only if no volume holds the id.
+func (c *cluster) recordLocked() error {
+	var errs []error
+	held := 0
+	for _, v := range c.vols.Volumes() {
+		if v.Failed() {
+			continue
+		}
+		path := filepath.Join(v.Dir(), clusterIDFile)
+		if _, err := os.Stat(path); err == nil {
+			held++
+			continue
+		}
+		if err := writeFileSync(v.Dir(), clusterIDFile, []byte(c.mu.id+"\n")); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", v.Dir(), err))
+			c.vols.Suspect(v)
+			continue
+		}
+		held++
+	}
+	if held == 0 {
+		return fmt.Errorf("chunkserver: record cluster id: %w", errors.Join(errs...))
+	}
+	for _, err := range errs {
+		glog.Warningf("record cluster id: %v", err)
+	}
 	return nil
 }
 
@@ -87,9 +148,9 @@ func (c *cluster) checkLocked(id string) error {
 	if id == c.mu.id {
 		return nil
 	}
-	return fmt.Errorf("%w: this chunkserver belongs to cluster %s (%s in %s), the nameserver to cluster %q: "+
+	return fmt.Errorf("%w: this chunkserver belongs to cluster %s (%s in its data directories), the nameserver to cluster %q: "+
 		"check the chunkserver's --nameserver address and the nameserver's --data directory; nothing is deleted",
-		errWrongCluster, c.mu.id, clusterIDFile, c.dir, id)
+		errWrongCluster, c.mu.id, clusterIDFile, id)
 }
 
 // writeFileSync writes dir/name atomically: a temporary file, fsynced,

@@ -9,8 +9,18 @@ import (
 
 // Config configures a chunkserver.
 type Config struct {
-	// DataDir holds the block replicas (see chunkserver/blockstore).
-	DataDir string
+	// DataDir holds the block replicas of a chunkserver with one volume
+	// (see chunkserver/blockstore). DataDirs lists the volumes of one with
+	// several, a data directory per disk (bfs chunkserver --data
+	// DIR1,DIR2,...; see chunkserver/volume); when set, DataDir is not
+	// used.
+	DataDir  string
+	DataDirs []string
+	// FailedVolumesTolerated is how many failed volumes the chunkserver
+	// keeps serving with; past it, Serve stops with an error. -1 (the
+	// default) serves while one volume is left: a failed disk costs the
+	// cluster that disk's replicas, not the whole machine's.
+	FailedVolumesTolerated int
 	// ListenAddr is where the bfs chunkserver command listens; Serve itself
 	// takes a listener.
 	ListenAddr string
@@ -58,9 +68,12 @@ type TestingKnobs struct {
 	// CreateBlock, if set, is called before every CreateBlock; it may
 	// block, and an error fails the call as a failing disk would.
 	CreateBlock func(block int64) error
-	// DiskSpace, if set, replaces the capacity and free bytes the
-	// chunkserver reports for its data directory.
-	DiskSpace func() (capacity, free int64)
+	// DiskSpace, if set, replaces the capacity and free bytes of a
+	// volume's data directory.
+	DiskSpace func(dir string) (capacity, free int64)
+	// VolumeCheckInterval, if positive, replaces
+	// volume.DefaultCheckInterval.
+	VolumeCheckInterval time.Duration
 	// ReportPage, if positive, replaces DefaultReportPage.
 	ReportPage int
 }
@@ -84,21 +97,22 @@ const (
 // next to a nameserver with its default configuration.
 func DefaultConfig() Config {
 	return Config{
-		DataDir:           "bfs-data/chunkserver",
-		ListenAddr:        "127.0.0.1:8830",
-		NameServerAddr:    "127.0.0.1:8828",
-		MetricsAddr:       "127.0.0.1:8831",
-		HeartbeatInterval: time.Second,
-		ReportInterval:    time.Minute,
-		ScrubRate:         DefaultScrubRate,
-		MaxCopies:         DefaultMaxCopies,
-		CopyRate:          DefaultCopyRate,
+		DataDir:                "bfs-data/chunkserver",
+		FailedVolumesTolerated: -1,
+		ListenAddr:             "127.0.0.1:8830",
+		NameServerAddr:         "127.0.0.1:8828",
+		MetricsAddr:            "127.0.0.1:8831",
+		HeartbeatInterval:      time.Second,
+		ReportInterval:         time.Minute,
+		ScrubRate:              DefaultScrubRate,
+		MaxCopies:              DefaultMaxCopies,
+		CopyRate:               DefaultCopyRate,
 	}
 }
 
 func (c *Config) validate() error {
-	if c.DataDir == "" {
-		return fmt.Errorf("chunkserver: empty data directory")
+	if c.DataDir == "" && len(c.DataDirs) == 0 {
+		return fmt.Errorf("chunkserver: no data directory")
 	}
 	if c.ScrubRate < 0 {
 		return fmt.Errorf("chunkserver: negative scrub rate %d", c.ScrubRate)
@@ -122,4 +136,12 @@ func (c *Config) validate() error {
 		c.Clock = clock.Real{}
 	}
 	return nil
+}
+
+// volumes are the data directories, one per volume.
+func (c *Config) volumes() []string {
+	if len(c.DataDirs) > 0 {
+		return c.DataDirs
+	}
+	return []string{c.DataDir}
 }

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/bfs-go/bfs/chunkserver/blockstore"
+	"github.com/bfs-go/bfs/chunkserver/volume"
 	"github.com/bfs-go/bfs/proto/bfspb"
 )
 
@@ -89,7 +90,7 @@ func (s *Server) applyPacket(p *blockstore.Packet, block blockstore.BlockID) *bf
 	if p.BlockID != block {
 		err = fmt.Errorf("%w: packet of block %d on the stream of block %d", errOtherBlock, p.BlockID, block)
 	} else {
-		size, err = s.store.Write(*p)
+		size, err = s.vols.Write(*p)
 	}
 	code, msg := statusTable.Of(err)
 	s.metrics.packetLatency.WithLabelValues(packetKind(p)).Observe(time.Since(start).Seconds())
@@ -119,8 +120,8 @@ func (s *Server) sealed(id blockstore.BlockID) {
 	if s.reporter == nil {
 		return
 	}
-	if info, err := s.store.Info(id); err == nil && info.Sealed {
-		s.reporter.add(info)
+	if info, err := s.vols.Info(id); err == nil && info.Sealed {
+		s.reporter.add(volume.Replica{BlockInfo: info, Volume: s.vols.Volume(id)})
 	}
 }
 
@@ -130,7 +131,7 @@ func (s *Server) sealed(id blockstore.BlockID) {
 // carries the CRC32C of its bytes, for the receiver to check.
 func (s *Server) Read(req *bfspb.ReadRequest, stream grpc.ServerStreamingServer[bfspb.ReadChunk]) error {
 	id := blockstore.BlockID(req.BlockId)
-	info, err := s.store.Info(id)
+	info, err := s.vols.Info(id)
 	if err == nil && (req.Offset < 0 || req.Offset > info.Size || req.Length < 0) {
 		err = fmt.Errorf("%w: read of %d bytes at %d of block %d (%d bytes)", blockstore.ErrInvalid, req.Length, req.Offset, id, info.Size)
 	}
@@ -144,7 +145,7 @@ func (s *Server) Read(req *bfspb.ReadRequest, stream grpc.ServerStreamingServer[
 	for off := req.Offset; off < end; {
 		// A fresh buffer each time: gRPC may still hold a sent message.
 		buf := make([]byte, min(readChunkSize, end-off))
-		n, err := s.store.ReadAt(id, buf, off)
+		n, err := s.vols.ReadAt(id, buf, off)
 		if n > 0 {
 			chunk := &bfspb.ReadChunk{Offset: off, Data: buf[:n], Crc32C: blockstore.Checksum(buf[:n])}
 			if err := stream.Send(chunk); err != nil {
@@ -170,7 +171,7 @@ func (s *Server) Read(req *bfspb.ReadRequest, stream grpc.ServerStreamingServer[
 // corrupt and reports it to the nameserver (once: a replica marked
 // already fails every read, and the scrubber reports it again).
 func (s *Server) foundCorrupt(id blockstore.BlockID, err error) {
-	if s.store.Corrupt(id) || s.store.MarkCorrupt(id) != nil {
+	if s.vols.Corrupt(id) || s.vols.MarkCorrupt(id) != nil {
 		return
 	}
 	glog.Errorf("read: %v", err)
@@ -193,7 +194,7 @@ func (s *Server) Seal(_ context.Context, req *bfspb.SealRequest) (*bfspb.SealRes
 			return &bfspb.SealResponse{Status: code, Message: msg}, nil
 		}
 	}
-	size, version, err := s.store.Seal(blockstore.BlockID(req.BlockId))
+	size, version, err := s.vols.Seal(blockstore.BlockID(req.BlockId))
 	code, msg := statusTable.Of(err)
 	if err == nil {
 		s.metrics.seals.Inc()
@@ -212,7 +213,7 @@ func (s *Server) CreateBlock(ctx context.Context, req *bfspb.CreateBlockRequest)
 			return &bfspb.CreateBlockResponse{Status: code, Message: msg}, nil
 		}
 	}
-	code, msg := statusTable.Of(s.store.Create(ctx, blockstore.BlockID(req.BlockId)))
+	code, msg := statusTable.Of(s.vols.Create(ctx, blockstore.BlockID(req.BlockId)))
 	return &bfspb.CreateBlockResponse{Status: code, Message: msg}, nil
 }
 
@@ -222,7 +223,7 @@ func (s *Server) Truncate(_ context.Context, req *bfspb.TruncateRequest) (*bfspb
 		code, msg := statusTable.Of(err)
 		return &bfspb.TruncateResponse{Status: code, Message: msg}, nil
 	}
-	code, msg := statusTable.Of(s.store.Truncate(blockstore.BlockID(req.BlockId), req.Size))
+	code, msg := statusTable.Of(s.vols.Truncate(blockstore.BlockID(req.BlockId), req.Size))
 	return &bfspb.TruncateResponse{Status: code, Message: msg}, nil
 }
 
@@ -234,7 +235,7 @@ func (s *Server) DeleteBlocks(_ context.Context, req *bfspb.DeleteBlocksRequest)
 	}
 	var errs []error
 	for _, id := range req.BlockIds {
-		if err := s.store.Delete(blockstore.BlockID(id)); err != nil && !errors.Is(err, blockstore.ErrNotFound) {
+		if err := s.vols.Delete(blockstore.BlockID(id)); err != nil && !errors.Is(err, blockstore.ErrNotFound) {
 			errs = append(errs, err)
 		}
 	}
@@ -244,7 +245,7 @@ func (s *Server) DeleteBlocks(_ context.Context, req *bfspb.DeleteBlocksRequest)
 
 // GetBlockInfo describes a replica.
 func (s *Server) GetBlockInfo(_ context.Context, req *bfspb.GetBlockInfoRequest) (*bfspb.GetBlockInfoResponse, error) {
-	info, err := s.store.Info(blockstore.BlockID(req.BlockId))
+	info, err := s.vols.Info(blockstore.BlockID(req.BlockId))
 	code, msg := statusTable.Of(err)
 	return &bfspb.GetBlockInfoResponse{Status: code, Message: msg, Size: info.Size, Version: info.Version, Sealed: info.Sealed}, nil
 }

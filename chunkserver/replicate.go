@@ -107,19 +107,19 @@ func (s *Server) replicate(ctx context.Context, req *bfspb.ReplicateBlockRequest
 	case s.member != nil && req.Source == s.member.addr:
 		return 0, fmt.Errorf("%w: copy of block %d from this chunkserver itself", blockstore.ErrInvalid, req.BlockId)
 	}
-	if _, err := s.store.Info(id); err == nil {
+	if _, err := s.vols.Info(id); err == nil {
 		return 0, fmt.Errorf("%w: block %d already has a replica here", errExists, id)
 	}
 	if err := s.copies.claim(id); err != nil {
 		return 0, err
 	}
 	defer s.copies.release(id)
-	if err := s.store.Create(ctx, id); err != nil {
+	if err := s.vols.Create(ctx, id); err != nil {
 		return 0, err
 	}
 	n, err := s.copyFrom(ctx, req)
 	if err != nil {
-		if derr := s.store.Delete(id); derr != nil && !errors.Is(derr, blockstore.ErrNotFound) {
+		if derr := s.vols.Delete(id); derr != nil && !errors.Is(derr, blockstore.ErrNotFound) {
 			glog.Errorf("copy of block %d failed and its partial replica could not be deleted: %v", id, derr)
 		}
 		return 0, err
@@ -170,7 +170,7 @@ func (s *Server) copyFrom(ctx context.Context, req *bfspb.ReplicateBlockRequest)
 			}
 			seq++
 			p := blockstore.Packet{BlockID: id, Offset: off, Seq: seq, Data: chunk.Data, CRC32C: chunk.Crc32C, Version: req.Version}
-			if _, err := s.store.Write(p); err != nil {
+			if _, err := s.vols.Write(p); err != nil {
 				return 0, err
 			}
 			off += int64(len(chunk.Data))
@@ -180,7 +180,7 @@ func (s *Server) copyFrom(ctx context.Context, req *bfspb.ReplicateBlockRequest)
 	if off != req.Size {
 		return 0, fmt.Errorf("%w: %s sent %d of the %d bytes of block %d", errSourceGone, req.Source, off, req.Size, id)
 	}
-	size, _, err := s.store.Seal(id)
+	size, _, err := s.vols.Seal(id)
 	if err == nil && size != req.Size {
 		err = fmt.Errorf("blockstore: block %d sealed at %d bytes, want %d", id, size, req.Size)
 	}

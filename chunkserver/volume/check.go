@@ -105,3 +105,19 @@ func (s *Set) fail(v *Volume, cause error) {
 		s.fatalOnce.Do(func() { s.fatal <- fmt.Errorf("%w: stopping", err) })
 	}
 }
+
+// Fail takes v out of service for cause, found by its owner (a volume
+// that names another cluster), and returns an error if more volumes have
+// now failed than tolerated.
+func (s *Set) Fail(v *Volume, cause error) error {
+	s.fail(v, cause)
+	return s.tolerable()
+}
+
+// Suspect asks for a check of v: its owner met an error on it.
+func (s *Set) Suspect(v *Volume) {
+	s.note(v, errSuspect)
+}
+
+// errSuspect is no answer about a request: it asks for a check.
+var errSuspect = errors.New("suspect")
