@@ -74,6 +74,28 @@ func (s *Server) loadDraining() error {
 	return nil
 }
 
+// loadChunkservers reads back what the namespace remembers of the
+// chunkservers (ChunkserverCmd): the dead are listed at once, those
+// registered before the restart once they miss the dead timeout.
+func (s *Server) loadChunkservers() error {
+	records, err := s.ns.Chunkservers()
+	if err != nil {
+		return err
+	}
+	s.dead.load(records)
+	return nil
+}
+
+// recordChunkserver writes what the nameserver remembers of a
+// chunkserver into the namespace; a failure is logged (the list in
+// memory stands).
+func (s *Server) recordChunkserver(c *bfspb.ChunkserverCmd) {
+	if _, err := s.ns.Apply(&bfspb.Command{TimeNs: s.cfg.Clock.Now().UnixNano(),
+		Op: &bfspb.Command_Chunkserver{Chunkserver: c}}); err != nil {
+		glog.Warningf("recording chunkserver %s in the namespace: %v", c.Address, err)
+	}
+}
+
 // checkDecommission refuses a request with no address, an empty one, or
 // one the nameserver does not know.
 func (s *Server) checkDecommission(verb string, addrs []string) (bfspb.StatusCode, string) {
@@ -113,7 +135,11 @@ func (s *Server) ListChunkservers(_ context.Context, req *bfspb.ListChunkservers
 	limit := pageSize(req.PageSize)
 	more := len(rows) > limit
 	rows = rows[:min(len(rows), limit)]
-	resp := &bfspb.ListChunkserversResponse{}
+	st := s.repair.Stats()
+	resp := &bfspb.ListChunkserversResponse{Health: &bfspb.BlockHealth{
+		UnderReplicatedBlocks: int64(st.UnderReplicated), MissingBlocks: int64(st.Missing),
+		CorruptReplicas: int64(s.blocks.CorruptCount()), RepairQueue: int64(st.Queued), RepairCopiesInFlight: int64(st.InFlight),
+	}}
 	now := s.cfg.Clock.Now()
 	var budget pageBudget
 	for _, r := range rows {

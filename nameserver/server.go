@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/golang/glog"
 	"google.golang.org/grpc"
@@ -61,10 +62,12 @@ type Server struct {
 	// repair keeps the blocks' replica counts up (nameserver/repair).
 	repair *repair.Scheduler
 	// dead remembers the chunkservers declared dead, for the report.
-	dead   *deadList
-	watch  *watchers
-	grpc   *grpc.Server
-	health *health.Server
+	dead *deadList
+	// started is when the server was made.
+	started time.Time
+	watch   *watchers
+	grpc    *grpc.Server
+	health  *health.Server
 	// tasks are the server's own background work (releasing the locks of
 	// ended sessions, deletes of replicas); Close stops them.
 	tasks *taskgroup.Group
@@ -103,12 +106,12 @@ func newServer(cfg Config, dataLock *os.File) (*Server, error) {
 		dataLock:     dataLock,
 		stopc:        make(chan struct{}),
 		livenessDone: make(chan struct{}),
-		blocks:       blockmap.New(cfg.Clock.Now()),
+		started:      cfg.Clock.Now(),
 		peers:        connpool.New(grpc.WithTransportCredentials(insecure.NewCredentials())),
 		watch:        newWatchers(),
 		tasks:        taskgroup.New(),
-		dead:         newDeadList(),
 	}
+	s.blocks = blockmap.New(s.started)
 	s.metrics = newMetrics(func() float64 { return float64(len(s.sessions.List())) })
 	ns, err := namespace.Open(namespace.Options{
 		Dir:           filepath.Join(cfg.DataDir, "namespace"),
@@ -121,6 +124,7 @@ func newServer(cfg Config, dataLock *os.File) (*Server, error) {
 		return nil, err
 	}
 	s.ns = ns
+	s.dead = newDeadList(s.recordChunkserver)
 	s.metrics.lockGauges(ns.Locks().Counts, s.cleaningCounts)
 	s.metrics.corruptGauge(s.blocks.CorruptCount)
 	s.metrics.registry.MustRegister(newChunkserverCollector(s))
@@ -136,6 +140,9 @@ func newServer(cfg Config, dataLock *os.File) (*Server, error) {
 		return fail(err)
 	}
 	if err := s.loadDraining(); err != nil {
+		return fail(err)
+	}
+	if err := s.loadChunkservers(); err != nil {
 		return fail(err)
 	}
 	if err := s.startRepair(); err != nil {

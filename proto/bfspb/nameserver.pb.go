@@ -4778,8 +4778,12 @@ type GetSafeModeResponse struct {
 	Threshold float64 `protobuf:"fixed64,5,opt,name=threshold,proto3" json:"threshold,omitempty"`
 	// True if an operator left safe mode.
 	LeftByOperator bool `protobuf:"varint,6,opt,name=left_by_operator,json=leftByOperator,proto3" json:"left_by_operator,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// How many chunkservers must have sent a full block report to leave
+	// by itself (--safemode-min-chunkservers), and how many have.
+	MinChunkservers      int64 `protobuf:"varint,7,opt,name=min_chunkservers,json=minChunkservers,proto3" json:"min_chunkservers,omitempty"`
+	ReportedChunkservers int64 `protobuf:"varint,8,opt,name=reported_chunkservers,json=reportedChunkservers,proto3" json:"reported_chunkservers,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
 }
 
 func (x *GetSafeModeResponse) Reset() {
@@ -4859,6 +4863,20 @@ func (x *GetSafeModeResponse) GetLeftByOperator() bool {
 		return x.LeftByOperator
 	}
 	return false
+}
+
+func (x *GetSafeModeResponse) GetMinChunkservers() int64 {
+	if x != nil {
+		return x.MinChunkservers
+	}
+	return 0
+}
+
+func (x *GetSafeModeResponse) GetReportedChunkservers() int64 {
+	if x != nil {
+		return x.ReportedChunkservers
+	}
+	return 0
 }
 
 type LeaveSafeModeRequest struct {
@@ -6284,7 +6302,7 @@ const file_nameserver_proto_rawDesc = "" +
 	"\x19ReportBadReplicasResponse\x12'\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
 	"\amessage\x18\x0f \x01(\tR\amessage\"\x14\n" +
-	"\x12GetSafeModeRequest\"\xfc\x01\n" +
+	"\x12GetSafeModeRequest\"\xdc\x02\n" +
 	"\x13GetSafeModeResponse\x12'\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
 	"\amessage\x18\x0f \x01(\tR\amessage\x12\x0e\n" +
@@ -6292,7 +6310,9 @@ const file_nameserver_proto_rawDesc = "" +
 	"\fknown_blocks\x18\x03 \x01(\x03R\vknownBlocks\x12'\n" +
 	"\x0freported_blocks\x18\x04 \x01(\x03R\x0ereportedBlocks\x12\x1c\n" +
 	"\tthreshold\x18\x05 \x01(\x01R\tthreshold\x12(\n" +
-	"\x10left_by_operator\x18\x06 \x01(\bR\x0eleftByOperator\"\x16\n" +
+	"\x10left_by_operator\x18\x06 \x01(\bR\x0eleftByOperator\x12)\n" +
+	"\x10min_chunkservers\x18\a \x01(\x03R\x0fminChunkservers\x123\n" +
+	"\x15reported_chunkservers\x18\b \x01(\x03R\x14reportedChunkservers\"\x16\n" +
 	"\x14LeaveSafeModeRequest\"Z\n" +
 	"\x15LeaveSafeModeResponse\x12'\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
