@@ -24,7 +24,7 @@ func TestAdminSafeMode(t *testing.T) {
 		require.Equal(t, 0, r.code, "bfs %q: %s", args, r.stderr)
 		return r.stdout
 	}
-	require.Equal(t, "safe mode OFF: 0 of 0 known blocks reported (100.00%, threshold 99.90%)\n", ok("admin", "safemode", "get"))
+	require.Regexp(t, `^safe mode OFF: 0 of 0 known blocks reported \(100\.00%, threshold 99\.90%\), [01] chunkservers \(0 wanted\)\n$`, ok("admin", "safemode", "get"))
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -39,8 +39,8 @@ func TestAdminSafeMode(t *testing.T) {
 
 	cl.StopChunkserver(0)
 	cl.RestartNameServer()
-	require.Equal(t, "safe mode ON: 0 of 1 known blocks reported (0.00%, threshold 99.90%)\n", ok("admin", "safemode", "get"))
-	require.Equal(t, "safe mode OFF (left by an operator): 0 of 1 known blocks reported (0.00%, threshold 99.90%)\n", ok("admin", "safemode", "leave"))
+	require.Equal(t, "safe mode ON: 0 of 1 known blocks reported (0.00%, threshold 99.90%), 0 chunkservers (0 wanted)\n", ok("admin", "safemode", "get"))
+	require.Equal(t, "safe mode OFF (left by an operator): 0 of 1 known blocks reported (0.00%, threshold 99.90%), 0 chunkservers (0 wanted)\n", ok("admin", "safemode", "leave"))
 	r := bfs(t, ns, "admin", "safemode", "enter")
 	require.Equal(t, 2, r.code, r.stderr)
 }
@@ -116,11 +116,11 @@ func TestAdminDecommissionReportFsck(t *testing.T) {
 	}, 30*time.Second, 10*time.Millisecond)
 	r = bfs(t, ns, "fsck", "/")
 	require.Equal(t, 1, r.code, r.stderr)
-	require.Regexp(t, `(?m)^/f: 4 bytes, replication 1\n  block \d+ \(4 bytes\): MISSING \(no live replica\)\n`, r.stdout)
+	require.Regexp(t, `(?m)^/f: 4 bytes, replication 1\n  block \d+ \(4 bytes\): MISSING \(no good replica\)\n`, r.stdout)
 	require.Regexp(t, `(?m)^/g: 4 bytes, replication 3\n  block \d+ \(4 bytes\): UNDER-REPLICATED \(2 of 3\); replicas `, r.stdout)
 	require.Regexp(t, `Missing blocks: +1\n`, r.stdout)
 	require.Contains(t, r.stdout, "The file system under / is CORRUPT\n")
-	require.Equal(t, "bfs: fsck /: 1 blocks have no live replica\n", r.stderr)
+	require.Equal(t, "bfs: fsck /: 1 blocks have no good replica\n", r.stderr)
 
 	r = bfs(t, ns, "fsck", "-o", "json")
 	require.Equal(t, 1, r.code)

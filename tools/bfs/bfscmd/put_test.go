@@ -22,7 +22,7 @@ func TestPutSmallFileWithoutChunkservers(t *testing.T) {
 
 	r := bfs(t, ns, "put", local, "/x")
 	assert.Equal(t, 1, r.code)
-	assert.Regexp(t, `^bfs: close /x: .*chunkservers.*\n$`, r.stderr)
+	assert.Regexp(t, `^bfs: put /x: close /x\._COPYING_: .*chunkservers.*\n$`, r.stderr)
 	assert.NotContains(t, r.stderr, "goroutine")
 	assert.Empty(t, r.stdout)
 }
