@@ -82,4 +82,3 @@ func drainText(s sdk.Chunkserver) string {
 	}
 	return s.State.String()
 }
-
