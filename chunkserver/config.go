@@ -44,7 +44,10 @@ type Config struct {
 	// makes at once; more are refused with RESOURCE_EXHAUSTED.
 	MaxCopies int
 	// CopyRate caps, in bytes per second, the bytes all copies together
-	// take in; 0 is no cap.
+	// take in here, and send from here as their source, while the
+	// chunkserver's clients are busy (a write or read stream open, or one
+	// ended within a second); while they are idle copies run at the
+	// disk's speed. 0 is no cap.
 	CopyRate int64
 	// HostID names the machine for the nameserver's placement, which puts
 	// the replicas of a block on distinct hosts; "" means the host part of
@@ -87,10 +90,12 @@ const DefaultReportPage = 1 << 16
 const DefaultScrubRate = 16 << 20
 
 // DefaultMaxCopies and DefaultCopyRate bound the copies a chunkserver
-// makes for re-replication, so that repair leaves room for clients.
+// makes for re-replication. The rate holds only while clients are busy,
+// so that repair leaves them the disk; an idle chunkserver copies at the
+// disk's speed.
 const (
 	DefaultMaxCopies = 4
-	DefaultCopyRate  = 128 << 20
+	DefaultCopyRate  = 32 << 20
 )
 
 // DefaultConfig returns the configuration of a chunkserver on this host

@@ -29,6 +29,7 @@ const (
 func (s *Server) Write(stream grpc.BidiStreamingServer[bfspb.WritePacket, bfspb.WriteAck]) error {
 	s.writers.Add(1)
 	defer s.writers.Add(-1)
+	defer s.clients.start()()
 	acks := make(chan *bfspb.WriteAck, ackQueue)
 	sent := make(chan error, 1)
 	go func() { sent <- sendAcks(stream, acks) }()
@@ -129,7 +130,14 @@ func (s *Server) sealed(id blockstore.BlockID) {
 // of 0 reads to the end. Every chunk is verified on disk first; a damaged
 // one ends the stream with a CORRUPT chunk, never bad bytes. Each chunk
 // carries the CRC32C of its bytes, for the receiver to check.
+//
+// A copy's read (req.Copy: another chunkserver re-making the replica for
+// the repair) is held to the copy rate while this chunkserver's clients
+// are busy; a client's read counts as one.
 func (s *Server) Read(req *bfspb.ReadRequest, stream grpc.ServerStreamingServer[bfspb.ReadChunk]) error {
+	if !req.Copy {
+		defer s.clients.start()()
+	}
 	id := blockstore.BlockID(req.BlockId)
 	info, err := s.vols.Info(id)
 	if err == nil && (req.Offset < 0 || req.Offset > info.Size || req.Length < 0) {
@@ -145,6 +153,11 @@ func (s *Server) Read(req *bfspb.ReadRequest, stream grpc.ServerStreamingServer[
 	for off := req.Offset; off < end; {
 		// A fresh buffer each time: gRPC may still hold a sent message.
 		buf := make([]byte, min(readChunkSize, end-off))
+		if req.Copy {
+			if err := s.copies.wait(stream.Context(), len(buf)); err != nil {
+				return err
+			}
+		}
 		n, err := s.vols.ReadAt(id, buf, off)
 		if n > 0 {
 			chunk := &bfspb.ReadChunk{Offset: off, Data: buf[:n], Crc32C: blockstore.Checksum(buf[:n])}

@@ -32,26 +32,45 @@ var (
 )
 
 // copier bounds and carries out the copies ReplicateBlock asks for: at
-// most max at once, all of them together within the bandwidth cap.
+// most max at once. It yields to clients: while the chunkserver's clients
+// are busy (see clients), the bytes every copy takes in here, and sends
+// from here as a source, are held together to the copy rate; while they
+// are idle, copies run at the disk's speed.
 type copier struct {
-	max   int
-	limit *rate.Limiter // nil: no cap
-	peers *connpool.Pool
-	mu    struct {
+	max int
+	// rate is the cap while clients are busy, in bytes per second (0: no
+	// cap); limit enforces it, at no limit while they are idle.
+	rate    int64
+	limit   *rate.Limiter
+	clients *clients
+	peers   *connpool.Pool
+	mu      struct {
 		sync.Mutex
 		// busy holds the blocks being copied here.
 		busy map[blockstore.BlockID]struct{}
 	}
 }
 
-func newCopier(maxCopies int, bytesPerSec int64) *copier {
-	c := &copier{max: maxCopies, peers: connpool.New(grpc.WithTransportCredentials(insecure.NewCredentials()))}
-	if bytesPerSec > 0 {
-		// A burst of one read chunk: WaitN takes at most that much.
-		c.limit = rate.NewLimiter(rate.Limit(bytesPerSec), readChunkSize)
-	}
+func newCopier(maxCopies int, bytesPerSec int64, cl *clients) *copier {
+	c := &copier{max: maxCopies, rate: bytesPerSec, clients: cl,
+		// A burst of one read chunk: wait takes at most that much.
+		limit: rate.NewLimiter(rate.Inf, readChunkSize),
+		peers: connpool.New(grpc.WithTransportCredentials(insecure.NewCredentials()))}
 	c.mu.busy = make(map[blockstore.BlockID]struct{})
 	return c
+}
+
+// wait holds n bytes of a copy (taken in, or sent as a source) to the
+// copy rate while clients are busy; while they are idle it does not wait.
+func (c *copier) wait(ctx context.Context, n int) error {
+	limit := rate.Inf
+	if c.rate > 0 && c.clients.busy() {
+		limit = rate.Limit(c.rate)
+	}
+	if c.limit.Limit() != limit {
+		c.limit.SetLimit(limit)
+	}
+	return c.limit.WaitN(ctx, n)
 }
 
 // claim reserves a copy slot for block id; release gives it back.
@@ -148,7 +167,7 @@ func (s *Server) copyFrom(ctx context.Context, req *bfspb.ReplicateBlockRequest)
 	}
 	var off, seq int64
 	if req.Size > 0 {
-		stream, err := src.Read(ctx, &bfspb.ReadRequest{BlockId: req.BlockId, Length: req.Size})
+		stream, err := src.Read(ctx, &bfspb.ReadRequest{BlockId: req.BlockId, Length: req.Size, Copy: true})
 		if err != nil {
 			return 0, fmt.Errorf("%w: %s: %v", errSourceDown, req.Source, err)
 		}
@@ -163,10 +182,8 @@ func (s *Server) copyFrom(ctx context.Context, req *bfspb.ReplicateBlockRequest)
 			if err := checkChunk(chunk, req, off); err != nil {
 				return 0, err
 			}
-			if s.copies.limit != nil {
-				if err := s.copies.limit.WaitN(ctx, len(chunk.Data)); err != nil {
-					return 0, err
-				}
+			if err := s.copies.wait(ctx, len(chunk.Data)); err != nil {
+				return 0, err
 			}
 			seq++
 			p := blockstore.Packet{BlockID: id, Offset: off, Seq: seq, Data: chunk.Data, CRC32C: chunk.Crc32C, Version: req.Version}

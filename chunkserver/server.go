@@ -44,8 +44,9 @@ type Server struct {
 	bad      *badReporter
 	// One per volume; none when ScrubRate is 0.
 	scrubs []*scrubber
-	// copies carries out ReplicateBlock.
-	copies *copier
+	// copies carries out ReplicateBlock, yielding to clients.
+	copies  *copier
+	clients *clients
 
 	// writers counts the write streams open.
 	writers atomic.Int64
@@ -75,7 +76,8 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, stopc: make(chan struct{}), copies: newCopier(cfg.MaxCopies, cfg.CopyRate)}
+	s := &Server{cfg: cfg, stopc: make(chan struct{}), clients: &clients{clock: cfg.Clock}}
+	s.copies = newCopier(cfg.MaxCopies, cfg.CopyRate, s.clients)
 	vols, err := volume.Open(volume.Config{
 		Dirs: cfg.volumes(), FailedTolerated: cfg.FailedVolumesTolerated, Clock: cfg.Clock,
 		DiskSpace: cfg.TestingKnobs.DiskSpace, CheckInterval: cfg.TestingKnobs.VolumeCheckInterval,
