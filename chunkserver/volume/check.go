@@ -44,10 +44,7 @@ func (s *Set) run() {
 			if v.Failed() {
 				continue
 			}
-			v.mu.Lock()
-			full := v.mu.full
-			v.mu.Unlock()
-			due := now.Sub(last[i]) >= s.cfg.CheckInterval || full && now.Sub(last[i]) >= fullRecheck
+			due := now.Sub(last[i]) >= s.cfg.CheckInterval || v.isFull() && now.Sub(last[i]) >= fullRecheck
 			if v.dirty.Swap(false) || due {
 				last[i] = now
 				s.checkNow(v)
@@ -71,6 +68,9 @@ func (s *Set) checkNow(v *Volume) error {
 		return ErrVolumeFailed
 	}
 	err := v.store.Check()
+	if err == nil && v.isFull() {
+		err = s.roomAgain(v)
+	}
 	v.check.at, v.check.err = s.cfg.Clock.Now(), err
 	switch {
 	case err == nil:
@@ -88,6 +88,27 @@ func (s *Set) checkNow(v *Volume) error {
 	}
 	return err
 }
+
+// roomAgain says whether a volume found full has room again: a check
+// passed, and its free space is a margin above what the policy keeps
+// free (a disk that has freed one block is still full). It returns an
+// error wrapping blockstore.ErrFull if not.
+func (s *Set) roomAgain(v *Volume) error {
+	capacity, free := s.space(v)
+	if capacity == 0 {
+		return nil // it cannot tell: the check is all there is
+	}
+	need := s.policy.Load().reserve(capacity) + fullMargin(capacity)
+	if free < need {
+		return fmt.Errorf("%w: %s: %d bytes free, %d wanted to take new replicas again", blockstore.ErrFull, v.dir, free, need)
+	}
+	return nil
+}
+
+// fullMargin is how much more than the policy's reserve a full volume
+// must have free to come back: a hundredth of its capacity, at most 64
+// MiB.
+func fullMargin(capacity int64) int64 { return min(capacity/100, 64<<20) }
 
 // fail takes v out of service: its store is abandoned (in the
 // background: a failing disk may hang), its replicas are no longer

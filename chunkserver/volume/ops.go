@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/golang/glog"
+
 	"github.com/bfs-go/bfs/chunkserver/blockstore"
 )
 
@@ -94,8 +96,13 @@ func (s *Set) Corrupt(id blockstore.BlockID) bool {
 }
 
 // note asks for a check of v if err says something of its disk, and
-// returns err.
+// returns err. A disk out of space makes the volume Full at once: it
+// takes no new replica until a check finds room again.
 func (s *Set) note(v *Volume, err error) error {
+	if noSpace(err) && v.setFull(true, err.Error(), s.cfg.Clock.Now()) {
+		glog.Warningf("volume %s is full: no new replica goes there until space is freed: %v", v.dir, err)
+		s.cfg.OnChange()
+	}
 	if ioError(err) {
 		v.dirty.Store(true)
 		select {

@@ -136,6 +136,13 @@ func (v *Volume) fail(reason string, now time.Time) bool {
 	return true
 }
 
+// isFull reports whether the volume was found full.
+func (v *Volume) isFull() bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.mu.full
+}
+
 // setFull records what the last check said of the volume's space; it
 // reports whether that changed.
 func (v *Volume) setFull(full bool, reason string, now time.Time) bool {
@@ -166,8 +173,8 @@ func (v *Volume) status(capacity, free int64, p Policy) Status {
 	switch {
 	case full:
 		st.State = Full
-	case capacity > 0 && free < p.reserve(capacity):
-		st.State, st.Reason = Full, fmt.Sprintf("%d bytes free, below the %d the placement policy keeps free", free, p.reserve(capacity))
+	case capacity > 0 && free <= p.reserve(capacity):
+		st.State, st.Reason = Full, fmt.Sprintf("%d bytes free, no more than the %d the placement policy keeps free", free, p.reserve(capacity))
 	default:
 		st.Reason = ""
 	}
