@@ -3,6 +3,7 @@ package bfscmd_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"slices"
 	"strings"
@@ -75,18 +76,32 @@ func TestAdminDecommissionReportFsck(t *testing.T) {
 	}
 	out := ok("admin", "report")
 	require.Contains(t, out, "Chunkservers: 3 live, 0 draining, 0 decommissioned, 0 dead\n")
-	for _, a := range cl.ChunkserverAddrs() {
-		require.Regexp(t, `(?m)^`+regexp.QuoteMeta(a)+` +\S+ +live `, out)
+	require.Contains(t, out, "Volumes of live chunkservers: 3 healthy, 0 full, 0 failed\n")
+	require.Regexp(t, `Blocks: \d+ under-replicated, 0 missing \(no good replica\), 0 corrupt replicas; repair: \d+ queued, \d+ copies in flight\n`, out)
+	for i, a := range cl.ChunkserverAddrs() {
+		require.Regexp(t, `(?m)^`+regexp.QuoteMeta(a)+` +\S+ +live .* 1 +- +\S+ ago +\S+ ago$`, out)
+		require.Regexp(t, `(?m)^`+regexp.QuoteMeta(a)+` +`+regexp.QuoteMeta(cl.ChunkserverConfig(i).DataDir)+` +healthy `, out)
 	}
 	var report struct {
 		Chunkservers []struct {
 			Address string `json:"address"`
 			State   string `json:"state"`
 			Blocks  int64  `json:"blocks"`
+			Volumes []struct {
+				Dir   string `json:"dir"`
+				State string `json:"state"`
+			} `json:"volumes"`
 		} `json:"chunkservers"`
+		Health struct {
+			Missing int64 `json:"missing_blocks"`
+		} `json:"health"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(ok("admin", "report", "-o", "json")), &report))
 	require.Len(t, report.Chunkservers, 3)
+	for _, c := range report.Chunkservers {
+		require.Len(t, c.Volumes, 1)
+		require.Equal(t, "healthy", c.Volumes[0].State)
+	}
 
 	// Another holds /g only, which no other chunkserver can take: it
 	// drains, with or without a repair running, and never gets there.
@@ -121,6 +136,10 @@ func TestAdminDecommissionReportFsck(t *testing.T) {
 	require.Regexp(t, `Missing blocks: +1\n`, r.stdout)
 	require.Contains(t, r.stdout, "The file system under / is CORRUPT\n")
 	require.Equal(t, "bfs: fsck /: 1 blocks have no good replica\n", r.stderr)
+
+	r = bfs(t, ns, "fsck", "--list-corrupt", "/")
+	require.Equal(t, 1, r.code, r.stderr)
+	require.Equal(t, fmt.Sprintf("%d\tMISSING\t/f\n", loc.Blocks[0].ID)+"1 blocks with no good replica, 0 with a corrupt replica under /\n", r.stdout)
 
 	r = bfs(t, ns, "fsck", "-o", "json")
 	require.Equal(t, 1, r.code)

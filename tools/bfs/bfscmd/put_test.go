@@ -26,3 +26,21 @@ func TestPutSmallFileWithoutChunkservers(t *testing.T) {
 	assert.NotContains(t, r.stderr, "goroutine")
 	assert.Empty(t, r.stdout)
 }
+
+// TestPutRefusesAnExistingFile: without -f a put refuses an existing
+// file and leaves it as it was; with -f it replaces it whole.
+func TestPutRefusesAnExistingFile(t *testing.T) {
+	ns := testcluster.Start(t, testcluster.WithChunkservers(1)).NameServerAddr
+	dir := t.TempDir()
+	for name, data := range map[string]string{"a": "first", "b": "second, longer"} {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644))
+	}
+	require.Equal(t, 0, bfs(t, ns, "put", "-r", "1", filepath.Join(dir, "a"), "/x").code)
+	r := bfs(t, ns, "put", "-r", "1", filepath.Join(dir, "b"), "/x")
+	assert.Equal(t, 1, r.code)
+	assert.Contains(t, r.stderr, "put /x: file exists (--force to overwrite)")
+	assert.Equal(t, "first", bfs(t, ns, "cat", "/x").stdout)
+	require.Equal(t, 0, bfs(t, ns, "put", "-f", "-r", "1", filepath.Join(dir, "b"), "/x").code)
+	assert.Equal(t, "second, longer", bfs(t, ns, "cat", "/x").stdout)
+	assert.Equal(t, "/x\n", bfs(t, ns, "ls", "/").stdout, "no _COPYING_ file left")
+}
