@@ -55,7 +55,12 @@ func newCopier(maxCopies int, bytesPerSec int64, cl *clients) *copier {
 	c := &copier{max: maxCopies, rate: bytesPerSec, clients: cl,
 		// A burst of one read chunk: wait takes at most that much.
 		limit: rate.NewLimiter(rate.Inf, readChunkSize),
-		peers: connpool.New(grpc.WithTransportCredentials(insecure.NewCredentials()))}
+		// Copies read whole replicas from their sources: the same wide
+		// windows and buffers as the data streams the server takes in,
+		// so a stream does not stall on window updates.
+		peers: connpool.New(grpc.WithTransportCredentials(insecure.NewCredentials()),
+			grpc.WithInitialWindowSize(streamWindow), grpc.WithInitialConnWindowSize(streamWindow),
+			grpc.WithWriteBufferSize(ioBuffer), grpc.WithReadBufferSize(ioBuffer))}
 	c.mu.busy = make(map[blockstore.BlockID]struct{})
 	return c
 }
@@ -187,7 +192,10 @@ func (s *Server) copyFrom(ctx context.Context, req *bfspb.ReplicateBlockRequest)
 			}
 			seq++
 			p := blockstore.Packet{BlockID: id, Offset: off, Seq: seq, Data: chunk.Data, CRC32C: chunk.Crc32C, Version: req.Version}
-			if _, err := s.vols.Write(p); err != nil {
+			if _, err := s.vols.Write(p); errors.Is(err, blockstore.ErrChecksum) {
+				return 0, fmt.Errorf("%w: block %d: %d bytes at %d from %s do not match the checksum sent with them",
+					blockstore.ErrChecksum, req.BlockId, len(chunk.Data), off, req.Source)
+			} else if err != nil {
 				return 0, err
 			}
 			off += int64(len(chunk.Data))
@@ -204,9 +212,11 @@ func (s *Server) copyFrom(ctx context.Context, req *bfspb.ReplicateBlockRequest)
 	return size, err
 }
 
-// checkChunk checks a chunk of the source's replica: where it starts, and
-// its bytes against the checksum the source sent. A chunk the source
-// could not verify is CORRUPT (the source reports its own replica).
+// checkChunk checks a chunk of the source's replica: where it starts. Its
+// bytes are checked against the checksum the source sent by the store's
+// Write, which computes its own chunk checksums from them in the same
+// pass (ErrChecksum). A chunk the source could not verify is CORRUPT
+// (the source reports its own replica).
 func checkChunk(c *bfspb.ReadChunk, req *bfspb.ReplicateBlockRequest, off int64) error {
 	switch {
 	case c.Status == bfspb.StatusCode_CORRUPT:
@@ -216,9 +226,6 @@ func checkChunk(c *bfspb.ReadChunk, req *bfspb.ReplicateBlockRequest, off int64)
 	case c.Offset != off || off+int64(len(c.Data)) > req.Size:
 		return fmt.Errorf("%w: %s sent %d bytes at %d of block %d, want bytes at %d of %d",
 			errSourceGone, req.Source, len(c.Data), c.Offset, req.BlockId, off, req.Size)
-	case blockstore.Checksum(c.Data) != c.Crc32C:
-		return fmt.Errorf("%w: block %d: %d bytes at %d from %s do not match the checksum sent with them",
-			blockstore.ErrChecksum, req.BlockId, len(c.Data), off, req.Source)
 	}
 	return nil
 }

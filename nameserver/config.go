@@ -58,7 +58,7 @@ type Config struct {
 	RepairInterval time.Duration
 	// RepairMaxCopies bounds the repair copies in flight in the cluster,
 	// RepairMaxCopiesPerServer those of one chunkserver, as source and as
-	// target together. 0 means the defaults (32, 2).
+	// target together. 0 means the defaults (32, 4).
 	RepairMaxCopies, RepairMaxCopiesPerServer int
 	// Clock is the source of time; the real clock if nil.
 	Clock clock.Clock
@@ -107,8 +107,10 @@ func DefaultConfig() Config {
 		MaxVolumeFill:     DefaultMaxVolumeFill,
 		MinReplication:    1,
 		RepairInterval:    repair.DefaultInterval,
-		// Two copies at once per chunkserver leave its disk and network
-		// to its clients; 32 in all keep a big cluster's repair going.
+		// Four copies at once per chunkserver keep an idle disk busy
+		// between one copy's sync and the next's first bytes (copies
+		// yield to clients on the chunkservers: --copy-rate); 32 in all
+		// keep a big cluster's repair going.
 		RepairMaxCopies:          repair.DefaultMaxCopies,
 		RepairMaxCopiesPerServer: repair.DefaultMaxCopiesPerServer,
 	}

@@ -82,7 +82,7 @@ var (
 const (
 	DefaultInterval           = 30 * time.Second
 	DefaultMaxCopies          = 32
-	DefaultMaxCopiesPerServer = 2
+	DefaultMaxCopiesPerServer = 4
 	DefaultBusyFor            = 5 * time.Second
 )
 
