@@ -96,25 +96,20 @@ func (m *safeMode) later(fn func()) bool {
 
 // Reported notes that a chunkserver holds a replica of each of ids.
 func (m *safeMode) Reported(ids []int64) {
-	if !m.On() {
-		return
-	}
-	m.mu.Lock()
-	if m.mu.pending == nil {
-		m.mu.Unlock()
-		return
-	}
-	for _, id := range ids {
-		delete(m.mu.pending, id)
-	}
-	held := m.checkLocked()
-	m.mu.Unlock()
-	runHeld(held)
+	m.update(func() {
+		for _, id := range ids {
+			delete(m.mu.pending, id)
+		}
+	})
 }
 
 // Recheck ends safe mode if enough has been reported: a chunkserver
 // finished a full report.
-func (m *safeMode) Recheck() {
+func (m *safeMode) Recheck() { m.update(func() {}) }
+
+// update runs fn under the mutex while safe mode is on, then ends it if
+// enough has been reported.
+func (m *safeMode) update(fn func()) {
 	if !m.On() {
 		return
 	}
@@ -123,6 +118,7 @@ func (m *safeMode) Recheck() {
 		m.mu.Unlock()
 		return
 	}
+	fn()
 	held := m.checkLocked()
 	m.mu.Unlock()
 	runHeld(held)

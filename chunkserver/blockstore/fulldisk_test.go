@@ -62,7 +62,7 @@ func TestFullDiskStore(t *testing.T) {
 
 	// A crash on the full disk: it opens, and serves what it had.
 	crashed := smallDisk(t, 8)
-	copyTree(t, crashCopy(t, dir), crashed)
+	crashCopyTo(t, dir, crashed)
 	fill(t, crashed)
 	s2, err := Open(crashed)
 	require.NoError(t, err)
@@ -77,23 +77,4 @@ func TestFullDiskStore(t *testing.T) {
 	info, err := s.Info(200_000)
 	require.NoError(t, err)
 	require.True(t, info.Sealed)
-}
-
-// copyTree copies the files under src into dst.
-func copyTree(t *testing.T, src, dst string) {
-	t.Helper()
-	require.NoError(t, filepath.Walk(src, func(path string, fi os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, path)
-		if fi.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
-	}))
 }

@@ -75,6 +75,22 @@ func volumeCluster(t *testing.T, disk *testdisk.Disk, nsFlags ...string) *cluste
 	return c
 }
 
+// volumeFiles starts a volumeCluster on a disk of mib MiB, writes count
+// files of size bytes with 4 writers, and checks that the disk under test
+// holds replicas. It returns the cluster, a client, chunkserver 3's
+// address and the files.
+func volumeFiles(t *testing.T, disk *testdisk.Disk, count, size int) (*cluster, *sdk.Client, string, map[string][]byte) {
+	t.Helper()
+	c := volumeCluster(t, disk)
+	cl := c.client()
+	addr := c.csAddrs[3]
+	files := putFiles(t, cl, count, size, 4)
+	if vols, _ := c.volumes(addr); vols[0].Blocks == 0 {
+		t.Fatalf("no replica on the disk under test: %+v", vols)
+	}
+	return c, cl, addr, files
+}
+
 // reportVolume is a volume as bfs admin report -o json shows it.
 type reportVolume struct {
 	Dir    string `json:"dir"`
@@ -87,6 +103,15 @@ type reportVolume struct {
 // as bfs admin report -o json has them.
 func (c *cluster) volumes(addr string) ([]reportVolume, string) {
 	c.t.Helper()
+	vols, state, err := c.tryVolumes(addr)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return vols, state
+}
+
+// tryVolumes is volumes, for any goroutine: it returns what fails.
+func (c *cluster) tryVolumes(addr string) ([]reportVolume, string, error) {
 	var report struct {
 		Chunkservers []struct {
 			Address string         `json:"address"`
@@ -94,16 +119,19 @@ func (c *cluster) volumes(addr string) ([]reportVolume, string) {
 			Volumes []reportVolume `json:"volumes"`
 		} `json:"chunkservers"`
 	}
-	if err := json.Unmarshal(c.bfsCommand("admin", "report", "-o", "json"), &report); err != nil {
-		c.t.Fatalf("bfs admin report -o json: %v", err)
+	out, err := exec.Command(bfsBin, "--nameserver", c.nsAddr, "admin", "report", "-o", "json").Output()
+	if err != nil {
+		return nil, "", fmt.Errorf("bfs admin report -o json: %w", err)
+	}
+	if err := json.Unmarshal(out, &report); err != nil {
+		return nil, "", fmt.Errorf("bfs admin report -o json: %w", err)
 	}
 	for _, s := range report.Chunkservers {
 		if s.Address == addr {
-			return s.Volumes, s.State
+			return s.Volumes, s.State, nil
 		}
 	}
-	c.t.Fatalf("%s is not in the report", addr)
-	return nil, ""
+	return nil, "", fmt.Errorf("%s is not in the report", addr)
 }
 
 // bfsRun runs the bfs binary against the cluster and returns its output
@@ -240,14 +268,8 @@ func TestVolumeReadOnlyUnderWriters(t *testing.T) {
 // file ends with 3 good replicas.
 func TestVolumeReadErrors(t *testing.T) {
 	disk := testdisk.New(t, 256)
-	c := volumeCluster(t, disk)
-	cl := c.client()
-	addr := c.csAddrs[3]
-	files := putFiles(t, cl, 60, 1<<20, 4)
+	c, cl, addr, files := volumeFiles(t, disk, 60, 1<<20)
 	vols, _ := c.volumes(addr)
-	if vols[0].Blocks == 0 {
-		t.Fatalf("no replica on the disk under test: %+v", vols)
-	}
 	onDisk := vols[0].Blocks
 	var onCS3 []int64
 	for p := range files {
@@ -258,6 +280,20 @@ func TestVolumeReadErrors(t *testing.T) {
 	}
 	disk.FailReads(16)
 	broke := time.Now()
+	// Watched from now on: the reads below are what find the disk bad.
+	var outOfService time.Duration
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		deadline := time.Now().Add(time.Minute)
+		for time.Now().Before(deadline) {
+			if vols, _, err := c.tryVolumes(addr); err == nil && vols[0].State == "failed" {
+				outOfService = time.Since(broke)
+				return
+			}
+			time.Sleep(pollInterval)
+		}
+	}()
 
 	// The chunkserver's reads of its replicas: those on the disk fail.
 	failedDirect := 0
@@ -275,11 +311,10 @@ func TestVolumeReadErrors(t *testing.T) {
 			t.Errorf("read %s: %v", p, err)
 		}
 	}
-	waitFor(t, 30*time.Second, "the volume out of service", func() bool {
-		vols, _ := c.volumes(addr)
-		return vols[0].State == "failed"
-	})
-	outOfService := time.Since(broke)
+	<-watched
+	if outOfService == 0 {
+		t.Fatal("the volume whose reads fail was not taken out of service within a minute")
+	}
 	vols, state := c.volumes(addr)
 	if state != "live" || vols[1].State != "healthy" {
 		t.Fatalf("chunkserver 3 is %s, its other volume %s: it should serve on", state, vols[1].State)
@@ -306,14 +341,7 @@ func TestVolumeReadErrors(t *testing.T) {
 // once space is freed.
 func TestVolumeFullRestart(t *testing.T) {
 	disk := testdisk.New(t, 64)
-	c := volumeCluster(t, disk)
-	cl := c.client()
-	addr := c.csAddrs[3]
-	files := putFiles(t, cl, 40, 256<<10, 4)
-	vols, _ := c.volumes(addr)
-	if vols[0].Blocks == 0 {
-		t.Fatalf("no replica on the disk under test: %+v", vols)
-	}
+	c, cl, addr, files := volumeFiles(t, disk, 40, 256<<10)
 	filler := disk.Fill()
 	c.killChunkserver(3)
 	c.restartChunkserver(3)
@@ -321,7 +349,7 @@ func TestVolumeFullRestart(t *testing.T) {
 		vols, state := c.volumes(addr)
 		return state == "live" && len(vols) == 2 && vols[0].State == "full" && vols[1].State == "healthy"
 	})
-	vols, _ = c.volumes(addr)
+	vols, _ := c.volumes(addr)
 	onFull := vols[0].Blocks
 	served := 0
 	for p, want := range files {

@@ -44,3 +44,19 @@ func TestPutRefusesAnExistingFile(t *testing.T) {
 	assert.Equal(t, "second, longer", bfs(t, ns, "cat", "/x").stdout)
 	assert.Equal(t, "/x\n", bfs(t, ns, "ls", "/").stdout, "no _COPYING_ file left")
 }
+
+// TestFailedPutLeavesNothing: a put that fails leaves no file under its
+// name that looks complete.
+func TestFailedPutLeavesNothing(t *testing.T) {
+	ns := testcluster.Start(t).NameServerAddr
+	local := filepath.Join(t.TempDir(), "small")
+	require.NoError(t, os.WriteFile(local, []byte("small"), 0o644))
+
+	r := bfs(t, ns, "put", local, "/x")
+	require.Equal(t, 1, r.code, r.stderr)
+	r = bfs(t, ns, "ls", "/")
+	assert.Equal(t, 0, r.code, r.stderr)
+	assert.NotContains(t, r.stdout, "/x\n")
+	r = bfs(t, ns, "stat", "/x")
+	assert.Equal(t, 1, r.code, "stat /x after a failed put: %s", r.stdout)
+}
