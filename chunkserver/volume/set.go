@@ -41,9 +41,17 @@ type Config struct {
 	OnChange func()
 }
 
+// MaxVolumes is the most volumes a chunkserver may have: the most the
+// nameserver tells apart (its block map keeps a replica's volume in 7
+// bits).
+const MaxVolumes = 128
+
 func (c *Config) validate() error {
-	if len(c.Dirs) == 0 {
+	switch {
+	case len(c.Dirs) == 0:
 		return errors.New("volume: no data directory")
+	case len(c.Dirs) > MaxVolumes:
+		return fmt.Errorf("volume: %d data directories, more than the %d volumes a chunkserver may have", len(c.Dirs), MaxVolumes)
 	}
 	seen := make(map[string]bool, len(c.Dirs))
 	for _, d := range c.Dirs {

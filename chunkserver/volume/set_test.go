@@ -62,6 +62,7 @@ func TestConfigErrors(t *testing.T) {
 		{Dirs: d, FailedTolerated: -2},
 		{Dirs: d, FailedTolerated: 2},
 		{Dirs: d, CheckInterval: -time.Second},
+		{Dirs: make([]string, MaxVolumes+1)},
 	} {
 		_, err := Open(cfg)
 		require.Error(t, err, "%+v", cfg)
