@@ -1,12 +1,14 @@
 package blockstore
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -60,21 +62,50 @@ func TestFullDiskStore(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, data, got)
 
-	// A crash on the full disk: it opens, and serves what it had.
+	require.ErrorIs(t, s.Check(), ErrFull)
+
+	// A crash on the full disk (the meta log holds records the meta files
+	// do not): it opens, and serves what it had from the logs.
 	crashed := smallDisk(t, 8)
 	crashCopyTo(t, dir, crashed)
-	fill(t, crashed)
+	crashFiller := fill(t, crashed)
 	s2, err := Open(crashed)
 	require.NoError(t, err)
 	defer s2.Close()
 	got, err = s2.Read(1, 0, int64(len(data)))
 	require.NoError(t, err)
 	require.Equal(t, data, got)
+	require.NotEmpty(t, logsIn(t, crashed), "no room to retire them")
+	require.ErrorIs(t, s2.Create(context.Background(), 300_000), syscall.ENOSPC)
+	_, err = s2.Info(300_000)
+	require.ErrorIs(t, err, ErrNotFound, "a create that failed leaves nothing")
 
-	// Space freed: the first store takes writes again.
+	// Space freed: the first store takes writes again, and the second
+	// retires the logs it could not and writes a new one.
 	require.NoError(t, os.Remove(filler))
+	require.NoError(t, s.Check())
 	writeAll(t, s, 200_000, data, 30_000, sealLast)
 	info, err := s.Info(200_000)
 	require.NoError(t, err)
 	require.True(t, info.Sealed)
+	require.NoError(t, os.Remove(crashFiller))
+	writeAll(t, s2, 200_000, data, 30_000, sealLast)
+	require.NoError(t, s2.Check())
+	require.Eventually(t, func() bool { return len(logsIn(t, crashed)) == 1 }, 10*time.Second, 5*time.Millisecond,
+		"the logs recovery could not retire are retired once there is room")
+	require.NoError(t, s2.Close())
+	s3 := openStore(t, crashed)
+	for _, id := range []BlockID{1, 200_000} {
+		got, err := s3.Read(id, 0, int64(len(data)))
+		require.NoError(t, err)
+		require.Equal(t, data, got)
+	}
+}
+
+// logsIn lists the meta logs of the store in dir.
+func logsIn(t *testing.T, dir string) []logFile {
+	t.Helper()
+	logs, err := listLogs(filepath.Join(dir, logDir))
+	require.NoError(t, err)
+	return logs
 }
