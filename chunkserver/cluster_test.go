@@ -49,11 +49,11 @@ func TestClusterIDGuardsDeletes(t *testing.T) {
 	// Another cluster's nameserver calls everything obsolete.
 	ns.record(func() { ns.clusterID, ns.obsolete = "other-cluster", []int64{1, 2, 3} })
 	ctx := context.Background()
-	require.NoError(t, clk.BlockUntil(ctx, 2))
+	require.NoError(t, clk.BlockUntil(ctx, 3)) // heartbeat, report and volume check timers
 	clk.Advance(10 * time.Second)
 	ns.wait(t, "periodic report", func() bool { return len(ns.reports) == 2 })
-	require.NoError(t, clk.BlockUntil(ctx, 2)) // the report's answer has been handled
-	require.Len(t, cs.store.List(), 3, "blocks deleted on the word of another cluster")
+	require.NoError(t, clk.BlockUntil(ctx, 3)) // the report's answer has been handled
+	require.Len(t, cs.vols.List(), 3, "blocks deleted on the word of another cluster")
 
 	del, err := cs.client.DeleteBlocks(ctx, &bfspb.DeleteBlocksRequest{BlockIds: []int64{1}, ClusterId: "other-cluster"})
 	require.NoError(t, err)
@@ -63,15 +63,15 @@ func TestClusterIDGuardsDeletes(t *testing.T) {
 	tr, err := cs.client.Truncate(ctx, &bfspb.TruncateRequest{BlockId: 1, Size: 0, ClusterId: "other-cluster"})
 	require.NoError(t, err)
 	require.Equal(t, bfspb.StatusCode_WRONG_CLUSTER, tr.Status)
-	require.Len(t, cs.store.List(), 3)
-	info, err := cs.store.Info(1)
+	require.Len(t, cs.vols.List(), 3)
+	info, err := cs.vols.Info(1)
 	require.NoError(t, err)
 	require.EqualValues(t, 5, info.Size)
 
 	del, err = cs.client.DeleteBlocks(ctx, &bfspb.DeleteBlocksRequest{BlockIds: []int64{1}, ClusterId: "test-cluster"})
 	require.NoError(t, err)
 	require.Equal(t, bfspb.StatusCode_OK, del.Status)
-	require.Len(t, cs.store.List(), 2)
+	require.Len(t, cs.vols.List(), 2)
 }
 
 // TestClusterIDRefusesOtherNameserver: a chunkserver that joined a

@@ -11,8 +11,18 @@ import (
 
 // Config configures a chunkserver.
 type Config struct {
-	// DataDir holds the block replicas (see chunkserver/blockstore).
-	DataDir string
+	// DataDir holds the block replicas of a chunkserver with one volume
+	// (see chunkserver/blockstore). DataDirs lists the volumes of one with
+	// several, a data directory per disk (bfs chunkserver --data
+	// DIR1,DIR2,...; see chunkserver/volume); when set, DataDir is not
+	// used.
+	DataDir  string
+	DataDirs []string
+	// FailedVolumesTolerated is how many failed volumes the chunkserver
+	// keeps serving with; past it, Serve stops with an error. -1 (the
+	// default) serves while one volume is left: a failed disk costs the
+	// cluster that disk's replicas, not the whole machine's.
+	FailedVolumesTolerated int
 	// ListenAddr is where the bfs chunkserver command listens; Serve itself
 	// takes a listener.
 	ListenAddr string
@@ -44,7 +54,10 @@ type Config struct {
 	// makes at once; more are refused with RESOURCE_EXHAUSTED.
 	MaxCopies int
 	// CopyRate caps, in bytes per second, the bytes all copies together
-	// take in; 0 is no cap.
+	// take in here, and send from here as their source, while the
+	// chunkserver's clients are busy (a write or read stream open, or one
+	// ended within a second); while they are idle copies run at the
+	// disk's speed. 0 is no cap.
 	CopyRate int64
 	// HostID names the machine for the nameserver's placement, which puts
 	// the replicas of a block on distinct hosts; "" means the host part of
@@ -68,9 +81,12 @@ type TestingKnobs struct {
 	// CreateBlock, if set, is called before every CreateBlock; it may
 	// block, and an error fails the call as a failing disk would.
 	CreateBlock func(block int64) error
-	// DiskSpace, if set, replaces the capacity and free bytes the
-	// chunkserver reports for its data directory.
-	DiskSpace func() (capacity, free int64)
+	// DiskSpace, if set, replaces the capacity and free bytes of a
+	// volume's data directory.
+	DiskSpace func(dir string) (capacity, free int64)
+	// VolumeCheckInterval, if positive, replaces
+	// volume.DefaultCheckInterval.
+	VolumeCheckInterval time.Duration
 	// ReportPage, if positive, replaces DefaultReportPage.
 	ReportPage int
 }
@@ -84,31 +100,34 @@ const DefaultReportPage = 1 << 16
 const DefaultScrubRate = 16 << 20
 
 // DefaultMaxCopies and DefaultCopyRate bound the copies a chunkserver
-// makes for re-replication, so that repair leaves room for clients.
+// makes for re-replication. The rate holds only while clients are busy,
+// so that repair leaves them the disk; an idle chunkserver copies at the
+// disk's speed.
 const (
 	DefaultMaxCopies = 4
-	DefaultCopyRate  = 128 << 20
+	DefaultCopyRate  = 32 << 20
 )
 
 // DefaultConfig returns the configuration of a chunkserver on this host
 // next to a nameserver with its default configuration.
 func DefaultConfig() Config {
 	return Config{
-		DataDir:           "bfs-data/chunkserver",
-		ListenAddr:        "127.0.0.1:8830",
-		NameServerAddr:    "127.0.0.1:8828",
-		MetricsAddr:       "127.0.0.1:8831",
-		HeartbeatInterval: time.Second,
-		ReportInterval:    time.Minute,
-		ScrubRate:         DefaultScrubRate,
-		MaxCopies:         DefaultMaxCopies,
-		CopyRate:          DefaultCopyRate,
+		DataDir:                "bfs-data/chunkserver",
+		FailedVolumesTolerated: -1,
+		ListenAddr:             "127.0.0.1:8830",
+		NameServerAddr:         "127.0.0.1:8828",
+		MetricsAddr:            "127.0.0.1:8831",
+		HeartbeatInterval:      time.Second,
+		ReportInterval:         time.Minute,
+		ScrubRate:              DefaultScrubRate,
+		MaxCopies:              DefaultMaxCopies,
+		CopyRate:               DefaultCopyRate,
 	}
 }
 
 func (c *Config) validate() error {
-	if c.DataDir == "" {
-		return fmt.Errorf("chunkserver: empty data directory")
+	if c.DataDir == "" && len(c.DataDirs) == 0 {
+		return fmt.Errorf("chunkserver: no data directory")
 	}
 	if err := daemon.CheckSecurity(c.TLS, c.Insecure); err != nil {
 		return fmt.Errorf("chunkserver: %w", err)
@@ -135,4 +154,12 @@ func (c *Config) validate() error {
 		c.Clock = clock.Real{}
 	}
 	return nil
+}
+
+// volumes are the data directories, one per volume.
+func (c *Config) volumes() []string {
+	if len(c.DataDirs) > 0 {
+		return c.DataDirs
+	}
+	return []string{c.DataDir}
 }

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/bfs-go/bfs/chunkserver/blockstore"
+	"github.com/bfs-go/bfs/chunkserver/volume"
 	"github.com/bfs-go/bfs/proto/bfspb"
 )
 
@@ -28,6 +29,7 @@ const (
 func (s *Server) Write(stream grpc.BidiStreamingServer[bfspb.WritePacket, bfspb.WriteAck]) error {
 	s.writers.Add(1)
 	defer s.writers.Add(-1)
+	defer s.clients.start()()
 	acks := make(chan *bfspb.WriteAck, ackQueue)
 	sent := make(chan error, 1)
 	go func() { sent <- sendAcks(stream, acks) }()
@@ -89,7 +91,7 @@ func (s *Server) applyPacket(p *blockstore.Packet, block blockstore.BlockID) *bf
 	if p.BlockID != block {
 		err = fmt.Errorf("%w: packet of block %d on the stream of block %d", errOtherBlock, p.BlockID, block)
 	} else {
-		size, err = s.store.Write(*p)
+		size, err = s.vols.Write(*p)
 	}
 	code, msg := statusTable.Of(err)
 	s.metrics.packetLatency.WithLabelValues(packetKind(p)).Observe(time.Since(start).Seconds())
@@ -119,8 +121,8 @@ func (s *Server) sealed(id blockstore.BlockID) {
 	if s.reporter == nil {
 		return
 	}
-	if info, err := s.store.Info(id); err == nil && info.Sealed {
-		s.reporter.add(info)
+	if info, err := s.vols.Info(id); err == nil && info.Sealed {
+		s.reporter.add(volume.Replica{BlockInfo: info, Volume: s.vols.Volume(id)})
 	}
 }
 
@@ -128,9 +130,16 @@ func (s *Server) sealed(id blockstore.BlockID) {
 // of 0 reads to the end. Every chunk is verified on disk first; a damaged
 // one ends the stream with a CORRUPT chunk, never bad bytes. Each chunk
 // carries the CRC32C of its bytes, for the receiver to check.
+//
+// A copy's read (req.Copy: another chunkserver re-making the replica for
+// the repair) is held to the copy rate while this chunkserver's clients
+// are busy; a client's read counts as one.
 func (s *Server) Read(req *bfspb.ReadRequest, stream grpc.ServerStreamingServer[bfspb.ReadChunk]) error {
+	if !req.Copy {
+		defer s.clients.start()()
+	}
 	id := blockstore.BlockID(req.BlockId)
-	info, err := s.store.Info(id)
+	info, err := s.vols.Info(id)
 	if err == nil && (req.Offset < 0 || req.Offset > info.Size || req.Length < 0) {
 		err = fmt.Errorf("%w: read of %d bytes at %d of block %d (%d bytes)", blockstore.ErrInvalid, req.Length, req.Offset, id, info.Size)
 	}
@@ -144,7 +153,12 @@ func (s *Server) Read(req *bfspb.ReadRequest, stream grpc.ServerStreamingServer[
 	for off := req.Offset; off < end; {
 		// A fresh buffer each time: gRPC may still hold a sent message.
 		buf := make([]byte, min(readChunkSize, end-off))
-		n, err := s.store.ReadAt(id, buf, off)
+		if req.Copy {
+			if err := s.copies.wait(stream.Context(), len(buf)); err != nil {
+				return err
+			}
+		}
+		n, err := s.vols.ReadAt(id, buf, off)
 		if n > 0 {
 			chunk := &bfspb.ReadChunk{Offset: off, Data: buf[:n], Crc32C: blockstore.Checksum(buf[:n])}
 			if err := stream.Send(chunk); err != nil {
@@ -170,7 +184,7 @@ func (s *Server) Read(req *bfspb.ReadRequest, stream grpc.ServerStreamingServer[
 // corrupt and reports it to the nameserver (once: a replica marked
 // already fails every read, and the scrubber reports it again).
 func (s *Server) foundCorrupt(id blockstore.BlockID, err error) {
-	if s.store.Corrupt(id) || s.store.MarkCorrupt(id) != nil {
+	if s.vols.Corrupt(id) || s.vols.MarkCorrupt(id) != nil {
 		return
 	}
 	glog.Errorf("read: %v", err)
@@ -197,7 +211,7 @@ func (s *Server) Seal(_ context.Context, req *bfspb.SealRequest) (*bfspb.SealRes
 			return &bfspb.SealResponse{Status: code, Message: msg}, nil
 		}
 	}
-	size, version, err := s.store.Seal(blockstore.BlockID(req.BlockId))
+	size, version, err := s.vols.Seal(blockstore.BlockID(req.BlockId))
 	code, msg := statusTable.Of(err)
 	if err == nil {
 		s.metrics.seals.Inc()
@@ -216,7 +230,7 @@ func (s *Server) CreateBlock(ctx context.Context, req *bfspb.CreateBlockRequest)
 			return &bfspb.CreateBlockResponse{Status: code, Message: msg}, nil
 		}
 	}
-	code, msg := statusTable.Of(s.store.Create(ctx, blockstore.BlockID(req.BlockId)))
+	code, msg := statusTable.Of(s.vols.Create(ctx, blockstore.BlockID(req.BlockId)))
 	return &bfspb.CreateBlockResponse{Status: code, Message: msg}, nil
 }
 
@@ -226,7 +240,7 @@ func (s *Server) Truncate(_ context.Context, req *bfspb.TruncateRequest) (*bfspb
 		code, msg := statusTable.Of(err)
 		return &bfspb.TruncateResponse{Status: code, Message: msg}, nil
 	}
-	code, msg := statusTable.Of(s.store.Truncate(blockstore.BlockID(req.BlockId), req.Size))
+	code, msg := statusTable.Of(s.vols.Truncate(blockstore.BlockID(req.BlockId), req.Size))
 	return &bfspb.TruncateResponse{Status: code, Message: msg}, nil
 }
 
@@ -238,7 +252,7 @@ func (s *Server) DeleteBlocks(_ context.Context, req *bfspb.DeleteBlocksRequest)
 	}
 	var errs []error
 	for _, id := range req.BlockIds {
-		if err := s.store.Delete(blockstore.BlockID(id)); err != nil && !errors.Is(err, blockstore.ErrNotFound) {
+		if err := s.vols.Delete(blockstore.BlockID(id)); err != nil && !errors.Is(err, blockstore.ErrNotFound) {
 			errs = append(errs, err)
 		}
 	}
@@ -248,7 +262,7 @@ func (s *Server) DeleteBlocks(_ context.Context, req *bfspb.DeleteBlocksRequest)
 
 // GetBlockInfo describes a replica.
 func (s *Server) GetBlockInfo(_ context.Context, req *bfspb.GetBlockInfoRequest) (*bfspb.GetBlockInfoResponse, error) {
-	info, err := s.store.Info(blockstore.BlockID(req.BlockId))
+	info, err := s.vols.Info(blockstore.BlockID(req.BlockId))
 	code, msg := statusTable.Of(err)
 	return &bfspb.GetBlockInfoResponse{Status: code, Message: msg, Size: info.Size, Version: info.Version, Sealed: info.Sealed}, nil
 }

@@ -1,6 +1,22 @@
 // Package chunkserver is the BFS chunkserver: the gRPC adapter in front
-// of a blockstore.Store (the replicas on local disk), and the
-// chunkserver's side of its relation with the nameserver.
+// of its volumes (a volume.Set: a blockstore.Store per data directory,
+// one per disk), and the chunkserver's side of its relation with the
+// nameserver.
+//
+// # Volumes
+//
+// bfs chunkserver --data DIR1,DIR2,... serves one volume per directory
+// (chunkserver/volume): a block has one replica on the chunkserver, on
+// the volume that holds it; a new one goes to a volume picked at random
+// by free space above what the nameserver's placement policy (sent at
+// registration) keeps free. Registration and every heartbeat describe
+// each volume (state, capacity, free, used, blocks) and every replica
+// reported names its volume. A volume that fails its check after an I/O
+// error is out of service at once: its replicas are no longer served or
+// reported, and a heartbeat goes out at once so that the nameserver
+// stops counting them. A full one takes no new replica until space is
+// freed. Past --failed-volumes-tolerated failed volumes (default -1:
+// while one is left) Serve stops with an error.
 //
 // With Config.TLS both its ports take only peers with a certificate of
 // the cluster's CA (internal/daemon), each RPC's context carrying the
@@ -53,9 +69,11 @@
 // a failed call is retried with backoff until the nameserver answers.
 //
 // Cluster identity (cluster.go): at its first registration the
-// chunkserver records the nameserver's cluster id in CLUSTER_ID in its
-// data directory (written to a temporary file, fsynced, renamed, the
-// directory fsynced) and presents it at every later Register. From then
+// chunkserver records the nameserver's cluster id in CLUSTER_ID in each
+// of its volumes (written to a temporary file, fsynced, renamed, the
+// directory fsynced; a new volume is given it at start) and presents it
+// at every later Register. A volume whose CLUSTER_ID names another
+// cluster than the others is taken out of service, nothing on it deleted. From then
 // on it does not register with a nameserver that answers another id (it
 // logs both ids and retries with backoff, so an operator can fix a wrong
 // --nameserver address or a nameserver's wrong --data directory without a
@@ -67,11 +85,12 @@
 // # Scrubber
 //
 // With Config.ScrubRate > 0 (bfs chunkserver --scrub-rate, bytes per
-// second) Serve runs the scrubber (scrub.go): it walks the sealed replicas
-// in block-id order, reading each whole through the store (which checks
+// second) Serve runs a scrubber per volume (scrub.go), each at that rate
+// and stopping when its volume fails: it walks the volume's sealed
+// replicas in block-id order, reading each whole through the store (which checks
 // every chunk's CRC32C), and sleeps on Config.Clock after every piece read
 // to hold the rate. Its position, the last replica verified, is written
-// atomically (fsync, rename) to SCRUB_POSITION in the data directory every
+// atomically (fsync, rename) to SCRUB_POSITION in the volume's directory every
 // 64 replicas or 30 seconds, at the end of a pass and when it stops, so a
 // restart resumes after it; a pass that reaches the last replica starts
 // again at the first, no sooner than an hour after the previous pass
@@ -100,10 +119,14 @@
 // bytes it keeps, so a bit flipped on the source's disk, on the wire or in
 // between is caught. A copy that fails deletes its partial replica. At
 // most Config.MaxCopies (--max-copies) copies run at once, beyond that and
-// for a block already being copied the answer is RESOURCE_EXHAUSTED; all
-// copies together take in at most Config.CopyRate (--copy-rate) bytes per
-// second (golang.org/x/time/rate). A copy runs on its RPC's goroutine and
-// ends with the RPC (Close stops gRPC, which cancels it).
+// for a block already being copied the answer is RESOURCE_EXHAUSTED.
+// Copies yield to clients (clients.go): while a client's write or read
+// stream is open, or one ended less than a second ago, all copies
+// together take in, and send as sources (a copy's Read says it is one),
+// at most Config.CopyRate (--copy-rate) bytes per second
+// (golang.org/x/time/rate); while clients are idle copies run at the
+// disk's speed. A copy runs on its RPC's goroutine and ends with the RPC
+// (Close stops gRPC, which cancels it).
 //
 // # Invariants
 //
@@ -135,13 +158,14 @@
 //
 // # Concurrency and lifetime
 //
-// A Server is a library: New opens the store, Serve answers on a listener
-// until its context ends or Close is called, Close stops everything the
-// server started and closes the store. Serve owns up to four goroutines
-// besides gRPC's and the metrics server: the membership loop (register,
-// heartbeat, report), the BlockReceived reporter, the bad-replica reporter
-// (both an outbox: outbox.go) and the scrubber; all stop before Serve
-// returns.
+// A Server is a library: New opens the volumes, Serve answers on a
+// listener until its context ends, Close is called or too many volumes
+// fail, Close stops everything the server started and closes the
+// volumes. Serve owns, besides gRPC's and the metrics server, the
+// membership loop (register, heartbeat, report), the BlockReceived
+// reporter, the bad-replica reporter (both an outbox: outbox.go), a
+// scrubber per volume and a watch of the volumes' fatal failure; all
+// stop before Serve returns. The volume.Set owns its checks.
 // Time is read through Config.Clock, so tests drive heartbeats, reports
 // and retries with a fake clock. There is no package-level state.
 package chunkserver

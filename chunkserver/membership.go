@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/bfs-go/bfs/chunkserver/blockstore"
+	"github.com/bfs-go/bfs/chunkserver/volume"
 	"github.com/bfs-go/bfs/internal/clock"
 	"github.com/bfs-go/bfs/internal/millis"
 	"github.com/bfs-go/bfs/internal/retry"
@@ -43,14 +44,11 @@ type registry interface {
 // chunkserver id the other nameserver calls carry.
 type membership struct {
 	ns      registry
-	store   *blockstore.Store
+	vols    *volume.Set
 	cluster *cluster
 	clock   clock.Clock
 	metrics *metrics
-	dataDir string
 	hostID  string
-	// diskSpace, if set, replaces the file system's answer (a test knob).
-	diskSpace func() (capacity, free int64)
 	// writers counts the write streams open, for heartbeats.
 	writers func() int64
 	// page is how many replicas a block report message carries
@@ -66,6 +64,16 @@ type membership struct {
 	// registered is closed at the first registration.
 	registered     chan struct{}
 	registeredOnce sync.Once
+	// kick asks for a heartbeat now: a volume changed state.
+	kick chan struct{}
+}
+
+// kickHeartbeat has the next heartbeat sent at once; it never blocks.
+func (m *membership) kickHeartbeat() {
+	select {
+	case m.kick <- struct{}{}:
+	default:
+	}
 }
 
 // run registers, then heartbeats and reports until ctx ends, registering
@@ -105,11 +113,10 @@ func (m *membership) register(ctx context.Context) bool {
 func (m *membership) tryRegister(ctx context.Context) (*bfspb.RegisterResponse, error) {
 	ctx, cancel := context.WithTimeout(ctx, rpcTimeout)
 	defer cancel()
-	_, used := m.store.Usage()
-	capacity, free := m.disk()
+	d := m.disks()
 	resp, err := m.ns.Register(ctx, &bfspb.RegisterRequest{
-		Address: m.addr, CapacityBytes: capacity, UsedBytes: used, FreeBytes: free,
-		ClusterId: m.cluster.ID(), HostId: m.hostID,
+		Address: m.addr, CapacityBytes: d.capacity, UsedBytes: d.used, FreeBytes: d.free,
+		ClusterId: m.cluster.ID(), HostId: m.hostID, Volumes: d.volumes,
 	})
 	m.metrics.nsCall("Register", resp.GetStatus(), err)
 	switch {
@@ -122,21 +129,54 @@ func (m *membership) tryRegister(ctx context.Context) (*bfspb.RegisterResponse, 
 	return resp, err
 }
 
-// disk is the capacity and free bytes of the data directory's file system.
-func (m *membership) disk() (capacity, free int64) {
-	if m.diskSpace != nil {
-		return m.diskSpace()
+// disks is what a registration or a heartbeat says of the volumes.
+type disks struct {
+	capacity, used, free, blocks int64
+	volumes                      []*bfspb.VolumeInfo
+}
+
+// disks describes the volumes; the sums are over those in service.
+func (m *membership) disks() disks {
+	var d disks
+	now := m.clock.Now()
+	for _, st := range m.vols.Status() {
+		if st.State != volume.Failed {
+			d.capacity, d.used, d.free, d.blocks = d.capacity+st.Capacity, d.used+st.Used, d.free+st.Free, d.blocks+st.Blocks
+		}
+		d.volumes = append(d.volumes, &bfspb.VolumeInfo{
+			Index: uint32(st.Index), Dir: st.Dir, State: volumeStates[st.State], Reason: st.Reason,
+			CapacityBytes: st.Capacity, FreeBytes: st.Free, UsedBytes: st.Used, Blocks: st.Blocks,
+			StateAgeMs: max(now.Sub(st.Since), 0).Milliseconds(),
+		})
 	}
-	return diskSpace(m.dataDir)
+	return d
+}
+
+var volumeStates = map[volume.State]bfspb.VolumeState{
+	volume.Healthy: bfspb.VolumeState_VOLUME_STATE_HEALTHY,
+	volume.Full:    bfspb.VolumeState_VOLUME_STATE_FULL,
+	volume.Failed:  bfspb.VolumeState_VOLUME_STATE_FAILED,
 }
 
 func (m *membership) adopt(resp *bfspb.RegisterResponse) {
+	m.adoptPolicy(resp.MinFreeBytes, resp.MaxVolumeFill)
 	m.id.Store(resp.ChunkserverId)
 	m.hb = askedInterval("heartbeat", resp.HeartbeatIntervalMs, m.hb)
 	m.reports = askedInterval("block report", resp.ReportIntervalMs, m.reports)
 	m.registeredOnce.Do(func() { close(m.registered) })
 	glog.Infof("registered with the nameserver as chunkserver %d (%s), heartbeat every %v, block report every %v",
 		resp.ChunkserverId, m.addr, m.hb, m.reports)
+}
+
+// adoptPolicy has the volumes keep free what the nameserver's placement
+// policy asks, unless it asks what no volume can follow (a negative
+// floor, a fill ratio outside [0, 1]), which is logged.
+func (m *membership) adoptPolicy(minFree int64, maxFill float64) {
+	if minFree < 0 || !(maxFill >= 0 && maxFill <= 1) {
+		glog.Warningf("the nameserver asks volumes to keep %d bytes free and fill to %v: keeping the policy as it was", minFree, maxFill)
+		return
+	}
+	m.vols.SetPolicy(volume.Policy{MinFree: minFree, MaxFill: maxFill})
 }
 
 // askedInterval is the interval the nameserver asks for in ms, or cur
@@ -178,6 +218,11 @@ func (m *membership) serve(ctx context.Context) bool {
 			if m.heartbeat(ctx) {
 				return true
 			}
+		case <-m.kick:
+			hb.Reset(m.hb)
+			if m.heartbeat(ctx) {
+				return true
+			}
 		}
 	}
 }
@@ -186,12 +231,11 @@ func (m *membership) serve(ctx context.Context) bool {
 func (m *membership) heartbeat(ctx context.Context) bool {
 	ctx, cancel := context.WithTimeout(ctx, rpcTimeout)
 	defer cancel()
-	blocks, used := m.store.Usage()
-	capacity, free := m.disk()
+	d := m.disks()
 	resp, err := m.ns.HeartBeat(ctx, &bfspb.HeartBeatRequest{
 		ChunkserverId: m.id.Load(), Address: m.addr,
-		UsedBytes: used, BlockCount: blocks, PendingWrites: m.writers(),
-		CapacityBytes: capacity, FreeBytes: free,
+		UsedBytes: d.used, BlockCount: d.blocks, PendingWrites: m.writers(),
+		CapacityBytes: d.capacity, FreeBytes: d.free, Volumes: d.volumes,
 	})
 	m.metrics.nsCall("HeartBeat", resp.GetStatus(), err)
 	switch {
@@ -221,11 +265,11 @@ func (m *membership) heartbeat(ctx context.Context) bool {
 // nameserver took the whole report; a report that fails part way is
 // sent again from its first page.
 func (m *membership) blockReport(ctx context.Context) bool {
-	return m.sendReport(ctx, m.store.List())
+	return m.sendReport(ctx, m.vols.List())
 }
 
 // sendReport sends infos as a full block report.
-func (m *membership) sendReport(ctx context.Context, infos []blockstore.BlockInfo) bool {
+func (m *membership) sendReport(ctx context.Context, infos []volume.Replica) bool {
 	pages := reportPages(infos, m.page)
 	report := rand.Uint64()
 	obsolete := 0
@@ -248,7 +292,7 @@ func (m *membership) sendReport(ctx context.Context, infos []blockstore.BlockInf
 // reportPages cuts a report into pages of at most size replicas (of
 // DefaultReportPage if size is not positive); an empty report is one
 // empty page.
-func reportPages(infos []blockstore.BlockInfo, size int) [][]*bfspb.ReportedBlock {
+func reportPages(infos []volume.Replica, size int) [][]*bfspb.ReportedBlock {
 	if size <= 0 {
 		size = DefaultReportPage
 	}
@@ -293,7 +337,7 @@ func (m *membership) reportPage(ctx context.Context, req *bfspb.BlockReportReque
 
 func (m *membership) deleteObsolete(ids []int64) {
 	for _, id := range ids {
-		err := m.store.Delete(blockstore.BlockID(id))
+		err := m.vols.Delete(blockstore.BlockID(id))
 		switch {
 		case err == nil:
 			glog.Infof("deleted block %d: obsolete", id)
@@ -303,6 +347,6 @@ func (m *membership) deleteObsolete(ids []int64) {
 	}
 }
 
-func reported(info blockstore.BlockInfo) *bfspb.ReportedBlock {
-	return &bfspb.ReportedBlock{BlockId: int64(info.ID), Size: info.Size, Version: info.Version, Sealed: info.Sealed}
+func reported(r volume.Replica) *bfspb.ReportedBlock {
+	return &bfspb.ReportedBlock{BlockId: int64(r.ID), Size: r.Size, Version: r.Version, Sealed: r.Sealed, Volume: uint32(r.Volume)}
 }

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/bfs-go/bfs/chunkserver/blockstore"
+	"github.com/bfs-go/bfs/chunkserver/volume"
 	"github.com/bfs-go/bfs/internal/clock"
 	"github.com/bfs-go/bfs/proto/bfspb"
 )
@@ -66,7 +67,7 @@ func TestRegisterHeartbeatReport(t *testing.T) {
 	// Heartbeats follow the (fake) clock.
 	ctx := context.Background()
 	for i := 1; i <= 3; i++ {
-		require.NoError(t, clk.BlockUntil(ctx, 2)) // heartbeat and report timers
+		require.NoError(t, clk.BlockUntil(ctx, 3)) // heartbeat, report and volume check timers
 		clk.Advance(time.Second)
 		ns.wait(t, "heartbeat", func() bool { return len(ns.heartbeats) == i })
 	}
@@ -74,27 +75,30 @@ func TestRegisterHeartbeatReport(t *testing.T) {
 	hb := ns.heartbeats[2]
 	require.Positive(t, hb.CapacityBytes)
 	hb.CapacityBytes, hb.FreeBytes = 0, 0 // the real disk's; see TestReportsDiskAndHost
-	requireProto(t, &bfspb.HeartBeatRequest{ChunkserverId: 1, Address: cs.addr, UsedBytes: 15, BlockCount: 3}, hb)
+	require.Len(t, hb.Volumes, 1)
+	hb.Volumes[0].CapacityBytes, hb.Volumes[0].FreeBytes = 0, 0
+	requireProto(t, &bfspb.HeartBeatRequest{ChunkserverId: 1, Address: cs.addr, UsedBytes: 15, BlockCount: 3,
+		Volumes: []*bfspb.VolumeInfo{{Dir: dir, State: bfspb.VolumeState_VOLUME_STATE_HEALTHY, UsedBytes: 15, Blocks: 3, StateAgeMs: 3000}}}, hb)
 	// The next report calls block 2 obsolete.
 	ns.obsolete = []int64{2}
 	ns.mu.Unlock()
 
-	require.NoError(t, clk.BlockUntil(ctx, 2))
+	require.NoError(t, clk.BlockUntil(ctx, 3))
 	clk.Advance(7 * time.Second) // 10 s since the start: a periodic report
 	ns.wait(t, "periodic report", func() bool { return len(ns.reports) == 2 })
 	// The membership goroutine deletes obsolete blocks before it sends the
 	// next heartbeat.
-	require.NoError(t, clk.BlockUntil(ctx, 2))
+	require.NoError(t, clk.BlockUntil(ctx, 3))
 	clk.Advance(time.Second)
 	ns.wait(t, "heartbeat after the deletion", func() bool { return ns.heartbeats[len(ns.heartbeats)-1].BlockCount == 2 })
-	require.Equal(t, []blockstore.BlockInfo{
-		{ID: 1, Size: 5, Version: 4, Sealed: true},
-		{ID: 3, Size: 5, Version: 4},
-	}, cs.store.List())
+	require.Equal(t, []volume.Replica{
+		{BlockInfo: blockstore.BlockInfo{ID: 1, Size: 5, Version: 4, Sealed: true}},
+		{BlockInfo: blockstore.BlockInfo{ID: 3, Size: 5, Version: 4}},
+	}, cs.vols.List())
 
 	// A heartbeat answered with reregister: Register again, full report.
 	ns.record(func() { ns.reregister = true })
-	require.NoError(t, clk.BlockUntil(ctx, 2))
+	require.NoError(t, clk.BlockUntil(ctx, 3))
 	clk.Advance(time.Second)
 	ns.wait(t, "re-registration", func() bool { return len(ns.registers) == 2 && len(ns.reports) == 3 })
 	ns.mu.Lock()
@@ -135,7 +139,7 @@ func TestBlockReceived(t *testing.T) {
 	writeBlock(t, cs.client, 2, []byte("second"), 4, true)
 	for i := 1; i <= 2; i++ {
 		ns.wait(t, "a refused BlockReceived", func() bool { return ns.refused == i })
-		require.NoError(t, clk.BlockUntil(context.Background(), 3)) // heartbeat, report, backoff
+		require.NoError(t, clk.BlockUntil(context.Background(), 4)) // heartbeat, report, volume check, backoff
 		clk.Advance(2 * time.Second)
 	}
 	ns.wait(t, "BlockReceived after retries", func() bool {

@@ -1,6 +1,7 @@
 package chunkserver
 
 import (
+	"github.com/bfs-go/bfs/chunkserver/volume"
 	"github.com/bfs-go/bfs/internal/daemon"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -36,7 +37,7 @@ type gauges struct {
 	blocks, bytes, writeStreams, copies func() float64
 }
 
-func newMetrics(g gauges) *metrics {
+func newMetrics(g gauges, vols *volume.Set) *metrics {
 	reg := prometheus.NewRegistry()
 	m := &metrics{
 		registry: reg,
@@ -112,6 +113,7 @@ func newMetrics(g gauges) *metrics {
 		gauge("bfs_chunkserver_used_bytes", "Bytes of the replicas stored.", g.bytes),
 		gauge("bfs_chunkserver_write_streams", "Write streams open.", g.writeStreams),
 		gauge("bfs_chunkserver_copies_in_flight", "Block copies under way (ReplicateBlock).", g.copies),
+		newVolumeCollector(vols),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -127,4 +129,42 @@ func (m *metrics) nsCall(method string, code bfspb.StatusCode, err error) {
 		result = "transport_error"
 	}
 	m.nsCalls.WithLabelValues(method, result).Inc()
+}
+
+// volumeCollector exports, at scrape time, the volumes by state and each
+// volume's capacity and free bytes.
+type volumeCollector struct {
+	vols                  *volume.Set
+	count, capacity, free *prometheus.Desc
+}
+
+func newVolumeCollector(vols *volume.Set) *volumeCollector {
+	return &volumeCollector{
+		vols: vols,
+		count: prometheus.NewDesc("bfs_chunkserver_volumes",
+			"Volumes (data directories) by state: healthy, full (taking no new replica until space is freed), failed (out of service).",
+			[]string{"state"}, nil),
+		capacity: prometheus.NewDesc("bfs_chunkserver_volume_capacity_bytes",
+			"Size of each volume's file system (0: it cannot tell, or the volume failed).", []string{"dir"}, nil),
+		free: prometheus.NewDesc("bfs_chunkserver_volume_free_bytes",
+			"Free bytes of each volume's file system.", []string{"dir"}, nil),
+	}
+}
+
+func (c *volumeCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.count
+	ch <- c.capacity
+	ch <- c.free
+}
+
+func (c *volumeCollector) Collect(ch chan<- prometheus.Metric) {
+	counts := map[volume.State]int{}
+	for _, st := range c.vols.Status() {
+		counts[st.State]++
+		ch <- prometheus.MustNewConstMetric(c.capacity, prometheus.GaugeValue, float64(st.Capacity), st.Dir)
+		ch <- prometheus.MustNewConstMetric(c.free, prometheus.GaugeValue, float64(st.Free), st.Dir)
+	}
+	for _, state := range []volume.State{volume.Healthy, volume.Full, volume.Failed} {
+		ch <- prometheus.MustNewConstMetric(c.count, prometheus.GaugeValue, float64(counts[state]), state.String())
+	}
 }

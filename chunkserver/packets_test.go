@@ -105,5 +105,5 @@ func TestLateFirstPacketIsRefused(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, bfspb.StatusCode_NOT_FOUND, info.Status, "block %d has a replica", id)
 	}
-	require.Empty(t, cs.store.List())
+	require.Empty(t, cs.vols.List())
 }

@@ -21,7 +21,7 @@ func TestReportsDiskAndHost(t *testing.T) {
 	clk := clock.NewFake(time.Unix(1e9, 0))
 	var free atomic.Int64
 	free.Store(700)
-	disk := func() (int64, int64) { return 1000, free.Load() }
+	disk := func(string) (int64, int64) { return 1000, free.Load() }
 	startChunkServer(t, Config{NameServerAddr: nsAddr, Clock: clk, HostID: "rack1-host7",
 		HeartbeatInterval: time.Second, ReportInterval: time.Minute,
 		TestingKnobs: TestingKnobs{DiskSpace: disk}})
@@ -36,7 +36,7 @@ func TestReportsDiskAndHost(t *testing.T) {
 	free.Store(300)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	require.NoError(t, clk.BlockUntil(ctx, 2)) // heartbeat and report timers
+	require.NoError(t, clk.BlockUntil(ctx, 3)) // heartbeat, report and volume check timers
 	clk.Advance(time.Second)
 	ns.wait(t, "heartbeat", func() bool { return len(ns.heartbeats) > 0 })
 	ns.mu.Lock()

@@ -7,7 +7,7 @@ import (
 	"github.com/golang/glog"
 	"google.golang.org/grpc"
 
-	"github.com/bfs-go/bfs/chunkserver/blockstore"
+	"github.com/bfs-go/bfs/chunkserver/volume"
 	"github.com/bfs-go/bfs/internal/clock"
 	"github.com/bfs-go/bfs/proto/bfspb"
 )
@@ -20,7 +20,7 @@ type receiver interface {
 // reporter tells the nameserver about sealed replicas (BlockReceived),
 // through an outbox.
 type reporter struct {
-	*outbox[blockstore.BlockInfo]
+	*outbox[volume.Replica]
 	ns      receiver
 	member  *membership
 	metrics *metrics
@@ -33,13 +33,13 @@ func newReporter(ns receiver, member *membership, c clock.Clock, m *metrics) *re
 	return r
 }
 
-// add queues a report of info and wakes the sender.
-func (r *reporter) add(info blockstore.BlockInfo) { r.outbox.add(info.ID, info) }
+// add queues a report of a replica and wakes the sender.
+func (r *reporter) add(rep volume.Replica) { r.outbox.add(rep.ID, rep) }
 
 // send makes one BlockReceived call. Only transport errors and the
 // nameserver's "not now" answers (UNAVAILABLE, NOT_LEADER, INTERNAL) are
 // retried; any other answer is final.
-func (r *reporter) send(ctx context.Context, batch []report[blockstore.BlockInfo]) error {
+func (r *reporter) send(ctx context.Context, batch []report[volume.Replica]) error {
 	ctx, cancel := context.WithTimeout(ctx, rpcTimeout)
 	defer cancel()
 	req := &bfspb.BlockReceivedRequest{ChunkserverId: r.member.id.Load(), Address: r.member.addr}

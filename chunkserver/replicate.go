@@ -32,12 +32,19 @@ var (
 )
 
 // copier bounds and carries out the copies ReplicateBlock asks for: at
-// most max at once, all of them together within the bandwidth cap.
+// most max at once. It yields to clients: while the chunkserver's clients
+// are busy (see clients), the bytes every copy takes in here, and sends
+// from here as a source, are held together to the copy rate; while they
+// are idle, copies run at the disk's speed.
 type copier struct {
-	max   int
-	limit *rate.Limiter // nil: no cap
-	peers *connpool.Pool
-	mu    struct {
+	max int
+	// rate is the cap while clients are busy, in bytes per second (0: no
+	// cap); limit enforces it, at no limit while they are idle.
+	rate    int64
+	limit   *rate.Limiter
+	clients *clients
+	peers   *connpool.Pool
+	mu      struct {
 		sync.Mutex
 		// busy holds the blocks being copied here.
 		busy map[blockstore.BlockID]struct{}
@@ -45,14 +52,31 @@ type copier struct {
 }
 
 // newCopier dials the sources with tlsCreds (plaintext with nil).
-func newCopier(maxCopies int, bytesPerSec int64, tlsCreds *certs.Creds) *copier {
-	c := &copier{max: maxCopies, peers: connpool.New(grpc.WithTransportCredentials(certs.TransportCredentials(tlsCreds)))}
-	if bytesPerSec > 0 {
-		// A burst of one read chunk: WaitN takes at most that much.
-		c.limit = rate.NewLimiter(rate.Limit(bytesPerSec), readChunkSize)
-	}
+func newCopier(maxCopies int, bytesPerSec int64, cl *clients, tlsCreds *certs.Creds) *copier {
+	c := &copier{max: maxCopies, rate: bytesPerSec, clients: cl,
+		// A burst of one read chunk: wait takes at most that much.
+		limit: rate.NewLimiter(rate.Inf, readChunkSize),
+		// Copies read whole replicas from their sources: the same wide
+		// windows and buffers as the data streams the server takes in,
+		// so a stream does not stall on window updates.
+		peers: connpool.New(grpc.WithTransportCredentials(certs.TransportCredentials(tlsCreds)),
+			grpc.WithInitialWindowSize(streamWindow), grpc.WithInitialConnWindowSize(streamWindow),
+			grpc.WithWriteBufferSize(ioBuffer), grpc.WithReadBufferSize(ioBuffer))}
 	c.mu.busy = make(map[blockstore.BlockID]struct{})
 	return c
+}
+
+// wait holds n bytes of a copy (taken in, or sent as a source) to the
+// copy rate while clients are busy; while they are idle it does not wait.
+func (c *copier) wait(ctx context.Context, n int) error {
+	limit := rate.Inf
+	if c.rate > 0 && c.clients.busy() {
+		limit = rate.Limit(c.rate)
+	}
+	if c.limit.Limit() != limit {
+		c.limit.SetLimit(limit)
+	}
+	return c.limit.WaitN(ctx, n)
 }
 
 // claim reserves a copy slot for block id; release gives it back.
@@ -108,19 +132,19 @@ func (s *Server) replicate(ctx context.Context, req *bfspb.ReplicateBlockRequest
 	case s.member != nil && req.Source == s.member.addr:
 		return 0, fmt.Errorf("%w: copy of block %d from this chunkserver itself", blockstore.ErrInvalid, req.BlockId)
 	}
-	if _, err := s.store.Info(id); err == nil {
+	if _, err := s.vols.Info(id); err == nil {
 		return 0, fmt.Errorf("%w: block %d already has a replica here", errExists, id)
 	}
 	if err := s.copies.claim(id); err != nil {
 		return 0, err
 	}
 	defer s.copies.release(id)
-	if err := s.store.Create(ctx, id); err != nil {
+	if err := s.vols.Create(ctx, id); err != nil {
 		return 0, err
 	}
 	n, err := s.copyFrom(ctx, req)
 	if err != nil {
-		if derr := s.store.Delete(id); derr != nil && !errors.Is(derr, blockstore.ErrNotFound) {
+		if derr := s.vols.Delete(id); derr != nil && !errors.Is(derr, blockstore.ErrNotFound) {
 			glog.Errorf("copy of block %d failed and its partial replica could not be deleted: %v", id, derr)
 		}
 		return 0, err
@@ -149,7 +173,7 @@ func (s *Server) copyFrom(ctx context.Context, req *bfspb.ReplicateBlockRequest)
 	}
 	var off, seq int64
 	if req.Size > 0 {
-		stream, err := src.Read(ctx, &bfspb.ReadRequest{BlockId: req.BlockId, Length: req.Size})
+		stream, err := src.Read(ctx, &bfspb.ReadRequest{BlockId: req.BlockId, Length: req.Size, Copy: true})
 		if err != nil {
 			return 0, fmt.Errorf("%w: %s: %v", errSourceDown, req.Source, err)
 		}
@@ -164,14 +188,15 @@ func (s *Server) copyFrom(ctx context.Context, req *bfspb.ReplicateBlockRequest)
 			if err := checkChunk(chunk, req, off); err != nil {
 				return 0, err
 			}
-			if s.copies.limit != nil {
-				if err := s.copies.limit.WaitN(ctx, len(chunk.Data)); err != nil {
-					return 0, err
-				}
+			if err := s.copies.wait(ctx, len(chunk.Data)); err != nil {
+				return 0, err
 			}
 			seq++
 			p := blockstore.Packet{BlockID: id, Offset: off, Seq: seq, Data: chunk.Data, CRC32C: chunk.Crc32C, Version: req.Version}
-			if _, err := s.store.Write(p); err != nil {
+			if _, err := s.vols.Write(p); errors.Is(err, blockstore.ErrChecksum) {
+				return 0, fmt.Errorf("%w: block %d: %d bytes at %d from %s do not match the checksum sent with them",
+					blockstore.ErrChecksum, req.BlockId, len(chunk.Data), off, req.Source)
+			} else if err != nil {
 				return 0, err
 			}
 			off += int64(len(chunk.Data))
@@ -181,16 +206,18 @@ func (s *Server) copyFrom(ctx context.Context, req *bfspb.ReplicateBlockRequest)
 	if off != req.Size {
 		return 0, fmt.Errorf("%w: %s sent %d of the %d bytes of block %d", errSourceGone, req.Source, off, req.Size, id)
 	}
-	size, _, err := s.store.Seal(id)
+	size, _, err := s.vols.Seal(id)
 	if err == nil && size != req.Size {
 		err = fmt.Errorf("blockstore: block %d sealed at %d bytes, want %d", id, size, req.Size)
 	}
 	return size, err
 }
 
-// checkChunk checks a chunk of the source's replica: where it starts, and
-// its bytes against the checksum the source sent. A chunk the source
-// could not verify is CORRUPT (the source reports its own replica).
+// checkChunk checks a chunk of the source's replica: where it starts. Its
+// bytes are checked against the checksum the source sent by the store's
+// Write, which computes its own chunk checksums from them in the same
+// pass (ErrChecksum). A chunk the source could not verify is CORRUPT
+// (the source reports its own replica).
 func checkChunk(c *bfspb.ReadChunk, req *bfspb.ReplicateBlockRequest, off int64) error {
 	switch {
 	case c.Status == bfspb.StatusCode_CORRUPT:
@@ -200,9 +227,6 @@ func checkChunk(c *bfspb.ReadChunk, req *bfspb.ReplicateBlockRequest, off int64)
 	case c.Offset != off || off+int64(len(c.Data)) > req.Size:
 		return fmt.Errorf("%w: %s sent %d bytes at %d of block %d, want bytes at %d of %d",
 			errSourceGone, req.Source, len(c.Data), c.Offset, req.BlockId, off, req.Size)
-	case blockstore.Checksum(c.Data) != c.Crc32C:
-		return fmt.Errorf("%w: block %d: %d bytes at %d from %s do not match the checksum sent with them",
-			blockstore.ErrChecksum, req.BlockId, len(c.Data), off, req.Source)
 	}
 	return nil
 }

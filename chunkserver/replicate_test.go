@@ -8,8 +8,10 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/time/rate"
 
 	"github.com/bfs-go/bfs/chunkserver/blockstore"
+	"github.com/bfs-go/bfs/internal/clock"
 	"github.com/bfs-go/bfs/proto/bfspb"
 )
 
@@ -124,7 +126,7 @@ func TestReplicateBlockRefusals(t *testing.T) {
 // TestCopierBounds: copies beyond the bound, and a second copy of one
 // block, are refused.
 func TestCopierBounds(t *testing.T) {
-	c := newCopier(1, 0, nil)
+	c := newCopier(1, 0, &clients{clock: clock.Real{}}, nil)
 	defer c.peers.Close()
 	require.NoError(t, c.claim(1))
 	require.ErrorIs(t, c.claim(1), errCopyBusy)
@@ -132,4 +134,35 @@ func TestCopierBounds(t *testing.T) {
 	require.Equal(t, 1, c.inFlight())
 	c.release(1)
 	require.NoError(t, c.claim(2))
+}
+
+// TestCopiesYieldToClients: copies run at the disk's speed while the
+// chunkserver's clients are idle, and are held to the copy rate while a
+// client stream is open or ended less than a second ago. (Copies were
+// held to the rate always: at the default 128 MiB/s a chunkserver of a
+// dozen disks repaired at a fraction of its disks' speed.)
+func TestCopiesYieldToClients(t *testing.T) {
+	clk := clock.NewFake(time.Unix(1e9, 0))
+	cl := &clients{clock: clk}
+	c := newCopier(1, 1000, cl, nil)
+	defer c.peers.Close()
+	ctx := context.Background()
+	// A chunk at 1000 bytes per second would take 17 minutes: a wait that
+	// returns at once is no wait.
+	soon := func() error {
+		ctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		return c.wait(ctx, readChunkSize)
+	}
+	require.NoError(t, soon(), "idle: no cap")
+	require.NoError(t, soon())
+	end := cl.start()
+	soon() // the burst of one chunk the limiter holds
+	require.Error(t, soon(), "a client stream open: held to the rate")
+	require.Equal(t, rate.Limit(1000), c.limit.Limit())
+	end()
+	require.Error(t, soon(), "a client stream ended just now")
+	clk.Advance(clientIdle)
+	require.NoError(t, soon(), "idle again")
+	require.Equal(t, rate.Inf, c.limit.Limit())
 }

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/bfs-go/bfs/chunkserver/blockstore"
+	"github.com/bfs-go/bfs/chunkserver/volume"
 	"github.com/bfs-go/bfs/internal/clock"
 	"github.com/bfs-go/bfs/nameserver"
 	"github.com/bfs-go/bfs/proto/bfspb"
@@ -45,17 +46,17 @@ func testMember(t *testing.T, nsAddr string, page int) (*membership, *sizing) {
 	conn, err := grpc.NewClient(nsAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	require.NoError(t, err)
 	t.Cleanup(func() { conn.Close() })
-	store, err := blockstore.Open(t.TempDir())
+	vols, err := volume.Open(volume.Config{Dirs: []string{t.TempDir()}, DiskSpace: func(string) (int64, int64) { return 0, 0 }})
 	require.NoError(t, err)
-	t.Cleanup(func() { store.Close() })
-	cl, err := loadCluster(t.TempDir())
+	t.Cleanup(func() { vols.Close() })
+	cl, err := loadCluster(vols)
 	require.NoError(t, err)
 	zero := func() float64 { return 0 }
 	ns := &sizing{registry: bfspb.NewNameServerClient(conn)}
-	m := &membership{ns: ns, store: store, cluster: cl, clock: clock.Real{},
-		metrics: newMetrics(gauges{blocks: zero, bytes: zero, writeStreams: zero}),
+	m := &membership{ns: ns, vols: vols, cluster: cl, clock: clock.Real{},
+		metrics: newMetrics(gauges{blocks: zero, bytes: zero, writeStreams: zero}, vols),
 		addr:    "127.0.0.1:1", page: page, registered: make(chan struct{}),
-		diskSpace: func() (int64, int64) { return 0, 0 }, writers: func() int64 { return 0 }}
+		writers: func() int64 { return 0 }}
 	resp, err := m.tryRegister(context.Background())
 	require.NoError(t, err)
 	require.NoError(t, m.cluster.Join(resp.ClusterId))
@@ -63,10 +64,10 @@ func testMember(t *testing.T, nsAddr string, page int) (*membership, *sizing) {
 	return m, ns
 }
 
-func infos(from, n int) []blockstore.BlockInfo {
-	out := make([]blockstore.BlockInfo, n)
+func infos(from, n int) []volume.Replica {
+	out := make([]volume.Replica, n)
 	for i := range out {
-		out[i] = blockstore.BlockInfo{ID: blockstore.BlockID(from + i), Size: 64 << 20, Version: 1, Sealed: true}
+		out[i] = volume.Replica{BlockInfo: blockstore.BlockInfo{ID: blockstore.BlockID(from + i), Size: 64 << 20, Version: 1, Sealed: true}}
 	}
 	return out
 }
@@ -88,7 +89,7 @@ func TestReportPages(t *testing.T) {
 			ns, nsAddr := startRecorder(t)
 			m, _ := testMember(t, nsAddr, tc.page)
 			// The first page's answer calls block 2 obsolete.
-			require.NoError(t, m.store.Create(context.Background(), 2))
+			require.NoError(t, m.vols.Create(context.Background(), 2))
 			ns.mu.Lock()
 			ns.obsolete = []int64{2}
 			ns.mu.Unlock()
@@ -112,12 +113,12 @@ func TestReportPages(t *testing.T) {
 			}
 			require.Equal(t, tc.wantSizes, sizes)
 			require.Equal(t, reportedIDs(reportOf(infos(1, tc.blocks))), ids)
-			require.Empty(t, m.store.List(), "block 2, obsolete, deleted")
+			require.Empty(t, m.vols.List(), "block 2, obsolete, deleted")
 		})
 	}
 }
 
-func reportOf(infos []blockstore.BlockInfo) []*bfspb.ReportedBlock {
+func reportOf(infos []volume.Replica) []*bfspb.ReportedBlock {
 	out := make([]*bfspb.ReportedBlock, len(infos))
 	for i, info := range infos {
 		out[i] = reported(info)

@@ -13,6 +13,7 @@ import (
 	"github.com/golang/glog"
 
 	"github.com/bfs-go/bfs/chunkserver/blockstore"
+	"github.com/bfs-go/bfs/chunkserver/volume"
 	"github.com/bfs-go/bfs/internal/clock"
 )
 
@@ -41,7 +42,10 @@ const scrubPiece = 1 << 20
 // after the previous pass started). A replica that fails is marked
 // corrupt in the store (its reads answer CORRUPT) and handed to corrupt.
 type scrubber struct {
-	store   *blockstore.Store
+	// vol is the volume it scrubs, through vols (whose reads check the
+	// volume when they fail); it stops when the volume fails.
+	vol     *volume.Volume
+	vols    *volume.Set
 	clock   clock.Clock
 	metrics *metrics
 	dataDir string
@@ -57,8 +61,17 @@ type scrubber struct {
 	unsaved  int
 }
 
-// run scrubs until ctx ends.
+// run scrubs until ctx ends or the volume fails.
 func (s *scrubber) run(ctx context.Context) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-s.vol.Done():
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	s.pos = loadScrubPosition(s.dataDir)
 	s.lastSave = s.clock.Now()
 	for {
@@ -77,7 +90,7 @@ func (s *scrubber) run(ctx context.Context) {
 // to start at the first replica. It returns false if ctx ended first.
 func (s *scrubber) pass(ctx context.Context) bool {
 	s.metrics.scrubPassStart.Set(float64(s.clock.Now().Unix()))
-	for _, info := range s.store.List() {
+	for _, info := range s.vol.Store().List() {
 		if info.ID <= s.pos || !info.Sealed {
 			continue
 		}
@@ -103,11 +116,12 @@ func (s *scrubber) pass(ctx context.Context) bool {
 func (s *scrubber) verify(ctx context.Context, info blockstore.BlockInfo) bool {
 	buf := make([]byte, scrubPiece)
 	for off := int64(0); off < info.Size; off += scrubPiece {
-		n, err := s.store.ReadAt(info.ID, buf, off)
+		n, err := s.vols.ReadAt(info.ID, buf, off)
 		if err != nil && !errors.Is(err, io.EOF) {
 			if errors.Is(err, blockstore.ErrCorrupt) {
 				s.found(info.ID, err)
-			} else if !errors.Is(err, blockstore.ErrNotFound) && !errors.Is(err, blockstore.ErrClosed) && !errors.Is(err, blockstore.ErrInvalid) {
+			} else if !errors.Is(err, blockstore.ErrNotFound) && !errors.Is(err, blockstore.ErrClosed) && !errors.Is(err, blockstore.ErrInvalid) &&
+				!errors.Is(err, volume.ErrVolumeFailed) {
 				glog.Warningf("scrubber: block %d: %v", info.ID, err)
 			}
 			return ctx.Err() == nil // deleted, truncated or corrupt: next replica
@@ -125,8 +139,8 @@ func (s *scrubber) verify(ctx context.Context, info blockstore.BlockInfo) bool {
 // is reported again (every pass), so a nameserver that restarted learns
 // of it too; it is logged and counted once.
 func (s *scrubber) found(id blockstore.BlockID, err error) {
-	if !s.store.Corrupt(id) {
-		if merr := s.store.MarkCorrupt(id); merr != nil {
+	if !s.vols.Corrupt(id) {
+		if merr := s.vols.MarkCorrupt(id); merr != nil {
 			return // deleted meanwhile
 		}
 		glog.Errorf("scrubber: %v", err)

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bfs-go/bfs/chunkserver/blockstore"
+	"github.com/bfs-go/bfs/chunkserver/volume"
 	"github.com/bfs-go/bfs/internal/clock"
 	"github.com/bfs-go/bfs/proto/bfspb"
 )
@@ -20,13 +21,13 @@ import (
 // of a third.
 const scrubSize = 2*scrubPiece + scrubPiece/2
 
-// sealedStore opens a store in dir holding sealed replicas ids of
-// scrubSize bytes each.
-func sealedStore(t *testing.T, dir string, ids ...blockstore.BlockID) *blockstore.Store {
+// sealedStore makes the store in dir hold sealed replicas ids of
+// scrubSize bytes each, and closes it.
+func sealedStore(t *testing.T, dir string, ids ...blockstore.BlockID) {
 	t.Helper()
 	st, err := blockstore.Open(dir)
 	require.NoError(t, err)
-	t.Cleanup(func() { st.Close() })
+	defer func() { require.NoError(t, st.Close()) }()
 	data := make([]byte, scrubSize)
 	for i := range data {
 		data[i] = byte(i * 7)
@@ -43,7 +44,15 @@ func sealedStore(t *testing.T, dir string, ids ...blockstore.BlockID) *blockstor
 			require.NoError(t, err)
 		}
 	}
-	return st
+}
+
+// openVolumes opens a volume set of the one volume dir.
+func openVolumes(t *testing.T, dir string) *volume.Set {
+	t.Helper()
+	vols, err := volume.Open(volume.Config{Dirs: []string{dir}})
+	require.NoError(t, err)
+	t.Cleanup(func() { vols.Close() })
+	return vols
 }
 
 // scrubRun is a scrubber running on a fake clock.
@@ -57,12 +66,13 @@ type scrubRun struct {
 	corrupt []blockstore.BlockID
 }
 
-func startScrub(t *testing.T, st *blockstore.Store, dir string) *scrubRun {
+func startScrub(t *testing.T, dir string) *scrubRun {
 	t.Helper()
 	start := time.Unix(1e9, 0)
 	r := &scrubRun{clk: clock.NewFake(start), start: start, done: make(chan struct{})}
-	m := newMetrics(gauges{blocks: func() float64 { return 0 }, bytes: func() float64 { return 0 }, writeStreams: func() float64 { return 0 }})
-	r.s = &scrubber{store: st, clock: r.clk, metrics: m, dataDir: dir, rate: scrubPiece, // a piece a second
+	vols := openVolumes(t, dir)
+	m := newMetrics(gauges{blocks: func() float64 { return 0 }, bytes: func() float64 { return 0 }, writeStreams: func() float64 { return 0 }}, vols)
+	r.s = &scrubber{vol: vols.Volumes()[0], vols: vols, clock: r.clk, metrics: m, dataDir: dir, rate: scrubPiece, // a piece a second
 		corrupt: func(id blockstore.BlockID, reason string) {
 			r.mu.Lock()
 			defer r.mu.Unlock()
@@ -94,6 +104,8 @@ func (r *scrubRun) untilStep(t *testing.T, step time.Duration, cond func() bool)
 	}
 }
 
+func (r *scrubRun) vols() *volume.Set { return r.s.vols }
+
 func (r *scrubRun) stop() {
 	r.cancel()
 	<-r.done
@@ -108,10 +120,10 @@ func dataFile(dir string, id blockstore.BlockID) string {
 
 func TestScrubberFindsPlantedCorruption(t *testing.T) {
 	dir := t.TempDir()
-	st := sealedStore(t, dir, 1, 2, 3)
+	sealedStore(t, dir, 1, 2, 3)
 	flip(t, dataFile(dir, 2), scrubPiece+5)
 
-	r := startScrub(t, st, dir)
+	r := startScrub(t, dir)
 	elapsed := r.until(t, func() bool { return r.verified(t) == 2 })
 	// Held to the rate: block 1 whole (2.5 pieces), block 2's first piece,
 	// block 3 whole, at a piece a second.
@@ -125,9 +137,9 @@ func TestScrubberFindsPlantedCorruption(t *testing.T) {
 
 	// The replica reads as corrupt from now on, even where its bytes are
 	// intact; the others read.
-	_, err := st.Read(2, 0, 100)
+	_, err := r.s.vols.ReadAt(2, make([]byte, 100), 0)
 	require.ErrorIs(t, err, blockstore.ErrCorrupt)
-	_, err = st.Read(3, 0, 100)
+	_, err = r.s.vols.ReadAt(3, make([]byte, 100), 0)
 	require.NoError(t, err)
 
 	// The next pass starts an hour after the first did; it reports the
@@ -143,9 +155,9 @@ func TestScrubberFindsPlantedCorruption(t *testing.T) {
 
 func TestScrubberResumesAfterRestart(t *testing.T) {
 	dir := t.TempDir()
-	st := sealedStore(t, dir, 1, 2, 3)
+	sealedStore(t, dir, 1, 2, 3)
 
-	r := startScrub(t, st, dir)
+	r := startScrub(t, dir)
 	r.until(t, func() bool { return r.verified(t) == 1 })
 	r.stop()
 	raw, err := os.ReadFile(filepath.Join(dir, scrubPositionFile))
@@ -153,7 +165,8 @@ func TestScrubberResumesAfterRestart(t *testing.T) {
 	require.Equal(t, "1\n", string(raw))
 
 	// A new scrubber starts after block 1: blocks 2 and 3 end the pass.
-	r = startScrub(t, st, dir)
+	r.vols().Close()
+	r = startScrub(t, dir)
 	elapsed := r.until(t, func() bool { return value(t, r.s.metrics.scrubPasses) == 1 })
 	require.Equal(t, 5*time.Second, elapsed)
 	require.Equal(t, 2, r.verified(t))
@@ -180,8 +193,7 @@ func flip(t *testing.T, path string, off int64) {
 // the scrubber's, is marked corrupt and reported to the nameserver.
 func TestCorruptReplicaReported(t *testing.T) {
 	dir := t.TempDir()
-	st := sealedStore(t, dir, 1, 2, 3)
-	require.NoError(t, st.Close())
+	sealedStore(t, dir, 1, 2, 3)
 	flip(t, dataFile(dir, 2), 5)
 	flip(t, dataFile(dir, 3), scrubPiece+5)
 
@@ -204,12 +216,13 @@ func TestCorruptReplicaReported(t *testing.T) {
 	// The scrubber finds block 3 (whose first piece reads fine).
 	_, code = readAll(t, cs.client, 3, 0, scrubPiece)
 	require.Equal(t, bfspb.StatusCode_OK, code)
-	// Let the scrubber's sleeps pass: advance the clock whenever it and
-	// the membership loop (heartbeat and report timers) wait on it.
+	// Let the scrubber's sleeps pass: advance the clock whenever it, the
+	// membership loop (heartbeat and report timers) and the volume checks
+	// wait on it.
 	ticking, stop := context.WithCancel(context.Background())
 	var ticker sync.WaitGroup
 	ticker.Go(func() {
-		for clk.BlockUntil(ticking, 3) == nil {
+		for clk.BlockUntil(ticking, 4) == nil {
 			clk.Advance(100 * time.Millisecond)
 		}
 	})

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -16,8 +17,8 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
 
-	"github.com/bfs-go/bfs/chunkserver/blockstore"
 	"github.com/bfs-go/bfs/internal/certs"
+	"github.com/bfs-go/bfs/chunkserver/volume"
 	"github.com/bfs-go/bfs/internal/daemon"
 	"github.com/bfs-go/bfs/internal/nsgroup"
 	"github.com/bfs-go/bfs/proto/bfspb"
@@ -31,7 +32,7 @@ type Server struct {
 	bfspb.UnimplementedChunkServerServer
 
 	cfg     Config
-	store   *blockstore.Store
+	vols    *volume.Set
 	cluster *cluster
 	metrics *metrics
 	codec   packetCodec
@@ -43,10 +44,11 @@ type Server struct {
 	member   *membership
 	reporter *reporter
 	bad      *badReporter
-	// Nil when ScrubRate is 0.
-	scrub *scrubber
-	// copies carries out ReplicateBlock.
-	copies *copier
+	// One per volume; none when ScrubRate is 0.
+	scrubs []*scrubber
+	// copies carries out ReplicateBlock, yielding to clients.
+	copies  *copier
+	clients *clients
 
 	// writers counts the write streams open.
 	writers atomic.Int64
@@ -70,38 +72,49 @@ const (
 	ioBuffer     = 1 << 20
 )
 
-// New opens the chunkserver's block store and recovers its replicas. It
+// New opens the chunkserver's volumes and recovers their replicas. It
 // neither listens nor contacts the nameserver: Serve does.
 func New(cfg Config) (*Server, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	store, err := blockstore.Open(cfg.DataDir)
+	s := &Server{cfg: cfg, stopc: make(chan struct{}), clients: &clients{clock: cfg.Clock}}
+	s.copies = newCopier(cfg.MaxCopies, cfg.CopyRate, s.clients, cfg.TLS)
+	vols, err := volume.Open(volume.Config{
+		Dirs: cfg.volumes(), FailedTolerated: cfg.FailedVolumesTolerated, Clock: cfg.Clock,
+		DiskSpace: cfg.TestingKnobs.DiskSpace, CheckInterval: cfg.TestingKnobs.VolumeCheckInterval,
+		OnChange: s.volumeChanged,
+	})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("chunkserver: %w", err)
 	}
-	cl, err := loadCluster(cfg.DataDir)
-	if err != nil {
-		store.Close()
+	s.vols = vols
+	if s.cluster, err = loadCluster(vols); err != nil {
+		vols.Close()
 		return nil, err
 	}
 	pool := &bufPool{}
-	s := &Server{cfg: cfg, store: store, cluster: cl, codec: newPacketCodec(pool, cfg.TestingKnobs.WritePacket), stopc: make(chan struct{}),
-		copies: newCopier(cfg.MaxCopies, cfg.CopyRate, cfg.TLS)}
+	s.codec = newPacketCodec(pool, cfg.TestingKnobs.WritePacket)
 	s.metrics = newMetrics(gauges{
-		blocks:       func() float64 { n, _ := store.Usage(); return float64(n) },
-		bytes:        func() float64 { _, n := store.Usage(); return float64(n) },
+		blocks:       func() float64 { n, _ := vols.Usage(); return float64(n) },
+		bytes:        func() float64 { _, n := vols.Usage(); return float64(n) },
 		writeStreams: func() float64 { return float64(s.writers.Load()) },
 		copies:       func() float64 { return float64(s.copies.inFlight()) },
-	})
+	}, vols)
 	if err := s.dialNameServer(); err != nil {
-		store.Close()
+		vols.Close()
 		return nil, err
 	}
 	if cfg.ScrubRate > 0 {
-		s.scrub = &scrubber{store: store, clock: cfg.Clock, metrics: s.metrics, dataDir: cfg.DataDir, rate: cfg.ScrubRate}
-		if s.bad != nil {
-			s.scrub.corrupt = s.bad.add
+		for _, v := range vols.Volumes() {
+			if v.Failed() {
+				continue
+			}
+			sc := &scrubber{vol: v, vols: vols, clock: cfg.Clock, metrics: s.metrics, dataDir: v.Dir(), rate: cfg.ScrubRate}
+			if s.bad != nil {
+				sc.corrupt = s.bad.add
+			}
+			s.scrubs = append(s.scrubs, sc)
 		}
 	}
 	s.grpc = grpc.NewServer(append(daemon.ServerOptions(cfg.TLS),
@@ -124,10 +137,21 @@ func New(cfg Config) (*Server, error) {
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	s.health.SetServingStatus(bfspb.ChunkServer_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
 	reflection.Register(s.grpc)
-	blocks, bytes := store.Usage()
-	glog.Infof("chunkserver recovered %d blocks (%d bytes) from %s", blocks, bytes, cfg.DataDir)
+	blocks, bytes := vols.Usage()
+	glog.Infof("chunkserver recovered %d blocks (%d bytes) from %s", blocks, bytes, strings.Join(cfg.volumes(), ", "))
 	return s, nil
 }
+
+// volumeChanged tells the nameserver at once that a volume changed state.
+func (s *Server) volumeChanged() {
+	if m := s.member; m != nil {
+		m.kickHeartbeat()
+	}
+}
+
+// Volumes describes the chunkserver's volumes.
+func (s *Server) Volumes() []volume.Status { return s.vols.Status() }
+
 
 // idempotentCalls are the chunkserver's calls to the nameserver that may
 // be sent again when their outcome is unknown (a leader change): each
@@ -159,10 +183,10 @@ func (s *Server) dialNameServer() error {
 	ns := bfspb.NewNameServerClient(conn)
 	s.nsConn = conn
 	s.member = &membership{
-		ns: ns, store: s.store, cluster: s.cluster, clock: s.cfg.Clock, metrics: s.metrics, dataDir: s.cfg.DataDir,
-		hostID: s.cfg.HostID, diskSpace: s.cfg.TestingKnobs.DiskSpace, page: s.cfg.TestingKnobs.ReportPage,
+		ns: ns, vols: s.vols, cluster: s.cluster, clock: s.cfg.Clock, metrics: s.metrics,
+		hostID: s.cfg.HostID, page: s.cfg.TestingKnobs.ReportPage,
 		writers: s.writers.Load, hb: s.cfg.HeartbeatInterval, reports: s.cfg.ReportInterval,
-		registered: make(chan struct{}),
+		registered: make(chan struct{}), kick: make(chan struct{}, 1),
 	}
 	s.reporter = newReporter(ns, s.member, s.cfg.Clock, s.metrics)
 	s.bad = newBadReporter(ns, s.member, s.cfg.Clock)
@@ -183,12 +207,29 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
 	defer bg.Wait() // after cancel: defers run last-in first-out
 	defer cancel()
 	s.startNameServerLoops(ctx, &bg, lis.Addr().String())
-	if s.scrub != nil {
-		bg.Go(func() { s.scrub.run(ctx) })
+	for _, sc := range s.scrubs {
+		bg.Go(func() { sc.run(ctx) })
 	}
+	// Too many failed volumes stop the chunkserver.
+	var fatal error
+	fatalc := make(chan struct{})
+	bg.Go(func() {
+		select {
+		case fatal = <-s.vols.Fatal():
+			glog.Errorf("chunkserver: %v", fatal)
+			close(fatalc)
+			cancel()
+		case <-ctx.Done():
+		}
+	})
 	glog.Infof("chunkserver serving on %s", lis.Addr())
 	if err := daemon.Serve(ctx, s.stopc, s.grpc, s.health, lis, s.cfg.MetricsAddr, s.HTTPHandler(), s.cfg.TLS); err != nil {
 		return fmt.Errorf("chunkserver: %w", err)
+	}
+	select {
+	case <-fatalc:
+		return fmt.Errorf("chunkserver: %w", fatal)
+	default:
 	}
 	return nil
 }
@@ -239,7 +280,7 @@ func (s *Server) Close() error {
 			errs = append(errs, s.nsConn.Close())
 		}
 		s.copies.peers.Close()
-		errs = append(errs, s.store.Close())
+		errs = append(errs, s.vols.Close())
 		s.closeErr = errors.Join(errs...)
 	})
 	return s.closeErr

@@ -6,6 +6,7 @@ import (
 	"syscall"
 
 	"github.com/bfs-go/bfs/chunkserver/blockstore"
+	"github.com/bfs-go/bfs/chunkserver/volume"
 	"github.com/bfs-go/bfs/internal/statuscode"
 	"github.com/bfs-go/bfs/proto/bfspb"
 )
@@ -33,6 +34,9 @@ var statusTable = statuscode.Table{
 	{Err: errSourceDown, Code: bfspb.StatusCode_UNAVAILABLE},
 	// A full disk, wrapped in whatever *PathError the store returns.
 	{Err: syscall.ENOSPC, Code: bfspb.StatusCode_RESOURCE_EXHAUSTED},
+	{Err: blockstore.ErrFull, Code: bfspb.StatusCode_RESOURCE_EXHAUSTED},
+	// The replica went with its volume.
+	{Err: volume.ErrVolumeFailed, Code: bfspb.StatusCode_NOT_FOUND},
 	{Err: blockstore.ErrClosed, Code: bfspb.StatusCode_UNAVAILABLE},
 	// The caller gave up (a CreateBlock past its deadline).
 	{Err: context.DeadlineExceeded, Code: bfspb.StatusCode_UNAVAILABLE},

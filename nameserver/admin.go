@@ -78,6 +78,27 @@ func (s *term) loadDraining() error {
 	return nil
 }
 
+// loadChunkservers reads back what the namespace remembers of the
+// chunkservers (ChunkserverCmd): the dead are listed at once, those
+// registered before this term once they miss the dead timeout.
+func (s *term) loadChunkservers() error {
+	records, err := s.ns.Chunkservers()
+	if err != nil {
+		return err
+	}
+	s.dead.load(records)
+	return nil
+}
+
+// recordChunkserver writes what the nameserver remembers of a
+// chunkserver into the namespace; a failure is logged (the list in
+// memory stands).
+func (s *term) recordChunkserver(c *bfspb.ChunkserverCmd) {
+	if _, err := s.propose(&bfspb.Command{Op: &bfspb.Command_Chunkserver{Chunkserver: c}}); err != nil {
+		glog.Warningf("recording chunkserver %s in the namespace: %v", c.Address, err)
+	}
+}
+
 // checkDecommission refuses a request with no address, an empty one, or
 // one the nameserver does not know.
 func (s *term) checkDecommission(verb string, addrs []string) (bfspb.StatusCode, string) {
@@ -121,7 +142,11 @@ func (srv *Server) ListChunkservers(ctx context.Context, req *bfspb.ListChunkser
 	limit := pageSize(req.PageSize)
 	more := len(rows) > limit
 	rows = rows[:min(len(rows), limit)]
-	resp := &bfspb.ListChunkserversResponse{}
+	st := s.repair.Stats()
+	resp := &bfspb.ListChunkserversResponse{Health: &bfspb.BlockHealth{
+		UnderReplicatedBlocks: int64(st.UnderReplicated), MissingBlocks: int64(st.Missing),
+		CorruptReplicas: int64(s.blocks.CorruptCount()), RepairQueue: int64(st.Queued), RepairCopiesInFlight: int64(st.InFlight),
+	}}
 	now := s.cfg.Clock.Now()
 	var budget pageBudget
 	for _, r := range rows {

@@ -30,10 +30,15 @@ func (srv *Server) Register(ctx context.Context, req *bfspb.RegisterRequest) (*b
 		glog.Errorf("register refused: %s", msg)
 		return &bfspb.RegisterResponse{Status: bfspb.StatusCode_WRONG_CLUSTER, Message: msg, ClusterId: cid}, nil
 	}
-	u := blockmap.Usage{Host: req.HostId, Capacity: req.CapacityBytes, Used: req.UsedBytes, Free: req.FreeBytes}
-	id := s.blocks.Register(req.Address, u, s.cfg.Clock.Now())
-	s.dead.remove(req.Address)
-	glog.Infof("chunkserver %s registered as %d", req.Address, id)
+	vols, err := volumesOf(req.Volumes)
+	if err != nil {
+		return &bfspb.RegisterResponse{Status: bfspb.StatusCode_INVALID_ARGUMENT, Message: "register " + req.Address + ": " + err.Error()}, nil
+	}
+	u := blockmap.Usage{Host: req.HostId, Capacity: req.CapacityBytes, Used: req.UsedBytes, Free: req.FreeBytes, Volumes: vols}
+	now := s.cfg.Clock.Now()
+	id := s.blocks.Register(req.Address, u, now)
+	s.dead.registered(req.Address, u.Host, now)
+	glog.Infof("chunkserver %s registered as %d with %d volumes (%s)", req.Address, id, max(len(vols), 1), volumeSummary(vols))
 	s.peers.Reset(req.Address) // it is listening: seals and truncates need not wait to reconnect
 	s.closer.Registered()
 	return &bfspb.RegisterResponse{
@@ -42,19 +47,35 @@ func (srv *Server) Register(ctx context.Context, req *bfspb.RegisterRequest) (*b
 		ReportIntervalMs:    s.cfg.ReportInterval.Milliseconds(),
 		ClusterId:           s.ns.ClusterID(),
 		Term:                s.num,
+		MinFreeBytes:        s.cfg.MinFreeBytes,
+		MaxVolumeFill:       s.cfg.MaxVolumeFill,
 	}, nil
 }
 
-// HeartBeat keeps a chunkserver alive.
+// HeartBeat keeps a chunkserver alive and records its volumes: one
+// reported failed loses its replicas at once, and the repair looks for
+// what they leave short.
 func (srv *Server) HeartBeat(ctx context.Context, req *bfspb.HeartBeatRequest) (*bfspb.HeartBeatResponse, error) {
 	s, notLeader := leading[*bfspb.HeartBeatResponse](srv, ctx)
 	if s == nil {
 		return notLeader, nil
 	}
-	u := blockmap.Usage{Capacity: req.CapacityBytes, Used: req.UsedBytes, Free: req.FreeBytes}
+	vols, err := volumesOf(req.Volumes)
+	if err != nil {
+		return &bfspb.HeartBeatResponse{Status: bfspb.StatusCode_INVALID_ARGUMENT, Message: "heartbeat of " + req.Address + ": " + err.Error()}, nil
+	}
+	u := blockmap.Usage{Capacity: req.CapacityBytes, Used: req.UsedBytes, Free: req.FreeBytes, Volumes: vols}
+	before, _ := s.blocks.Registered(req.Address)
 	if !s.blocks.Heartbeat(blockmap.ServerID(req.ChunkserverId), req.Address, u, s.cfg.Clock.Now()) {
 		return &bfspb.HeartBeatResponse{Status: bfspb.StatusCode_UNAVAILABLE, Reregister: true,
 			Message: "unknown chunkserver: register again"}, nil
+	}
+	if failed := newlyFailed(before.Volumes, vols); len(failed) > 0 {
+		for _, v := range failed {
+			glog.Errorf("chunkserver %s: volume %s failed (%s): its %d replicas no longer count and are to be copied elsewhere",
+				req.Address, v.Dir, v.Reason, blocksOn(before.Volumes, v.Index))
+		}
+		s.repair.Rescan()
 	}
 	return &bfspb.HeartBeatResponse{Term: s.num}, nil
 }
@@ -117,6 +138,7 @@ func (srv *Server) BlockReport(ctx context.Context, req *bfspb.BlockReportReques
 		// lookup of each block a big chunkserver holds. What a later
 		// report changes, the repair's periodic pass finds.
 		s.repair.Rescan()
+		s.safe.Recheck()
 	}
 	s.noteSealed(addr, req.Blocks)
 	// A replica may have missed the close of its file while its
@@ -209,7 +231,7 @@ func (s *term) noteSealed(addr string, blocks []*bfspb.ReportedBlock) {
 }
 
 func replicaOf(b *bfspb.ReportedBlock) blockmap.Replica {
-	return blockmap.Replica{Size: b.Size, Version: b.Version, Sealed: b.Sealed}
+	return blockmap.Replica{Size: b.Size, Version: b.Version, Sealed: b.Sealed, Volume: int(b.Volume)}
 }
 
 // watchChunkservers declares silent chunkservers dead, every heartbeat
@@ -227,6 +249,9 @@ func (s *term) watchChunkservers() {
 		dead := s.dead.expire(func() []blockmap.Server { return s.blocks.Expire(s.cfg.Clock.Now(), s.cfg.DeadTimeout) })
 		for _, d := range dead {
 			glog.Warningf("chunkserver %s (%d) is dead: silent for over %v; its %d replicas are to be copied", d.Addr, d.ID, s.cfg.DeadTimeout, d.Blocks)
+		}
+		for _, d := range s.dead.expireMissing(s.cfg.Clock.Now(), s.started, s.cfg.DeadTimeout) {
+			glog.Warningf("chunkserver %s, registered before the nameserver started, has not come back within %v: dead", d.Addr, s.cfg.DeadTimeout)
 		}
 		if len(dead) > 0 {
 			s.repair.Rescan()

@@ -2,6 +2,7 @@ package nameserver
 
 import (
 	"errors"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -19,34 +20,83 @@ import (
 // one silent the longest is forgotten.
 const maxDeadRecords = 10000
 
-// deadList remembers the chunkservers declared dead since the nameserver
-// started, as they last were, until they register again: the block map
-// forgets them, and an operator still wants to see them. It is in memory
-// only. It is safe for concurrent use.
+// deadList remembers the chunkservers declared dead, as they last were,
+// until they register again: the block map forgets them, and an operator
+// still wants to see them. It keeps them in the namespace too
+// (ChunkserverCmd, through record), so that they are still listed after
+// the nameserver restarts, along with every chunkserver that was
+// registered before the restart and does not come back within the dead
+// timeout. A record is written only when a chunkserver changes between
+// registered and dead (or is forgotten), never under the list's mutex; a
+// record that fails to be written is logged, and the list in memory
+// stands. It is safe for concurrent use.
 type deadList struct {
-	mu struct {
+	// record writes a ChunkserverCmd; nil writes nothing.
+	record func(*bfspb.ChunkserverCmd)
+	mu     struct {
 		sync.Mutex
 		servers map[string]blockmap.Server
+		// recorded is what the namespace holds of each address: true
+		// registered, false dead; absent, nothing.
+		recorded map[string]bool
+		// missing are the chunkservers recorded registered when the
+		// nameserver started and not registered since.
+		missing map[string]blockmap.Server
 	}
 }
 
-func newDeadList() *deadList {
-	d := &deadList{}
+func newDeadList(record func(*bfspb.ChunkserverCmd)) *deadList {
+	d := &deadList{record: record}
 	d.mu.servers = make(map[string]blockmap.Server)
+	d.mu.recorded = make(map[string]bool)
+	d.mu.missing = make(map[string]blockmap.Server)
 	return d
 }
 
-// add records chunkservers declared dead.
-func (d *deadList) add(dead ...blockmap.Server) {
+// load takes in what the namespace recorded before a restart.
+func (d *deadList) load(records map[string]*bfspb.ChunkserverRecord) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.addLocked(dead...)
+	for addr, r := range records {
+		s := blockmap.Server{Addr: addr, LastBeat: time.Unix(0, r.LastHeartbeatNs), Blocks: int(r.Blocks),
+			Usage: blockmap.Usage{Host: r.Host, Capacity: r.CapacityBytes, Used: r.UsedBytes, Free: r.FreeBytes}}
+		d.mu.recorded[addr] = !r.Dead
+		if r.Dead {
+			d.mu.servers[addr] = s
+		} else {
+			d.mu.missing[addr] = s
+		}
+	}
 }
 
-func (d *deadList) addLocked(dead ...blockmap.Server) {
+func recordOf(s blockmap.Server, dead bool) *bfspb.ChunkserverRecord {
+	return &bfspb.ChunkserverRecord{Host: s.Host, Dead: dead, LastHeartbeatNs: s.LastBeat.UnixNano(),
+		CapacityBytes: s.Capacity, UsedBytes: s.Used, FreeBytes: s.Free, Blocks: int64(s.Blocks)}
+}
+
+// registered notes that the chunkserver at addr registered: it is no
+// longer dead, and the namespace records it (if it did not already).
+func (d *deadList) registered(addr, host string, now time.Time) {
+	d.mu.Lock()
+	delete(d.mu.servers, addr)
+	delete(d.mu.missing, addr)
+	known := d.mu.recorded[addr]
+	d.mu.recorded[addr] = true
+	d.mu.Unlock()
+	if !known && d.record != nil {
+		d.record(&bfspb.ChunkserverCmd{Address: addr,
+			Record: recordOf(blockmap.Server{Addr: addr, LastBeat: now, Usage: blockmap.Usage{Host: host}}, false)})
+	}
+}
+
+// addLocked records dead and returns the addresses forgotten to make
+// room.
+func (d *deadList) addLocked(dead ...blockmap.Server) []string {
 	for _, s := range dead {
 		d.mu.servers[s.Addr] = s
+		d.mu.recorded[s.Addr] = false
 	}
+	var forgotten []string
 	for len(d.mu.servers) > maxDeadRecords {
 		var oldest blockmap.Server
 		for _, s := range d.mu.servers {
@@ -55,18 +105,54 @@ func (d *deadList) addLocked(dead ...blockmap.Server) {
 			}
 		}
 		delete(d.mu.servers, oldest.Addr)
+		delete(d.mu.recorded, oldest.Addr)
+		forgotten = append(forgotten, oldest.Addr)
+	}
+	return forgotten
+}
+
+// write records in the namespace the chunkservers declared dead and
+// those forgotten.
+func (d *deadList) write(dead []blockmap.Server, forgotten []string) {
+	if d.record == nil {
+		return
+	}
+	for _, s := range dead {
+		if !slices.Contains(forgotten, s.Addr) {
+			d.record(&bfspb.ChunkserverCmd{Address: s.Addr, Record: recordOf(s, true)})
+		}
+	}
+	for _, addr := range forgotten {
+		d.record(&bfspb.ChunkserverCmd{Address: addr, Forget: true})
 	}
 }
 
 // expire calls expire (the block map's Expire) and records the
 // chunkservers it declares dead, both under the list's mutex, so that a
 // reader (view) never sees a chunkserver gone from the map and not yet
-// in the list.
+// in the list. The namespace records them after.
 func (d *deadList) expire(expire func() []blockmap.Server) []blockmap.Server {
 	d.mu.Lock()
-	defer d.mu.Unlock()
 	dead := expire()
-	d.addLocked(dead...)
+	forgotten := d.addLocked(dead...)
+	d.mu.Unlock()
+	d.write(dead, forgotten)
+	return dead
+}
+
+// expireMissing declares dead the chunkservers registered before the
+// nameserver started that have not registered since, once it has been
+// up for longer than timeout, and returns them.
+func (d *deadList) expireMissing(now, start time.Time, timeout time.Duration) []blockmap.Server {
+	if now.Sub(start) <= timeout {
+		return nil
+	}
+	d.mu.Lock()
+	dead := slices.Collect(maps.Values(d.mu.missing))
+	clear(d.mu.missing)
+	forgotten := d.addLocked(dead...)
+	d.mu.Unlock()
+	d.write(dead, forgotten)
 	return dead
 }
 
@@ -77,13 +163,6 @@ func (d *deadList) view(fn func(dead map[string]blockmap.Server)) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	fn(d.mu.servers)
-}
-
-// remove forgets the chunkserver at addr (it registered again).
-func (d *deadList) remove(addr string) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	delete(d.mu.servers, addr)
 }
 
 // serverRow is one chunkserver of the report before its drain is judged.
@@ -134,6 +213,20 @@ func (s *term) chunkserverInfo(r serverRow, now time.Time) *bfspb.ChunkserverInf
 		Address: r.Addr, Host: r.HostName(), Draining: r.Draining,
 		CapacityBytes: r.Capacity, UsedBytes: r.Used, FreeBytes: r.Free, Blocks: int64(r.Blocks),
 		LastHeartbeatAgeMs: max(now.Sub(r.LastBeat), 0).Milliseconds(),
+		Volumes:            volumeInfos(r.Volumes, max(now.Sub(r.LastBeat), 0)), LastReportAgeMs: -1,
+	}
+	if !r.LastReport.IsZero() {
+		info.LastReportAgeMs = max(now.Sub(r.LastReport), 0).Milliseconds()
+	}
+	for _, v := range r.Volumes {
+		if v.State == blockmap.VolumeFailed {
+			info.FailedVolumes++
+		} else {
+			info.NonDfsUsedBytes += v.NonDFSUsed()
+		}
+	}
+	if len(r.Volumes) == 0 && r.Capacity > 0 {
+		info.NonDfsUsedBytes = max(r.Capacity-r.Free-r.Used, 0)
 	}
 	switch {
 	case r.dead:
@@ -151,71 +244,42 @@ func (s *term) chunkserverInfo(r serverRow, now time.Time) *bfspb.ChunkserverInf
 }
 
 // blocksToMove counts the blocks the chunkserver at addr holds that do
-// not yet have their file's replication in counting replicas elsewhere.
-// A block of no live file needs nothing; a block whose file cannot be
-// read counts as still to move.
+// not yet have their file's replication in counting replicas elsewhere
+// (blockmap.ReplicaState.Counts). A block of no live file needs nothing,
+// nor one of a file still open for write (its writer drops a replica it
+// cannot reach); a block whose file cannot be read counts as still to
+// move.
 func (s *term) blocksToMove(addr string) int64 {
 	var n int64
-	files := replicationCache{ns: s.ns, byEntry: map[uint64]uint32{}}
 	for _, b := range s.blocks.Held(addr) {
-		need, live, err := files.of(int64(b))
+		fb, err := s.ns.Block(int64(b))
+		if errors.Is(err, namespace.ErrNotFound) || err == nil && fb.Open {
+			continue
+		}
 		if err != nil {
 			glog.V(1).Infof("decommission of %s: block %d: %v", addr, b, err)
 			n++
 			continue
 		}
-		if !live {
-			continue
-		}
 		counting := 0
 		for _, r := range s.blocks.States(b) {
-			if r.Addr != addr && r.Counts() {
+			if r.Addr != addr && r.Counts(fb.Size) {
 				counting++
 			}
 		}
-		if counting < int(need) {
+		if counting < fb.Replication {
 			n++
 		}
 	}
 	return n
 }
 
-// replicationCache finds the replication of a block's file, reading each
-// file once.
-type replicationCache struct {
-	ns      *namespace.Store
-	byEntry map[uint64]uint32
-}
-
-// of returns the replication of block's file; live is false if no file
-// has the block.
-func (c replicationCache) of(block int64) (replication uint32, live bool, err error) {
-	owner, err := c.ns.BlockOwner(block)
-	if errors.Is(err, namespace.ErrNotFound) {
-		return 0, false, nil
-	}
-	if err != nil {
-		return 0, false, err
-	}
-	if r, ok := c.byEntry[owner]; ok {
-		return r, true, nil
-	}
-	_, info, err := c.ns.PathOf(owner)
-	if errors.Is(err, namespace.ErrNotFound) {
-		return 0, false, nil
-	}
-	if err != nil {
-		return 0, false, err
-	}
-	c.byEntry[owner] = info.Replication
-	return info.Replication, true, nil
-}
-
 // chunkserverCollector exports, at scrape time, each live chunkserver's
-// capacity and free bytes and the count of chunkservers by state.
+// capacity and free bytes, the count of chunkservers by state and of
+// their volumes by state.
 type chunkserverCollector struct {
-	s                   *Server
-	capacity, free, cnt *prometheus.Desc
+	s                         *Server
+	capacity, free, cnt, vols *prometheus.Desc
 }
 
 func newChunkserverCollector(s *Server) *chunkserverCollector {
@@ -226,7 +290,10 @@ func newChunkserverCollector(s *Server) *chunkserverCollector {
 		free: prometheus.NewDesc("bfs_nameserver_chunkserver_free_bytes",
 			"Free bytes each live chunkserver last reported.", []string{"address"}, nil),
 		cnt: prometheus.NewDesc("bfs_nameserver_chunkservers",
-			"Chunkservers by state: live (and not draining), draining (live, being decommissioned), dead (declared dead since the nameserver started, not back).",
+			"Chunkservers by state: live (and not draining), draining (live, being decommissioned), dead (declared dead, or registered before the nameserver restarted and not back within the dead timeout).",
+			[]string{"state"}, nil),
+		vols: prometheus.NewDesc("bfs_nameserver_volumes",
+			"Volumes of the live chunkservers by state: healthy, full (taking no new replica), failed (out of service, its replicas gone).",
 			[]string{"state"}, nil),
 	}
 }
@@ -235,6 +302,7 @@ func (c *chunkserverCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.capacity
 	ch <- c.free
 	ch <- c.cnt
+	ch <- c.vols
 }
 
 func (c *chunkserverCollector) Collect(ch chan<- prometheus.Metric) {
@@ -244,9 +312,16 @@ func (c *chunkserverCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	live := t.blocks.Servers()
 	var draining int
+	vols := map[blockmap.VolumeState]int{}
 	for _, l := range live {
 		if l.Draining {
 			draining++
+		}
+		for _, v := range l.Volumes {
+			vols[v.State]++
+		}
+		if len(l.Volumes) == 0 {
+			vols[blockmap.VolumeHealthy]++
 		}
 		ch <- prometheus.MustNewConstMetric(c.capacity, prometheus.GaugeValue, float64(l.Capacity), l.Addr)
 		ch <- prometheus.MustNewConstMetric(c.free, prometheus.GaugeValue, float64(l.Free), l.Addr)
@@ -262,4 +337,7 @@ func (c *chunkserverCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.cnt, prometheus.GaugeValue, float64(len(live)-draining), "live")
 	ch <- prometheus.MustNewConstMetric(c.cnt, prometheus.GaugeValue, float64(draining), "draining")
 	ch <- prometheus.MustNewConstMetric(c.cnt, prometheus.GaugeValue, float64(dead), "dead")
+	for _, st := range []blockmap.VolumeState{blockmap.VolumeHealthy, blockmap.VolumeFull, blockmap.VolumeFailed} {
+		ch <- prometheus.MustNewConstMetric(c.vols, prometheus.GaugeValue, float64(vols[st]), st.String())
+	}
 }

@@ -71,10 +71,18 @@ type Config struct {
 	// leaves safe mode by itself (see the package documentation); 0 means
 	// DefaultSafeModeThreshold.
 	SafeModeThreshold float64
-	// MinFreeBytes is the free-space floor: a chunkserver that last
-	// reported less free space is never picked for a new block. 0 means
-	// no floor.
+	// SafeModeMinChunkservers is how many chunkservers must have sent a
+	// full block report (since the start) before the nameserver leaves
+	// safe mode by itself, besides the threshold; 0 waits for none.
+	SafeModeMinChunkservers int
+	// MinFreeBytes is the free-space floor: a volume of a chunkserver
+	// with less free space is never picked for a new block. 0 means no
+	// floor.
 	MinFreeBytes int64
+	// MaxVolumeFill is the most of its capacity a volume is filled to by
+	// new blocks, in (0, 1]: a fuller volume is never picked (1 fills to
+	// the floor). 0 means DefaultMaxVolumeFill.
+	MaxVolumeFill float64
 	// MinReplication is the fewest replicas a new block may start with
 	// when fewer live chunkservers (above the floor) exist than the file's
 	// replication: the write proceeds degraded and the block is queued for
@@ -86,7 +94,7 @@ type Config struct {
 	RepairInterval time.Duration
 	// RepairMaxCopies bounds the repair copies in flight in the cluster,
 	// RepairMaxCopiesPerServer those of one chunkserver, as source and as
-	// target together. 0 means the defaults (32, 2).
+	// target together. 0 means the defaults (32, 4).
 	RepairMaxCopies, RepairMaxCopiesPerServer int
 	// Clock is the source of time; the real clock if nil.
 	Clock clock.Clock
@@ -128,6 +136,11 @@ type TestingKnobs struct {
 	StatusSampleInterval time.Duration
 }
 
+// DefaultMaxVolumeFill keeps a twentieth of every volume free: room for
+// the writes already placed there, and for the file system to keep its
+// performance.
+const DefaultMaxVolumeFill = 0.95
+
 // DefaultConfig returns the configuration of a nameserver on this host.
 func DefaultConfig() Config {
 	return Config{
@@ -147,10 +160,13 @@ func DefaultConfig() Config {
 		SealConcurrency:   256,
 		SafeModeThreshold: DefaultSafeModeThreshold,
 		MinFreeBytes:      1 << 30,
+		MaxVolumeFill:     DefaultMaxVolumeFill,
 		MinReplication:    1,
 		RepairInterval:    repair.DefaultInterval,
-		// Two copies at once per chunkserver leave its disk and network
-		// to its clients; 32 in all keep a big cluster's repair going.
+		// Four copies at once per chunkserver keep an idle disk busy
+		// between one copy's sync and the next's first bytes (copies
+		// yield to clients on the chunkservers: --copy-rate); 32 in all
+		// keep a big cluster's repair going.
 		RepairMaxCopies:          repair.DefaultMaxCopies,
 		RepairMaxCopiesPerServer: repair.DefaultMaxCopiesPerServer,
 	}
@@ -205,8 +221,15 @@ func (c *Config) validate() error {
 	if !(c.SafeModeThreshold > 0 && c.SafeModeThreshold <= 1) {
 		return fmt.Errorf("nameserver: safe mode threshold %v is not in (0, 1]", c.SafeModeThreshold)
 	}
-	if c.MinFreeBytes < 0 || c.MinReplication < 0 {
-		return fmt.Errorf("nameserver: negative free-space floor (%d) or minimum replication (%d)", c.MinFreeBytes, c.MinReplication)
+	if c.MinFreeBytes < 0 || c.MinReplication < 0 || c.SafeModeMinChunkservers < 0 {
+		return fmt.Errorf("nameserver: negative free-space floor (%d), minimum replication (%d) or safe mode chunkservers (%d)",
+			c.MinFreeBytes, c.MinReplication, c.SafeModeMinChunkservers)
+	}
+	if c.MaxVolumeFill == 0 {
+		c.MaxVolumeFill = DefaultMaxVolumeFill
+	}
+	if !(c.MaxVolumeFill > 0 && c.MaxVolumeFill <= 1) {
+		return fmt.Errorf("nameserver: volume fill ratio %v is not in (0, 1]", c.MaxVolumeFill)
 	}
 	if c.MinReplication == 0 {
 		c.MinReplication = 1

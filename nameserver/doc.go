@@ -62,13 +62,31 @@
 // deletes go through the same deleteReplicas.
 //
 // Placement and degraded writes (files.go). AddBlock picks the
-// write set with blockmap.Map.Pick under the --min-free-bytes floor. With
+// write set with blockmap.Map.Pick: at random among the chunkservers with
+// a volume that has room, weighted by that room (free space above the
+// larger of --min-free-bytes and what --max-volume-fill leaves), on
+// distinct hosts while there are enough; the same policy goes to the
+// chunkservers at registration, which pick the volume the same way. With
 // fewer eligible chunkservers than the file's replication but at least
 // --min-replication, the block starts with fewer replicas: the file keeps
 // its replication, the repair scheduler counts the block (gauge
 // bfs_nameserver_under_replicated_blocks) and repairs it once the file is
 // closed, and Stat, List and GetFileLocation answer the live replica
 // count beside the target, so nothing claims more replicas than exist.
+//
+// What counts (blockmap.ReplicaState.Good, Counts). A replica is good when
+// it is sealed at its block's length, on a volume in service and not
+// known corrupt; it counts toward the replication when it is good and
+// not on a draining chunkserver. Fsck, the gauges, the repair and the
+// live replica count of Stat, List and GetFileLocation all judge by it:
+// a block of a closed file with no good replica is missing, whatever
+// replicas it has.
+//
+// Volumes (chunks.go, volumes.go). A chunkserver reports its volumes at
+// registration and in every heartbeat, and names the volume of every
+// replica it reports. A heartbeat that reports a volume failed drops its
+// replicas from the block map at once (not at the next full report) and
+// asks the repair to rescan.
 //
 // Re-replication (repairseams.go, nameserver/repair). The repair.Scheduler
 // keeps every block at its file's replication: it copies under-replicated
@@ -78,7 +96,8 @@
 // implements: the namespace's blocks (namespace.Store.FileBlocks, Block),
 // the block map under the placement policy (blockmap.Map.PickFor), the
 // chunkservers (deletes go through deleteReplicas). It is told of a
-// chunkserver declared dead (Rescan, from watchChunkservers), a replica
+// chunkserver declared dead (Rescan, from watchChunkservers) or a volume
+// failed (Rescan, from HeartBeat), a replica
 // marked corrupt, a file closed (fileStore.CloseFile, every close path),
 // the end of a registration's first full block report (Rescan: a
 // chunkserver back from the dead may leave replicas in excess) and a new
@@ -117,8 +136,11 @@
 // by a removed file or by the closer's reconcile, is kept and sent when
 // safe mode ends: safeMode.later) until the block reports have named at
 // least one replica of Config.SafeModeThreshold (default 99.9 %) of the
-// blocks the namespace knew at start, or an operator calls LeaveSafeMode
-// (bfs admin safemode leave). An empty namespace leaves at once. Not
+// blocks the namespace knew at start and Config.SafeModeMinChunkservers
+// (--safemode-min-chunkservers, default 0) chunkservers have sent a full
+// report, or an operator calls LeaveSafeMode (bfs admin safemode leave).
+// An empty namespace waiting for no chunkserver leaves at once. Fsck
+// answers say when safe mode is on. Not
 // held: the truncation of a replica to its closed file's length. A
 // cleaning must see its replicas cut before the directory is UNLOCKED
 // (I5), and the cut compares one replica, as its chunkserver describes
@@ -147,20 +169,27 @@
 // when a mark changes) copies them away. Only
 // an address the nameserver knows (live, remembered dead, or already
 // draining) is accepted; a request naming an unknown one changes
-// nothing. ListChunkservers reports every chunkserver known, by address:
-// the live ones from the block map, and those declared dead since the
-// start from a bounded in-memory list (deadList) that forgets an address
-// when it registers again. A draining chunkserver is decommissioned (safe
+// nothing. ListChunkservers reports every chunkserver known, by address,
+// with its volumes, failed volumes, non-DFS use and last full report, and
+// the cluster's block health (the repair's counts) on every page: the
+// live ones from the block map, and the dead from a bounded list
+// (deadList) that forgets an address when it registers again. The list
+// is kept in the namespace too (ChunkserverCmd, written when a
+// chunkserver registers for the first time or again after it died, and
+// when it is declared dead; read back at start by loadChunkservers), so
+// a restarted nameserver lists the dead at once, and a chunkserver
+// registered before the restart that does not come back within the dead
+// timeout is declared dead then. A draining chunkserver is decommissioned (safe
 // to remove) when every block it holds has, on other chunkservers,
 // counting replicas at least its file's replication, or belongs to no
-// live file; the report counts the blocks still short. The dead list is
-// in memory: a restarted nameserver starts it empty. Fsck
+// live file; the report counts the blocks still short. Fsck
 // walks the namespace under a path (namespace.Store.Walk) a bounded
 // stretch per request, the page token being the last path walked, and
 // judges each block of each file against the block map: missing (no
-// replica on a live chunkserver), under-replicated (fewer counting
-// replicas than the file's replication), corrupt (a replica marked
-// corrupt); the last block of a file open for write is not judged. The
+// good replica), under-replicated (fewer counting replicas than the
+// file's replication), over-replicated (more), corrupt (a replica marked
+// corrupt), stale replicas (no full copy); the last block of a file open
+// for write is not judged. The
 // gauges bfs_nameserver_chunkservers{state} and the per-chunkserver
 // capacity and free bytes are read from the same sources at scrape time.
 //

@@ -246,22 +246,30 @@ func (srv *Server) GetFileLocation(ctx context.Context, req *bfspb.GetFileLocati
 	return resp, nil
 }
 
-// placement is the policy for a new block: the free-space floor, and the
-// fewest replicas a degraded write may start with.
+// placement is the policy for a new block: the free-space floor and the
+// fill ratio of a volume, and the fewest replicas a degraded write may
+// start with.
 func (s *Server) placement() blockmap.Policy {
-	return blockmap.Policy{MinFree: s.cfg.MinFreeBytes, MinReplicas: s.cfg.MinReplication}
+	return blockmap.Policy{MinFree: s.cfg.MinFreeBytes, MaxFill: s.cfg.MaxVolumeFill, MinReplicas: s.cfg.MinReplication}
 }
 
 // noteLive sets info's live replica count (see FileInfo.live_replicas)
-// for a closed file with a block. info is a fresh copy, never the
-// namespace's own.
+// for a closed file with a block: the replicas that count, good ones
+// (blockmap.ReplicaState.Good) not on a draining chunkserver, fewest
+// over its blocks. info is a fresh copy, never the namespace's own.
 func (s *term) noteLive(info *bfspb.FileInfo) {
 	if info == nil || info.Type == bfspb.FileType_FILE_TYPE_DIR || info.WriterSession != "" || len(info.Blocks) == 0 {
 		return
 	}
 	live := -1
 	for _, b := range info.Blocks {
-		if n := len(s.blocks.Replicas(blockmap.BlockID(b.Id))); live < 0 || n < live {
+		n := 0
+		for _, r := range s.blocks.States(blockmap.BlockID(b.Id)) {
+			if r.Counts(b.Size) {
+				n++
+			}
+		}
+		if live < 0 || n < live {
 			live = n
 		}
 	}

@@ -53,7 +53,7 @@ func (s *term) fsck(req *bfspb.FsckRequest) (*bfspb.FsckResponse, error) {
 	if after != "" && !fspath.Within(after, p) {
 		return nil, namespaceInvalid("bad page token: it continues the fsck of another path")
 	}
-	resp := &bfspb.FsckResponse{Totals: &bfspb.FsckTotals{}}
+	resp := &bfspb.FsckResponse{Totals: &bfspb.FsckTotals{}, SafeMode: s.safe.On()}
 	limit := pageSize(req.PageSize)
 	var budget pageBudget
 	var last string
@@ -111,10 +111,13 @@ func (s *term) checkFile(path string, info *bfspb.FileInfo) (*bfspb.FsckFile, *b
 		if fb.UnderReplicated {
 			t.UnderReplicatedBlocks++
 		}
+		if fb.OverReplicated {
+			t.OverReplicatedBlocks++
+		}
 		if len(fb.Corrupt) > 0 {
 			t.CorruptBlocks++
 		}
-		if fb.Missing || fb.UnderReplicated || len(fb.Corrupt) > 0 {
+		if fb.Missing || fb.UnderReplicated || fb.OverReplicated || len(fb.Corrupt) > 0 || len(fb.Stale) > 0 {
 			f.Blocks = append(f.Blocks, fb)
 		}
 	}
@@ -124,23 +127,30 @@ func (s *term) checkFile(path string, info *bfspb.FileInfo) (*bfspb.FsckFile, *b
 	return f, t
 }
 
-// checkBlock sorts the replicas of b on live chunkservers into those that
-// count, the corrupt and the draining.
+// checkBlock sorts the replicas of b on live chunkservers by the one
+// definition of a good replica (blockmap.ReplicaState.Good): those that
+// count, the corrupt, the good ones on draining chunkservers, and the
+// stale (no full copy). A block with no good replica is missing.
 func (s *term) checkBlock(b *bfspb.BlockMeta, replication uint32) *bfspb.FsckBlock {
 	fb := &bfspb.FsckBlock{BlockId: b.Id, Size: b.Size}
-	states := s.blocks.States(blockmap.BlockID(b.Id))
-	for _, r := range states {
+	good := 0
+	for _, r := range s.blocks.States(blockmap.BlockID(b.Id)) {
 		switch {
 		case r.Corrupt:
 			fb.Corrupt = append(fb.Corrupt, r.Addr)
+		case !r.Good(b.Size):
+			fb.Stale = append(fb.Stale, r.Addr)
 		case r.Draining:
 			fb.Draining = append(fb.Draining, r.Addr)
+			good++
 		default:
 			fb.Replicas = append(fb.Replicas, r.Addr)
+			good++
 		}
 	}
-	fb.Missing = len(states) == 0
+	fb.Missing = good == 0
 	fb.UnderReplicated = !fb.Missing && len(fb.Replicas) < int(replication)
+	fb.OverReplicated = len(fb.Replicas) > int(replication)
 	return fb
 }
 
@@ -152,5 +162,6 @@ func addTotals(sum, t *bfspb.FsckTotals) {
 	sum.UnderReplicatedBlocks += t.UnderReplicatedBlocks
 	sum.MissingBlocks += t.MissingBlocks
 	sum.CorruptBlocks += t.CorruptBlocks
+	sum.OverReplicatedBlocks += t.OverReplicatedBlocks
 	sum.OpenFiles += t.OpenFiles
 }

@@ -31,7 +31,7 @@ func TestPlacementHostsAndFloor(t *testing.T) {
 			if i == 3 {
 				free = 59 * gib
 			}
-			cfg.TestingKnobs.DiskSpace = func() (int64, int64) { return 200 * gib, free }
+			cfg.TestingKnobs.DiskSpace = func(string) (int64, int64) { return 200 * gib, free }
 		}),
 		testcluster.WithNameServerConfig(func(cfg *nameserver.Config) { cfg.MinFreeBytes = 60 * gib }))
 	hostOf := map[string]string{}

@@ -16,17 +16,20 @@ import (
 const DefaultSafeModeThreshold = 0.999
 
 // safeMode holds every replica deletion after a start until the block
-// reports cover enough of the blocks the namespace knows, or an operator
-// ends it: a nameserver that has heard from few chunkservers cannot tell
-// a missing replica from a lost one, and must not act on what it does
-// not know yet. Deletes asked for meanwhile are held (later) and carried
+// reports cover enough of the blocks the namespace knows and enough
+// chunkservers have reported, or an operator ends it: a nameserver that
+// has heard from few chunkservers cannot tell a missing replica from a
+// lost one, and must not act on what it does not know yet. Deletes asked for meanwhile are held (later) and carried
 // out when it ends; the repair scheduler waits for it too. It is safe
 // for concurrent use.
 type safeMode struct {
 	// on is read on every delete; it only ever goes from true to false.
 	on        atomic.Bool
 	threshold float64
-	mu        struct {
+	// minServers chunkservers must have reported, as servers counts them.
+	minServers int
+	servers    func() int
+	mu         struct {
 		sync.Mutex
 		// pending holds the known blocks no report has named yet; nil
 		// once safe mode is over.
@@ -49,12 +52,16 @@ type SafeModeStatus struct {
 	Known, Reported int64
 	Threshold       float64
 	LeftByOperator  bool
+	// MinServers chunkservers must have reported; Servers have.
+	MinServers, Servers int
 }
 
-// newSafeMode starts safe mode over the blocks known; with none to wait
-// for (an empty namespace, or a threshold of 0) it is over at once.
-func newSafeMode(threshold float64, known []int64) *safeMode {
-	m := &safeMode{threshold: threshold}
+// newSafeMode starts safe mode over the blocks known, waiting for
+// minServers chunkservers to have sent a full report, as servers counts
+// them; with nothing to wait for (no block nor chunkserver) it is over at
+// once.
+func newSafeMode(threshold float64, known []int64, minServers int, servers func() int) *safeMode {
+	m := &safeMode{threshold: threshold, minServers: minServers, servers: servers}
 	m.mu.pending = make(map[int64]struct{}, len(known))
 	for _, id := range known {
 		m.mu.pending[id] = struct{}{}
@@ -89,6 +96,20 @@ func (m *safeMode) later(fn func()) bool {
 
 // Reported notes that a chunkserver holds a replica of each of ids.
 func (m *safeMode) Reported(ids []int64) {
+	m.update(func() {
+		for _, id := range ids {
+			delete(m.mu.pending, id)
+		}
+	})
+}
+
+// Recheck ends safe mode if enough has been reported: a chunkserver
+// finished a full report.
+func (m *safeMode) Recheck() { m.update(func() {}) }
+
+// update runs fn under the mutex while safe mode is on, then ends it if
+// enough has been reported.
+func (m *safeMode) update(fn func()) {
 	if !m.On() {
 		return
 	}
@@ -97,9 +118,7 @@ func (m *safeMode) Reported(ids []int64) {
 		m.mu.Unlock()
 		return
 	}
-	for _, id := range ids {
-		delete(m.mu.pending, id)
-	}
+	fn()
 	held := m.checkLocked()
 	m.mu.Unlock()
 	runHeld(held)
@@ -134,7 +153,7 @@ func (m *safeMode) Status() SafeModeStatus {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return SafeModeStatus{On: m.mu.pending != nil, Known: m.mu.known, Reported: m.reportedLocked(),
-		Threshold: m.threshold, LeftByOperator: m.mu.byOperator}
+		Threshold: m.threshold, LeftByOperator: m.mu.byOperator, MinServers: m.minServers, Servers: m.servers()}
 }
 
 func (m *safeMode) reportedLocked() int64 {
@@ -144,13 +163,18 @@ func (m *safeMode) reportedLocked() int64 {
 	return m.mu.known - int64(len(m.mu.pending))
 }
 
-// checkLocked ends safe mode if enough blocks are reported, returning
-// the actions it held.
+// checkLocked ends safe mode if enough blocks and chunkservers are
+// reported, returning the actions it held.
 func (m *safeMode) checkLocked() []func() {
 	if float64(m.reportedLocked()) < m.threshold*float64(m.mu.known) {
 		return nil
 	}
-	glog.Infof("safe mode over: %d of %d known blocks reported (threshold %v)", m.reportedLocked(), m.mu.known, m.threshold)
+	servers := m.servers()
+	if servers < m.minServers {
+		return nil
+	}
+	glog.Infof("safe mode over: %d of %d known blocks reported (threshold %v), %d chunkservers (%d wanted)",
+		m.reportedLocked(), m.mu.known, m.threshold, servers, m.minServers)
 	return m.endLocked()
 }
 
@@ -190,10 +214,10 @@ func (s *term) startSafeMode() error {
 	if err := s.ns.BlockIDs(func(id int64) { known = append(known, id) }); err != nil {
 		return err
 	}
-	s.safe = newSafeMode(s.cfg.SafeModeThreshold, known)
+	s.safe = newSafeMode(s.cfg.SafeModeThreshold, known, s.cfg.SafeModeMinChunkservers, s.reportedChunkservers)
 	if s.safe.On() {
-		glog.Infof("in safe mode: no replica is deleted until %.2f%% of %d known blocks are reported (or bfs admin safemode leave)",
-			100*s.cfg.SafeModeThreshold, len(known))
+		glog.Infof("in safe mode: no replica is deleted until %.2f%% of %d known blocks and %d chunkservers are reported (or bfs admin safemode leave)",
+			100*s.cfg.SafeModeThreshold, len(known), s.cfg.SafeModeMinChunkservers)
 	}
 	glog.Infof("cluster id %s", s.ns.ClusterID())
 	return nil
@@ -207,7 +231,20 @@ func (srv *Server) GetSafeMode(ctx context.Context, _ *bfspb.GetSafeModeRequest)
 	}
 	st := s.safe.Status()
 	return &bfspb.GetSafeModeResponse{On: st.On, KnownBlocks: st.Known, ReportedBlocks: st.Reported,
-		Threshold: st.Threshold, LeftByOperator: st.LeftByOperator}, nil
+		Threshold: st.Threshold, LeftByOperator: st.LeftByOperator,
+		MinChunkservers: int64(st.MinServers), ReportedChunkservers: int64(st.Servers)}, nil
+}
+
+// reportedChunkservers counts the live chunkservers whose first full
+// block report since they registered is in.
+func (s *term) reportedChunkservers() int {
+	n := 0
+	for _, cs := range s.blocks.Servers() {
+		if cs.Reported {
+			n++
+		}
+	}
+	return n
 }
 
 // LeaveSafeMode ends safe mode at once.

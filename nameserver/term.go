@@ -43,8 +43,13 @@ type term struct {
 	safe    *safeMode
 	// repair keeps the blocks' replica counts up (nameserver/repair).
 	repair *repair.Scheduler
-	// dead remembers the chunkservers declared dead, for the report.
+	// dead remembers the chunkservers declared dead, for the report (and
+	// in the namespace, so a new term lists them too).
 	dead *deadList
+	// started is when the term began: a chunkserver the namespace
+	// remembers that has not registered by then plus the dead timeout is
+	// listed as dead.
+	started time.Time
 	// tasks are the term's own background work (releasing the locks of
 	// ended sessions, deletes of replicas).
 	tasks *taskgroup.Group
@@ -78,9 +83,10 @@ func (s *Server) startTerm(ctx context.Context, num uint64) (*term, error) {
 	if err := s.format(); err != nil {
 		return nil, err
 	}
-	t := &term{Server: s, num: num, tasks: taskgroup.New(), dead: newDeadList(),
+	t := &term{Server: s, num: num, tasks: taskgroup.New(), started: s.cfg.Clock.Now(),
 		stopc: make(chan struct{}), livenessDone: make(chan struct{})}
-	t.blocks = blockmap.New(s.cfg.Clock.Now())
+	t.dead = newDeadList(t.recordChunkserver)
+	t.blocks = blockmap.New(t.started)
 	if err := t.start(); err != nil {
 		t.stop()
 		return nil, err
@@ -112,6 +118,9 @@ func (t *term) start() error {
 		return err
 	}
 	if err := t.loadDraining(); err != nil {
+		return err
+	}
+	if err := t.loadChunkservers(); err != nil {
 		return err
 	}
 	if err := t.startRepair(); err != nil {

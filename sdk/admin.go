@@ -15,6 +15,9 @@ type SafeMode struct {
 	Known, Reported int64
 	Threshold       float64
 	LeftByOperator  bool
+	// MinChunkservers must have sent a full block report to leave by
+	// itself; ReportedChunkservers have.
+	MinChunkservers, ReportedChunkservers int64
 }
 
 // SafeMode returns the nameserver's safe mode state.
@@ -30,7 +33,8 @@ func (c *Client) SafeMode(ctx context.Context) (SafeMode, error) {
 		return SafeMode{}, fmt.Errorf("safemode get: %w", err)
 	}
 	return SafeMode{On: resp.On, Known: resp.KnownBlocks, Reported: resp.ReportedBlocks,
-		Threshold: resp.Threshold, LeftByOperator: resp.LeftByOperator}, nil
+		Threshold: resp.Threshold, LeftByOperator: resp.LeftByOperator,
+		MinChunkservers: resp.MinChunkservers, ReportedChunkservers: resp.ReportedChunkservers}, nil
 }
 
 // LeaveSafeMode ends the nameserver's safe mode at once: replicas the

@@ -70,11 +70,14 @@
 // Decommission and CancelDecommission start and end the draining of
 // chunkservers; AllChunkservers (and Chunkservers, which collects it)
 // reports every chunkserver the nameserver knows with its state (live,
-// draining, decommissioned: safe to remove, dead), disk and blocks. Fsck
-// walks the namespace under a path on the nameserver, a stretch per
-// request, calls back with each file that has blocks under-replicated,
-// missing or with a corrupt replica, and returns the totals; a missing
-// block makes the totals not Healthy.
+// draining, decommissioned: safe to remove, dead), disk, volumes and
+// blocks; BlockHealth the cluster's counts of under-replicated and
+// missing blocks and corrupt replicas. Fsck walks the namespace under a
+// path on the nameserver, a stretch per request, calls back with each
+// file that has blocks under- or over-replicated, missing (no good
+// replica: sealed at the block's length, on a volume in service, not
+// known corrupt) or with a corrupt or stale replica, and returns the
+// totals; a missing block makes the totals not Healthy.
 //
 // # Errors
 //

@@ -11,13 +11,18 @@ import (
 type FsckBlock struct {
 	ID   int64
 	Size int64
-	// Replicas are the replicas that count (on live chunkservers, neither
-	// corrupt nor draining); Corrupt and Draining the others.
-	Replicas, Corrupt, Draining []string
+	// Replicas are the replicas that count: good (sealed at the block's
+	// length, on a volume in service, not known corrupt) and not on a
+	// draining chunkserver. Corrupt are those marked corrupt, Draining
+	// the good ones on draining chunkservers, Stale those that are no
+	// full copy (unsealed, or sealed at another length).
+	Replicas, Corrupt, Draining, Stale []string
 	// UnderReplicated: fewer counting replicas than the file's
-	// replication, at least one replica left.
+	// replication, at least one good replica left.
 	UnderReplicated bool
-	// Missing: no replica on a live chunkserver at all.
+	// OverReplicated: more counting replicas than the replication.
+	OverReplicated bool
+	// Missing: no good replica: nobody can read the block.
 	Missing bool
 }
 
@@ -35,10 +40,14 @@ type FsckFile struct {
 type FsckTotals struct {
 	Files, Dirs, Bytes, Blocks                          int64
 	UnderReplicatedBlocks, MissingBlocks, CorruptBlocks int64
+	OverReplicatedBlocks                                int64
 	OpenFiles                                           int64
+	// SafeMode: the nameserver was in safe mode during the walk, so a
+	// block may look missing whose replicas are not reported yet.
+	SafeMode bool
 }
 
-// Healthy reports whether every block has a replica on a live chunkserver.
+// Healthy reports whether every block has a good replica.
 func (t FsckTotals) Healthy() bool { return t.MissingBlocks == 0 }
 
 func (t *FsckTotals) add(w *bfspb.FsckTotals) {
@@ -49,6 +58,7 @@ func (t *FsckTotals) add(w *bfspb.FsckTotals) {
 	t.UnderReplicatedBlocks += w.GetUnderReplicatedBlocks()
 	t.MissingBlocks += w.GetMissingBlocks()
 	t.CorruptBlocks += w.GetCorruptBlocks()
+	t.OverReplicatedBlocks += w.GetOverReplicatedBlocks()
 	t.OpenFiles += w.GetOpenFiles()
 }
 
@@ -76,6 +86,7 @@ func (c *Client) Fsck(ctx context.Context, path string, each func(FsckFile) erro
 			return totals, pathError("fsck", path, err)
 		}
 		totals.add(resp.GetTotals())
+		totals.SafeMode = totals.SafeMode || resp.SafeMode
 		for _, f := range resp.Files {
 			if err := each(fsckFileFromWire(f)); err != nil {
 				return totals, err
@@ -95,7 +106,8 @@ func fsckFileFromWire(f *bfspb.FsckFile) FsckFile {
 	out := FsckFile{Path: f.Path, Replication: int(f.Replication), Size: f.Size, Open: f.Open}
 	for _, b := range f.Blocks {
 		out.Blocks = append(out.Blocks, FsckBlock{ID: b.BlockId, Size: b.Size, Replicas: b.Replicas,
-			Corrupt: b.Corrupt, Draining: b.Draining, UnderReplicated: b.UnderReplicated, Missing: b.Missing})
+			Corrupt: b.Corrupt, Draining: b.Draining, Stale: b.Stale, UnderReplicated: b.UnderReplicated,
+			OverReplicated: b.OverReplicated, Missing: b.Missing})
 	}
 	return out
 }

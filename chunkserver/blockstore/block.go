@@ -1,11 +1,15 @@
 package blockstore
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"sync"
+
+	"github.com/golang/glog"
 )
 
 const (
@@ -130,6 +134,18 @@ func (s *Store) createLocked(b *block) error {
 	return nil
 }
 
+// uncreateLocked takes back the files createLocked made, for a replica
+// whose creation was not made durable; release then drops the entry.
+func (s *Store) uncreateLocked(b *block) {
+	b.mu.f.Close()
+	if err := removeIfExists(s.base(b.id) + dataExt); err != nil {
+		glog.Warningf("blockstore: block %d: removing the data file of a failed create: %v", b.id, err)
+	}
+	b.mu.f, b.mu.crcs, b.mu.entry, b.mu.err = nil, nil, nil, nil
+	b.mu.exists = false
+	s.blockCount.Add(-1)
+}
+
 // ensureDir creates a fan-out directory, makes its own entry durable and
 // returns its state.
 func (s *Store) ensureDir(dir string) (*dirState, error) {
@@ -188,7 +204,10 @@ func (s *Store) readCRCs(id BlockID, first, n int) ([]uint32, error) {
 	}
 	defer f.Close()
 	raw := make([]byte, 4*n)
-	if k, _ := f.ReadAt(raw, headerSize+4*int64(first)); k < len(raw) {
+	if k, err := f.ReadAt(raw, headerSize+4*int64(first)); k < len(raw) {
+		if !errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("blockstore: block %d: read meta: %w", id, err)
+		}
 		return nil, fmt.Errorf("%w: block %d: meta holds too few checksums", ErrCorrupt, id)
 	}
 	return decodeCRCs(raw, n)

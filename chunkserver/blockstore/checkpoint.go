@@ -2,6 +2,7 @@ package blockstore
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -60,6 +61,10 @@ func (s *Store) checkpoint(blocks []*block) error {
 			}
 			j.b.mu.Unlock()
 		}
+	}
+	if len(errs) > 1 {
+		// A full disk fails every meta file alike: one says it for all.
+		return fmt.Errorf("%d meta files not written, the first: %w", len(errs), errs[0])
 	}
 	return errors.Join(errs...)
 }

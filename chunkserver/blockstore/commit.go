@@ -55,6 +55,8 @@ type metaLog struct {
 	}
 
 	// Owned by the committer goroutine while it runs, by close after.
+	// f is nil while the log of gen could not be created for want of
+	// space: the next commit tries again.
 	f      *os.File
 	gen    uint64
 	size   int64
@@ -77,23 +79,42 @@ type fullLog struct {
 	blocks []*block
 }
 
-// openLog starts generation gen (every older one is retired) in dir and
-// the log's goroutines.
-func openLog(dir string, gen uint64, o options, checkpoint func([]*block) error) (*metaLog, error) {
-	f, err := createLog(dir, gen)
-	if err != nil {
-		return nil, fmt.Errorf("blockstore: new meta log: %w", err)
-	}
+// openLog starts generation gen in dir and the log's goroutines. Every
+// older generation is retired but those of pending, logs that recovery
+// could not retire (no space to write the metas they hold), oldest
+// first, which wait for the checkpointer. A disk with no room for the
+// new log leaves it to be created by the first commit that finds room.
+func openLog(dir string, gen uint64, o options, checkpoint func([]*block) error, pending []fullLog) (*metaLog, error) {
 	l := &metaLog{
 		dir: dir, limit: o.logLimit, hook: o.beforeFrame, checkpoint: checkpoint,
 		commitc: make(chan struct{}, 1), fullc: make(chan struct{}, 1), stopc: make(chan struct{}),
-		f: f, gen: gen, size: int64(len(logMagic)), blocks: make(map[*block]struct{}),
+		gen: gen, blocks: make(map[*block]struct{}),
 	}
 	l.retired.Store(gen - 1)
+	if len(pending) > 0 {
+		l.retired.Store(pending[0].gen - 1)
+		l.mu.full = pending
+	}
+	if err := l.start(); err != nil && !noSpace(err) {
+		return nil, err
+	}
 	l.wg.Add(2)
 	go l.runCommitter()
 	go l.runCheckpointer()
+	if len(pending) > 0 {
+		kick(l.fullc)
+	}
 	return l, nil
+}
+
+// start creates the log of l.gen.
+func (l *metaLog) start() error {
+	f, err := createLog(l.dir, l.gen)
+	if err != nil {
+		return fmt.Errorf("blockstore: new meta log: %w", err)
+	}
+	l.f, l.size = f, int64(len(logMagic))
+	return nil
 }
 
 // append makes rec, a record about b, durable together with whatever
@@ -148,17 +169,12 @@ func (l *metaLog) commitPending() {
 			return
 		}
 		err := l.write(batch)
-		if err != nil {
-			l.fail(err)
-		}
 		for _, c := range batch {
 			c.gen, c.err = l.gen, err
 			close(c.done)
 		}
 		if err == nil && l.size >= l.limit {
-			if err := l.rotate(); err != nil {
-				l.fail(err)
-			}
+			l.rotate()
 		}
 	}
 }
@@ -180,13 +196,20 @@ func (l *metaLog) take() []*commit {
 	return batch
 }
 
-// write appends batch to the log as one frame and fdatasyncs it.
+// write appends batch to the log as one frame and fdatasyncs it. A
+// failure for want of space is undone (see undo) and not sticky; any
+// other failure is.
 func (l *metaLog) write(batch []*commit) error {
-	l.mu.Lock()
-	err := l.mu.err
-	l.mu.Unlock()
-	if err != nil {
+	if err := l.failed(); err != nil {
 		return err
+	}
+	if l.f == nil {
+		if err := l.start(); err != nil {
+			if !noSpace(err) {
+				l.fail(err)
+			}
+			return err
+		}
 	}
 	if l.hook != nil {
 		l.hook(len(batch))
@@ -200,16 +223,45 @@ func (l *metaLog) write(batch []*commit) error {
 		l.frame = frame
 	}
 	if _, err := l.f.Write(frame); err != nil {
-		return fmt.Errorf("blockstore: meta log: %w", err)
+		return l.undo(err)
 	}
 	if err := fdatasync(l.f); err != nil {
-		return fmt.Errorf("blockstore: meta log: %w", err)
+		return l.undo(err)
 	}
 	l.size += int64(len(frame))
 	for _, c := range batch {
 		l.blocks[c.b] = struct{}{}
 	}
 	return nil
+}
+
+// undo takes back a frame that did not become durable. For want of
+// space (ENOSPC, EDQUOT) it cuts the log back to the end of its last
+// durable frame and syncs that, so the next frame follows it and nothing
+// acknowledged is lost: the disk only filled, and the store takes records
+// again once space is freed. Any other failure (an I/O error: what the
+// disk holds is unknown) is sticky.
+func (l *metaLog) undo(err error) error {
+	err = fmt.Errorf("blockstore: meta log: %w", err)
+	if noSpace(err) {
+		terr := l.f.Truncate(l.size)
+		if terr == nil {
+			terr = fdatasync(l.f)
+		}
+		if terr == nil {
+			return err
+		}
+		err = fmt.Errorf("%w; cutting the log back: %w", err, terr)
+	}
+	l.fail(err)
+	return err
+}
+
+// failed returns the sticky error, if any.
+func (l *metaLog) failed() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.mu.err
 }
 
 func (l *metaLog) fail(err error) {
@@ -222,10 +274,17 @@ func (l *metaLog) fail(err error) {
 }
 
 // rotate starts the next log and queues the current one for checkpoint.
-func (l *metaLog) rotate() error {
+// With no space for the next log the current one grows on past its
+// limit, and the next commit tries again.
+func (l *metaLog) rotate() {
 	f, err := createLog(l.dir, l.gen+1)
+	if noSpace(err) {
+		glog.Warningf("blockstore: meta log %d past its limit: no space for the next one: %v", l.gen, err)
+		return
+	}
 	if err != nil {
-		return fmt.Errorf("blockstore: new meta log: %w", err)
+		l.fail(fmt.Errorf("blockstore: new meta log: %w", err))
+		return
 	}
 	if err := l.f.Close(); err != nil {
 		glog.Warningf("blockstore: closing meta log %d: %v", l.gen, err)
@@ -236,7 +295,6 @@ func (l *metaLog) rotate() error {
 	l.mu.full = append(l.mu.full, full)
 	l.mu.Unlock()
 	kick(l.fullc)
-	return nil
 }
 
 func (l *metaLog) runCheckpointer() {
@@ -254,7 +312,7 @@ func (l *metaLog) runCheckpointer() {
 }
 
 // retireFull checkpoints and removes the full logs, oldest first. After
-// a failure the rest waits for the next full log, or Close.
+// a failure the rest waits for the next full log, a Check, or Close.
 func (l *metaLog) retireFull() error {
 	for {
 		l.mu.Lock()
@@ -300,7 +358,11 @@ func (l *metaLog) close(blocks []*block) error {
 	l.mu.Unlock()
 	close(l.stopc)
 	l.wg.Wait()
-	errs := []error{l.f.Close(), l.checkpoint(blocks)}
+	var errs []error
+	if l.f != nil {
+		errs = append(errs, l.f.Close())
+	}
+	errs = append(errs, l.checkpoint(blocks))
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
@@ -314,4 +376,17 @@ func (l *metaLog) close(blocks []*block) error {
 		}
 	}
 	return errors.Join(append(errs, syncDir(l.dir))...)
+}
+
+// abandon stops the goroutines and closes the log, writing nothing: the
+// logs stay for the next Open to replay.
+func (l *metaLog) abandon() {
+	l.mu.Lock()
+	l.mu.closed = true
+	l.mu.Unlock()
+	close(l.stopc)
+	l.wg.Wait()
+	if l.f != nil {
+		l.f.Close()
+	}
 }

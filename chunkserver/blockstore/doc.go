@@ -71,6 +71,33 @@
 // read): every later ReadAt of it is ErrCorrupt until it is deleted, even
 // where its bytes still match. The mark is kept in memory only.
 //
+// # A full disk
+//
+// A disk that fills is no failure. A log frame that meets ENOSPC (or
+// EDQUOT), writing or syncing, is cut back off the log, which is synced
+// at its last durable frame: the records fail (their callers get an error
+// wrapping ENOSPC, RESOURCE_EXHAUSTED on the wire) and the log takes
+// records again as soon as there is room. A new log that finds no space
+// is tried again at the next commit, a checkpoint at the next full log
+// or Check. A store opens on a full disk: if recovery finds no room to
+// write the metas its logs hold into the meta files, or to start a new
+// log, the logs stay and are replayed in memory (every replica is served
+// from them), and are checkpointed and removed once there is room. Any
+// other failure of the meta log (an I/O error: what the disk holds is
+// unknown) is sticky: the store persists nothing more until reopened.
+// A create that fails leaves nothing behind.
+//
+// # A failing disk
+//
+// Check probes the disk the way a failing one shows itself: the meta log
+// still persisting, a file written, synced and read back from the disk
+// (O_DIRECT where the file system allows), and the first bytes of a few
+// replicas read from the disk. It tells a full disk (ErrFull) from a
+// failing one. Reads tell an I/O error from a damaged replica: bytes
+// missing or failing their checksum are ErrCorrupt, an error reading them
+// is returned as it is, for the chunkserver to check the volume.
+// Abandon stops the store of a failed disk without writing to it again.
+//
 // A crash can only tear the last frame of a log (each frame is synced
 // before the next is written); a torn tail is dropped, its records were
 // never acknowledged. A damaged frame followed by an intact one means

@@ -28,6 +28,9 @@ var (
 	ErrInvalid = errors.New("invalid argument")
 	// ErrClosed: the store is closed.
 	ErrClosed = errors.New("block store closed")
+	// ErrFull: Check found the disk out of space (it wraps the ENOSPC).
+	// The store takes writes again once space is freed.
+	ErrFull = errors.New("disk full")
 )
 
 // refusal is what a packet refused with ErrGap, ErrOffset or ErrMismatch

@@ -3,6 +3,7 @@
 package blockstore
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"syscall"
@@ -53,4 +54,10 @@ func syncDir(dir string) error {
 		err = cerr
 	}
 	return err
+}
+
+// noSpace reports whether err is the disk (or the user's quota) being
+// full: the condition that passes once space is freed.
+func noSpace(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
 }

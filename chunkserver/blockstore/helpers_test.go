@@ -32,6 +32,13 @@ func openStoreWith(t testing.TB, dir string, o options) *Store {
 func crashCopy(t testing.TB, dir string) string {
 	t.Helper()
 	dst := t.TempDir()
+	crashCopyTo(t, dir, dst)
+	return dst
+}
+
+// crashCopyTo is crashCopy into dst.
+func crashCopyTo(t testing.TB, dir, dst string) {
+	t.Helper()
 	for _, sub := range []string{logDir, blocksDir} {
 		err := filepath.WalkDir(filepath.Join(dir, sub), func(path string, d fs.DirEntry, err error) error {
 			if errors.Is(err, fs.ErrNotExist) {
@@ -55,7 +62,6 @@ func crashCopy(t testing.TB, dir string) string {
 		})
 		require.NoError(t, err)
 	}
-	return dst
 }
 
 // pkt is a well-formed packet of block id.

@@ -52,6 +52,8 @@ type logRecord struct {
 	id   BlockID
 	// body is the meta file of the replica (recMeta); nil for recDelete.
 	body []byte
+	// gen is the generation of the log it was read from.
+	gen uint64
 }
 
 // metaRecord returns the log record of a replica's meta and, aliasing
@@ -89,9 +91,11 @@ func sealFrame(frame []byte) {
 func logName(gen uint64) string { return fmt.Sprintf("%016x%s", gen, logExt) }
 
 // createLog creates the (empty) log of generation gen and makes it
-// durable, entry included, before any record goes into it.
+// durable, entry included, before any record goes into it. A log it
+// could not make is removed, so that a later attempt can.
 func createLog(dir string, gen uint64) (*os.File, error) {
-	f, err := os.OpenFile(filepath.Join(dir, logName(gen)), os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o644)
+	path := filepath.Join(dir, logName(gen))
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
@@ -104,6 +108,7 @@ func createLog(dir string, gen uint64) (*os.File, error) {
 	}
 	if err != nil {
 		f.Close()
+		os.Remove(path)
 		return nil, err
 	}
 	return f, nil
@@ -284,6 +289,7 @@ func readLogs(logs []logFile) (map[BlockID]logRecord, error) {
 			return nil, err
 		}
 		for _, r := range recs {
+			r.gen = l.gen
 			last[r.id] = r
 		}
 	}

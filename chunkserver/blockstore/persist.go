@@ -1,7 +1,9 @@
 package blockstore
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -140,4 +142,19 @@ func writeSynced(path string, buf []byte) error {
 		err = cerr
 	}
 	return err
+}
+
+// readStart reads up to n bytes from the start of the file at path.
+func readStart(path string, n int) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	buf := make([]byte, n)
+	k, err := io.ReadFull(f, buf)
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		err = nil
+	}
+	return buf[:k], err
 }

@@ -1,6 +1,7 @@
 package blockstore
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -119,13 +120,23 @@ func (s *Store) readVerified(id BlockID, start, end int64, crcs []uint32) ([]byt
 	return buf, s.readInto(id, buf, start, crcs)
 }
 
+// readInto reads buf at start and checks it against crcs. Bytes that are
+// not there (a data file missing or short) are ErrCorrupt; a read that
+// fails (an I/O error: the disk, not the replica, may be at fault) is
+// returned as it is.
 func (s *Store) readInto(id BlockID, buf []byte, start int64, crcs []uint32) error {
 	f, err := os.Open(s.base(id) + dataExt)
-	if err != nil {
+	if errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("%w: block %d: %v", ErrCorrupt, id, err)
+	}
+	if err != nil {
+		return fmt.Errorf("blockstore: read block %d: %w", id, err)
 	}
 	defer f.Close()
 	if n, err := f.ReadAt(buf, start); n < len(buf) {
+		if !errors.Is(err, io.EOF) {
+			return fmt.Errorf("blockstore: read block %d at %d: %w", id, start+int64(n), err)
+		}
 		return fmt.Errorf("%w: block %d: %d bytes missing at %d: %v", ErrCorrupt, id, len(buf)-n, start+int64(n), err)
 	}
 	for i := 0; len(buf) > 0; i++ {

@@ -16,24 +16,26 @@ import (
 
 // recover loads every replica under dir/blocks, replaying the meta logs
 // over the meta files, then checkpoints what the logs said and removes
-// them. It returns the newest log generation it found (0 for none). It
-// runs before the store is shared, so it takes no locks.
-func (s *Store) recover() (uint64, error) {
+// them. It returns the newest log generation it found (0 for none) and,
+// on a disk with no room for the checkpoint, the logs it could not
+// retire (see retireRecovered). It runs before the store is shared, so
+// it takes no locks.
+func (s *Store) recover() (uint64, []fullLog, error) {
 	logs, err := listLogs(filepath.Join(s.dir, logDir))
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	logged, err := readLogs(logs)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	if err := s.recoverDirs(logged); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	// What is left of the logs names replicas without any file here.
 	for _, id := range slices.Sorted(maps.Keys(logged)) {
 		if err := s.recoverLogged(s.base(id), logged[id]); err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 	}
 	return s.retireRecovered(logs)
@@ -70,23 +72,49 @@ func (s *Store) recoverDirs(logged map[BlockID]logRecord) error {
 }
 
 // retireRecovered writes the metas the logs held into the meta files and
-// removes the logs, so that the store starts a fresh one.
-func (s *Store) retireRecovered(logs []logFile) (uint64, error) {
+// removes the logs, so that the store starts a fresh one. On a full disk
+// (no space for the meta files) the logs stay, replayed in memory: they
+// are returned, each with the replicas whose last record it holds, for
+// the checkpointer to retire once there is room. A full disk never stops
+// a store from opening.
+func (s *Store) retireRecovered(logs []logFile) (uint64, []fullLog, error) {
 	if len(logs) == 0 {
-		return 0, nil
+		return 0, nil, nil
 	}
-	if err := s.checkpoint(s.snapshot()); err != nil {
-		return 0, err
+	newest := logs[len(logs)-1].gen
+	err := s.checkpoint(s.snapshot())
+	if noSpace(err) {
+		glog.Warningf("blockstore: %s: no space to write the metas its meta logs hold (%v): serving them from memory until there is", s.dir, err)
+		return newest, s.pendingLogs(logs), nil
+	}
+	if err != nil {
+		return 0, nil, err
 	}
 	for _, l := range logs {
 		if err := os.Remove(l.path); err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 	}
 	if err := syncDir(filepath.Join(s.dir, logDir)); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
-	return logs[len(logs)-1].gen, nil
+	return newest, nil, nil
+}
+
+// pendingLogs returns logs as logs awaiting checkpoint, each with the
+// replicas whose last record it holds and whose meta file is behind it.
+func (s *Store) pendingLogs(logs []logFile) []fullLog {
+	byGen := make(map[uint64][]*block)
+	for _, b := range s.snapshot() {
+		if b.mu.logged != nil {
+			byGen[b.mu.gen] = append(byGen[b.mu.gen], b)
+		}
+	}
+	out := make([]fullLog, len(logs))
+	for i, l := range logs {
+		out[i] = fullLog{gen: l.gen, blocks: byGen[l.gen]}
+	}
+	return out
 }
 
 // recoverDir loads the replicas of one fan-out directory. The last log
@@ -165,7 +193,7 @@ func (s *Store) recoverLogged(base string, rec logRecord) error {
 		return err
 	}
 	b := s.register(m)
-	b.mu.logged, b.mu.crcs = rec.body, crcs
+	b.mu.logged, b.mu.crcs, b.mu.gen = rec.body, crcs, rec.gen
 	return nil
 }
 

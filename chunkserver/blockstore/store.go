@@ -102,9 +102,9 @@ func open(dir string, o options) (*Store, error) {
 	}
 	s := &Store{dir: dir, flock: fl}
 	s.mu.blocks = make(map[BlockID]*block)
-	gen, err := s.recover()
+	gen, pending, err := s.recover()
 	if err == nil {
-		s.log, err = openLog(filepath.Join(dir, logDir), gen+1, o, s.checkpoint)
+		s.log, err = openLog(filepath.Join(dir, logDir), gen+1, o, s.checkpoint, pending)
 	}
 	if err != nil {
 		if fl != nil {
@@ -290,4 +290,12 @@ func removeIfExists(path string) error {
 		return err
 	}
 	return nil
+}
+
+// Has reports whether the store holds block id or is creating it, without
+// waiting for anything the replica is doing.
+func (s *Store) Has(id BlockID) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mu.blocks[id] != nil
 }

@@ -39,7 +39,13 @@ func (s *Store) Create(ctx context.Context, id BlockID) error {
 	if err := s.createLocked(b); err != nil {
 		return err
 	}
-	return s.syncLocked(b)
+	if err := s.syncLocked(b); err != nil {
+		// Never acknowledged: nothing of it stays, so a disk that only
+		// filled leaves no empty replica behind to be reported.
+		s.uncreateLocked(b)
+		return err
+	}
+	return nil
 }
 
 // Write applies packet p to its block's replica and returns the replica's

@@ -29,8 +29,10 @@ type cluster struct {
 	// nsFlags are extra flags of the nameserver.
 	nsFlags []string
 	cs      []*process // nil for a chunkserver that is down
-	// csFlags are extra flags of every chunkserver.
+	// csFlags are extra flags of every chunkserver; csExtra of one, by
+	// index (a --data of volumes of its own, say).
 	csFlags []string
+	csExtra map[int][]string
 	// csAddrs are the chunkservers' addresses, kept across restarts.
 	csAddrs []string
 	probes  int
@@ -69,7 +71,7 @@ func (c *cluster) startChunkserver(i int, addr string, extra ...string) *process
 	c.t.Helper()
 	args := []string{"chunkserver", "--data", filepath.Join(c.dir, fmt.Sprintf("chunkserver-%d", i)),
 		"--listen", addr, "--metrics", "", "--nameserver", c.nsAddr}
-	return startDaemon(c.t, slices.Concat(args, c.csFlags, extra)...)
+	return startDaemon(c.t, slices.Concat(args, c.csFlags, c.csExtra[i], extra)...)
 }
 
 // killNameServer kills the nameserver with SIGKILL.

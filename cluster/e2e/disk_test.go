@@ -36,21 +36,8 @@ func TestFullDiskAmongFour(t *testing.T) {
 	c := &cluster{t: t, dir: t.TempDir(), nsFlags: []string{"--min-free-bytes", fmt.Sprint(floor), "--heartbeat", "1s",
 		"--repair-interval", "500ms", "--metrics", maddr},
 		cs: make([]*process, 4), csAddrs: make([]string, 4)}
-	for i, mib := range []int{160, 160, 160, 160} {
-		dir := filepath.Join(c.dir, fmt.Sprintf("chunkserver-%d", i))
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, fmt.Sprintf("size=%dm", mib)); err != nil {
-			t.Skipf("a full disk needs small tmpfs mounts, which this user cannot make: %v", err)
-		}
-		// Registered before the chunkservers start, so it runs after they
-		// are killed.
-		t.Cleanup(func() {
-			if err := syscall.Unmount(dir, syscall.MNT_DETACH); err != nil {
-				t.Errorf("unmount %s: %v", dir, err)
-			}
-		})
+	for i := range 4 {
+		mountTmpfs(t, filepath.Join(c.dir, fmt.Sprintf("chunkserver-%d", i)), 160)
 	}
 	small := filepath.Join(c.dir, "chunkserver-3")
 	c.ns = c.startNameServer("127.0.0.1:0")

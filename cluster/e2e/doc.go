@@ -1,8 +1,11 @@
 // Package e2e holds end-to-end tests that run the real binaries as
 // processes, for what only a real process can show: kill -9, restart on the
 // same data, nothing acknowledged lost, a tablet server frozen with
-// SIGSTOP while the master fails it over, and a chunkserver drained by
-// the bfs binary's admin commands while readers keep reading.
+// SIGSTOP while the master fails it over, a chunkserver drained by the
+// bfs binary's admin commands while readers keep reading, and disks that
+// fail under a chunkserver of two volumes (volume_test.go: turned
+// read-only, failing reads, filled through a kill -9; on
+// internal/testdisk loop devices and tmpfs mounts, skipped without root).
 //
 // TestMain builds, with -race, the bfs binary (nameserver, chunkserver)
 // and cluster/e2e/tabletserver, a minimal tablet server that reports

@@ -1,6 +1,7 @@
 package blockmap
 
 import (
+	"math/rand/v2"
 	"slices"
 	"sort"
 	"strings"
@@ -22,6 +23,9 @@ type Replica struct {
 	Size    int64
 	Version uint64
 	Sealed  bool
+	// Volume is the index of the chunkserver's volume holding it, below
+	// MaxVolumes; a replica with another is not recorded.
+	Volume int
 }
 
 // Server is a chunkserver as the map knows it.
@@ -32,11 +36,10 @@ type Server struct {
 	Blocks   int
 	// Usage is the disk as last reported, and the host it is on.
 	Usage
-	// Assigned counts blocks placed on it since its last report, so a burst
-	// of AddBlocks spreads out before reports catch up.
-	Assigned int
-	// Reported is set by the registration's first full block report.
-	Reported bool
+	// Reported is set by the registration's first full block report;
+	// LastReport is when the last full report ended.
+	Reported   bool
+	LastReport time.Time
 	// Draining is set while the chunkserver is being decommissioned: it
 	// is chosen by no new write, its replicas stop counting toward their
 	// block's replication, and it remains a source for copies and reads.
@@ -46,10 +49,13 @@ type Server struct {
 
 // replica is a Replica as the map stores it, in 24 bytes: the address
 // is replaced by the index of its slot, which shares a word with the
-// sealed flag (a bool field would pad the struct to 32 bytes, and a
-// block's three replicas to the next allocation size class).
+// volume and the sealed flag (a field of their own would pad the struct
+// to 32 bytes, and a block's three replicas to the next allocation size
+// class).
 type replica struct {
-	// ref is the slot index shifted left by one, or'ed with 1 if sealed.
+	// ref is the slot index shifted left by 8, or'ed with the volume
+	// shifted left by one, or'ed with 1 if sealed: 24 bits of slot index
+	// (16 million addresses ever registered), 7 of volume.
 	ref uint32
 	// stamp is the generation of its slot that last named it; the
 	// replica is gone once its slot's floor has passed it.
@@ -58,8 +64,12 @@ type replica struct {
 	version uint64
 }
 
-func (r replica) slot() uint32 { return r.ref >> 1 }
-func (r replica) sealed() bool { return r.ref&1 != 0 }
+func (r replica) slot() uint32   { return r.ref >> 8 }
+func (r replica) volume() uint32 { return r.ref >> 1 & (MaxVolumes - 1) }
+func (r replica) sealed() bool   { return r.ref&1 != 0 }
+
+// MaxVolumes bounds the volumes of a chunkserver the map can tell apart.
+const MaxVolumes = 128
 
 // slot is one chunkserver address. Slots are never freed (there are as
 // many as addresses ever registered), so a replica names its address by
@@ -77,10 +87,13 @@ type slot struct {
 	// srv is the live registration at addr, nil if none.
 	srv        *Server
 	floor, cur uint32
-	// nOld and nCur count the live replicas stamped below cur and at cur;
-	// srv.Blocks is their sum.
+	// nOld and nCur count the replicas counted (see counted) stamped
+	// below cur and at cur; srv.Blocks is their sum.
 	nOld, nCur int
 	report     reportState
+	// failed marks the volumes of the registration that failed: their
+	// replicas are gone at once, and the sweep frees them.
+	failed volumeSet
 }
 
 // Map is the block map. See the package documentation.
@@ -109,6 +122,8 @@ type Map struct {
 		draining map[string]struct{}
 		// holds measures how long the mutex is held (see holds.go).
 		holds holdMeter
+		// rand draws placements.
+		rand *rand.Rand
 	}
 }
 
@@ -122,6 +137,7 @@ func New(start time.Time) *Map {
 	m.mu.blocks = make(map[BlockID][]replica)
 	m.mu.corrupt = make(map[BlockID]map[string]struct{})
 	m.mu.draining = make(map[string]struct{})
+	m.mu.rand = newRand()
 	return m
 }
 
@@ -139,14 +155,15 @@ func (m *Map) Register(addr string, u Usage, now time.Time) ServerID {
 	s := &Server{ID: id, Addr: addr, LastBeat: now, Usage: u, Draining: draining}
 	m.mu.servers[id] = s
 	m.mu.byAddr[addr] = id
-	m.slotLocked(addr).srv = s
+	sl := m.slotLocked(addr)
+	sl.srv, sl.failed = s, failedVolumes(u)
 	m.unlock()
 	m.sweep()
 	return id
 }
 
 // slotLocked returns the slot of addr, adding one if it has none. (A ref
-// keeps 31 bits of slot index: two billion distinct addresses.)
+// keeps 24 bits of slot index: 16 million distinct addresses.)
 func (m *Map) slotLocked(addr string) *slot {
 	i, ok := m.mu.index[addr]
 	if !ok {
@@ -170,18 +187,31 @@ func (m *Map) serverLocked(id ServerID, addr string) (*Server, bool) {
 }
 
 // Heartbeat records that the chunkserver at addr, registered as id, is
-// alive. It returns false if that registration is unknown or was declared
-// dead: the chunkserver must register again.
+// alive, and its disks as they are now. It returns false if that
+// registration is unknown or was declared dead: the chunkserver must
+// register again. A volume reported failed takes its replicas out of the
+// map at once (and for good: a volume of a registration never comes
+// back); the sweep frees them before Heartbeat returns.
 func (m *Map) Heartbeat(id ServerID, addr string, u Usage, now time.Time) bool {
 	m.lock()
-	defer m.unlock()
 	s, ok := m.serverLocked(id, addr)
 	if !ok {
+		m.unlock()
 		return false
 	}
-	host := s.Host // a heartbeat does not carry it
+	u.Host = s.Host // a heartbeat does not carry it
 	s.LastBeat, s.Usage = now, u
-	s.Host = host
+	sl := &m.mu.slots[m.mu.index[addr]]
+	failed := sl.failed.union(failedVolumes(u))
+	lost := failed != sl.failed
+	if lost {
+		sl.failed = failed
+		m.mu.dirty = true
+	}
+	m.unlock()
+	if lost {
+		m.sweep()
+	}
 	return true
 }
 
@@ -215,18 +245,30 @@ func (m *Map) Received(id ServerID, addr string, replicas map[BlockID]Replica) b
 	return true
 }
 
-// live reports whether r is still held: its slot has a live registration
-// whose floor has not passed r's stamp.
-func (m *Map) liveLocked(r replica) bool {
+// countedLocked reports whether r is counted in its slot's nOld and
+// nCur: its slot has a live registration whose floor has not passed r's
+// stamp.
+func (m *Map) countedLocked(r replica) bool {
 	sl := &m.mu.slots[r.slot()]
 	return sl.srv != nil && r.stamp >= sl.floor
 }
 
+// liveLocked reports whether r is still held: counted, and not on a
+// volume that failed.
+func (m *Map) liveLocked(r replica) bool {
+	return m.countedLocked(r) && !m.mu.slots[r.slot()].failed.has(r.volume())
+}
+
 // setLocked records the replica of b in slot i, stamped with the slot's
-// current generation, and counts it.
+// current generation, and counts it. A replica on a volume that failed
+// (a report that crossed the failure) or one the map cannot tell apart
+// is not recorded.
 func (m *Map) setLocked(b BlockID, i uint32, r Replica) {
 	sl := &m.mu.slots[i]
-	v := replica{ref: i << 1, stamp: sl.cur, size: r.Size, version: r.Version}
+	if r.Volume < 0 || r.Volume >= MaxVolumes || sl.failed.has(uint32(r.Volume)) {
+		return
+	}
+	v := replica{ref: i<<8 | uint32(r.Volume)<<1, stamp: sl.cur, size: r.Size, version: r.Version}
 	if r.Sealed {
 		v.ref |= 1
 	}
@@ -243,7 +285,7 @@ func (m *Map) setLocked(b BlockID, i uint32, r Replica) {
 		old := reps[j]
 		reps[j] = v
 		switch {
-		case !m.liveLocked(old):
+		case !m.countedLocked(old):
 			sl.nCur++
 		case old.stamp != sl.cur:
 			sl.nOld--
@@ -257,20 +299,26 @@ func (m *Map) setLocked(b BlockID, i uint32, r Replica) {
 func (m *Map) dropLocked(b BlockID, j int) {
 	reps := m.mu.blocks[b]
 	r := reps[j]
-	if m.liveLocked(r) {
-		sl := &m.mu.slots[r.slot()]
-		if r.stamp == sl.cur {
-			sl.nCur--
-		} else {
-			sl.nOld--
-		}
-		sl.srv.Blocks = sl.nOld + sl.nCur
-	}
+	m.uncountLocked(r)
 	if len(reps) == 1 {
 		delete(m.mu.blocks, b)
 		return
 	}
 	m.mu.blocks[b] = slices.Delete(reps, j, j+1)
+}
+
+// uncountLocked takes r out of its slot's counts, if it is in them.
+func (m *Map) uncountLocked(r replica) {
+	if !m.countedLocked(r) {
+		return
+	}
+	sl := &m.mu.slots[r.slot()]
+	if r.stamp == sl.cur {
+		sl.nCur--
+	} else {
+		sl.nOld--
+	}
+	sl.srv.Blocks = sl.nOld + sl.nCur
 }
 
 // Expire declares dead every live chunkserver silent for longer than
@@ -306,7 +354,7 @@ func (m *Map) removeLocked(id ServerID) {
 	sl.cur++
 	sl.floor = sl.cur
 	sl.nOld, sl.nCur, sl.srv = 0, 0, nil
-	sl.report = reportState{}
+	sl.report, sl.failed = reportState{}, volumeSet{}
 	m.mu.dirty = true
 }
 
@@ -324,7 +372,7 @@ func (m *Map) Dead(addr string, now time.Time, timeout time.Duration) bool {
 
 // replicaLocked is r as the API shows it.
 func (m *Map) replicaLocked(r replica) Replica {
-	return Replica{Addr: m.mu.slots[r.slot()].addr, Size: r.size, Version: r.version, Sealed: r.sealed()}
+	return Replica{Addr: m.mu.slots[r.slot()].addr, Size: r.size, Version: r.version, Sealed: r.sealed(), Volume: int(r.volume())}
 }
 
 // Replicas returns the replicas of b on live chunkservers, by address,
@@ -455,9 +503,18 @@ type ReplicaState struct {
 	Draining bool
 }
 
-// Counts reports whether the replica counts toward its block's
-// replication: neither corrupt nor on a draining chunkserver.
-func (r ReplicaState) Counts() bool { return !r.Corrupt && !r.Draining }
+// Good reports whether r is a good replica of a block of size bytes:
+// sealed at exactly that length, on a volume in service (the replicas
+// of a failed volume are gone from the map), and not known corrupt. It
+// is the one definition of what counts (SPEC 4b, "What counts"): fsck,
+// the metrics, the repair and stat all judge replicas by it. A block of
+// a closed file with no good replica is missing: nobody can read it.
+func (r ReplicaState) Good(size int64) bool { return r.Sealed && r.Size == size && !r.Corrupt }
+
+// Counts reports whether r counts toward the replication of its block of
+// size bytes: good, and not on a draining chunkserver (whose replicas the
+// decommission moves away; they stay readable).
+func (r ReplicaState) Counts(size int64) bool { return r.Good(size) && !r.Draining }
 
 // States returns every replica of b on a live chunkserver, corrupt and
 // draining ones included, by address.

@@ -20,6 +20,19 @@
 // are lost with a nameserver restart; the scrubbers report the replicas
 // again.
 //
+// What counts: ReplicaState.Good is the one definition of a good replica
+// (sealed at its block's length, on a volume in service, not marked
+// corrupt), Counts adds "not on a draining chunkserver"; fsck, the
+// metrics, the repair and stat all judge by them.
+//
+// Volumes: a chunkserver reports its volumes (Usage.Volumes) and names
+// the volume of every replica (Replica.Volume, below MaxVolumes). A
+// heartbeat that reports a volume failed marks it in the chunkserver's
+// slot: its replicas are gone at once, whether or not the sweep (run
+// before Heartbeat returns) has freed them yet, and a replica of that
+// volume reported later is not recorded. A registration starts with the
+// volumes it reports.
+//
 // Repair targets: PickFor (repair.go) chooses the chunkserver a copy of
 // an existing block goes to, under the same Policy as Pick, never one
 // that holds a replica of the block (in any state) and preferring a host
@@ -32,12 +45,15 @@
 // each replica with its Corrupt and Draining marks; Counts says whether
 // it counts), though they stay readable and can be copied from.
 //
-// Placement (Map.Pick, under a Policy) never chooses a chunkserver whose
-// last reported free space is below the floor (one that cannot tell its
-// free space is eligible), puts the replicas of a block on distinct hosts
-// while unused hosts remain (Usage.Host, else the address's host part),
-// and orders the rest by free space per block in flight (Assigned, since
-// the last full report).
+// Placement (Map.Pick, under a Policy) takes each replica at random among
+// the chunkservers with a healthy volume whose free space is above the
+// reserve (the larger of Policy.MinFree and what Policy.MaxFill leaves),
+// weighted by that room over all such volumes (a chunkserver that cannot
+// tell its free space weighs as much as the average); this is the shape
+// of HDFS's available-space placement: an emptier disk takes more new
+// blocks, yet every disk with room takes its share. No two replicas of a
+// block share a chunkserver, nor a host while unused hosts remain
+// (Usage.Host, else the address's host part).
 //
 // Full reports (Report, ReportPage): a chunkserver's full report comes
 // in pages (Page: a report id, a sequence number from 0, and More on all
@@ -57,7 +73,8 @@
 // Layout, sized for millions of blocks: chunkserver addresses are
 // interned into slots (never freed), and a block's replicas are one
 // exactly-sized slice of 24-byte values naming their slot, in one map
-// (about 165 bytes a block with three replicas, see scale_test.go). There
+// (about 165 bytes a block with three replicas, see scale_test.go); the
+// volume shares the slot index's word. There
 // is no index by chunkserver: generations stand in for one. Each slot
 // stamps the replicas it writes with its current generation and ignores
 // those stamped below its floor; a full report's last page raises the

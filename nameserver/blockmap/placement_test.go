@@ -1,6 +1,7 @@
 package blockmap
 
 import (
+	"math/rand/v2"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -60,6 +61,13 @@ func TestPickDistinctHosts(t *testing.T) {
 	require.ElementsMatch(t, []string{"h:1", "h:2"}, picked)
 }
 
+// seeded gives m a fixed source of placement choices, so that a test's
+// draws are the same every run.
+func seeded(m *Map) *Map {
+	m.mu.rand = rand.New(rand.NewPCG(1, 2))
+	return m
+}
+
 func hostOfAddr(m *Map, addr string) string {
 	for _, s := range m.Servers() {
 		if s.Addr == addr {
@@ -69,19 +77,80 @@ func hostOfAddr(m *Map, addr string) string {
 	return ""
 }
 
+// TestPickSpreadsByFreeSpace: new blocks go to chunkservers at random in
+// proportion to their free space above the reserve.
 func TestPickSpreadsByFreeSpace(t *testing.T) {
-	m := New(t0)
-	m.Register("a:1", disk("a", 30*gib), t0)
-	m.Register("b:1", disk("b", 10*gib), t0)
+	m := seeded(New(t0))
+	m.Register("a:1", disk("a", 31*gib), t0)
+	m.Register("b:1", disk("b", 11*gib), t0)
 	count := map[string]int{}
-	for range 40 {
+	for range 4000 {
+		picked, err := m.Pick(1, Policy{MinFree: gib})
+		require.NoError(t, err)
+		count[picked[0]]++
+	}
+	// 30 GiB of room against 10: a takes three for each of b's.
+	require.InDelta(t, 3000, count["a:1"], 140, "%v", count) // five standard deviations
+}
+
+// TestPickNewDiskTakesItsShare: a chunkserver with a new, empty disk gets
+// new blocks in proportion to its free space, not every one: the others,
+// with a tenth of its room, still get their share while full reports
+// keep coming. (The placement before took the most free space per block
+// in flight since the last report: the new disk took all 300.)
+func TestPickNewDiskTakesItsShare(t *testing.T) {
+	m := seeded(New(t0))
+	ids := map[string]ServerID{}
+	for _, s := range []struct {
+		addr string
+		free int64
+	}{{"a:1", 10 * gib}, {"b:1", 10 * gib}, {"c:1", 10 * gib}, {"new:1", 100 * gib}} {
+		ids[s.addr] = m.Register(s.addr, disk(s.addr, s.free), t0)
+	}
+	count := map[string]int{}
+	for i := range 300 {
+		if i%5 == 0 { // a full report from everyone every 5 new blocks
+			for addr, id := range ids {
+				m.Report(id, addr, nil, t0)
+			}
+		}
 		picked, err := m.Pick(1, Policy{})
 		require.NoError(t, err)
 		count[picked[0]]++
 	}
-	// Free space per block in flight: a takes three for each of b's.
-	require.Equal(t, 30, count["a:1"])
-	require.Equal(t, 10, count["b:1"])
+	t.Logf("300 new blocks: %v", count)
+	for _, addr := range []string{"a:1", "b:1", "c:1"} {
+		require.InDelta(t, 300*10/130, count[addr], 20, "%s: its share of the free space", addr)
+	}
+}
+
+// TestPickVolumes: a chunkserver's room is that of its healthy volumes
+// with free space above the reserve (the larger of the floor and what the
+// fill ratio leaves); full and failed volumes take nothing, and a
+// chunkserver with no volume that can take a replica is not picked.
+func TestPickVolumes(t *testing.T) {
+	vol := func(i int, state VolumeState, capacity, free int64) Volume {
+		return Volume{Index: i, State: state, Capacity: capacity, Free: free}
+	}
+	m := seeded(New(t0))
+	// a: one healthy volume with 50 GiB of room above a 0.9 fill.
+	m.Register("a:1", Usage{Host: "a", Volumes: []Volume{vol(0, VolumeHealthy, 100*gib, 60*gib), vol(1, VolumeFailed, 0, 0)}}, t0)
+	// b: a healthy volume past the fill ratio, a full one, a failed one.
+	m.Register("b:1", Usage{Host: "b", Volumes: []Volume{vol(0, VolumeHealthy, 100*gib, 9*gib), vol(1, VolumeFull, 100*gib, 50*gib),
+		vol(2, VolumeFailed, 100*gib, 90*gib)}}, t0)
+	// c: two healthy volumes, 10 GiB of room each.
+	m.Register("c:1", Usage{Host: "c", Volumes: []Volume{vol(0, VolumeHealthy, 100*gib, 20*gib), vol(1, VolumeHealthy, 100*gib, 20*gib)}}, t0)
+	p := Policy{MinFree: gib, MaxFill: 0.9}
+	count := map[string]int{}
+	for range 3500 {
+		picked, err := m.Pick(1, p)
+		require.NoError(t, err)
+		count[picked[0]]++
+	}
+	require.Zero(t, count["b:1"], "b has no volume with room")
+	require.InDelta(t, 2500, count["a:1"], 135, "%v: 50 GiB of room against 20", count)
+	_, err := m.Pick(3, Policy{MinFree: gib, MaxFill: 0.9, MinReplicas: 3})
+	require.ErrorIs(t, err, ErrNotEnoughServers)
 }
 
 func TestPickDegraded(t *testing.T) {

@@ -144,7 +144,7 @@ func (m *Map) endPageLocked(i uint32, p Page, now time.Time) {
 	sl.report = reportState{}
 	s := sl.srv
 	s.Reported = true
-	s.LastBeat, s.Blocks, s.Assigned = now, sl.nCur, 0
+	s.LastBeat, s.LastReport, s.Blocks = now, now, sl.nCur
 }
 
 // yieldLocked lets other goroutines take the mutex between two batches.
@@ -192,6 +192,8 @@ func (m *Map) sweepBlockLocked(b BlockID, reps []replica) {
 	for _, r := range reps {
 		if m.liveLocked(r) {
 			keep = append(keep, r)
+		} else {
+			m.uncountLocked(r) // one of a failed volume is still counted
 		}
 	}
 	switch {

@@ -103,9 +103,18 @@ func TestReportLockHold(t *testing.T) {
 		t.Fatalf("after the report %s holds %d blocks, want %d (the report's and every received one)", addr, got, want)
 	}
 	heldHold := longestHold(m)
+	// A heartbeat that reports the volume of another server's replicas
+	// failed: they go at once, the sweep frees them a batch at a time.
+	if !m.Heartbeat(ids[1], "10.0.0.1:7000", Usage{Volumes: []Volume{{Index: 0, State: VolumeFailed}}}, t0) {
+		t.Fatal("heartbeat refused")
+	}
+	if got := len(m.Held("10.0.0.1:7000")); got != 0 {
+		t.Fatalf("%d replicas of the failed volume left", got)
+	}
+	failedHold := longestHold(m)
 	m.Expire(t0.Add(time.Hour), time.Minute)
-	t.Logf("report of %d blocks: %v in all, longest mutex hold %v; with Held: %v; with the expiry of 3 servers: %v",
-		n, took.Round(time.Millisecond), reportHold, heldHold, longestHold(m))
+	t.Logf("report of %d blocks: %v in all, longest mutex hold %v; with Held: %v; with a volume of %d blocks failed: %v; with the expiry of 3 servers: %v",
+		n, took.Round(time.Millisecond), reportHold, heldHold, n, failedHold, longestHold(m))
 }
 
 // measureHolds starts measuring m's mutex holds afresh.

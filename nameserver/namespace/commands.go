@@ -80,6 +80,11 @@ var commands = newTable(
 		ungated: "a nameserver of the group is no part of the file tree",
 		apply:   applyMember,
 	}),
+	describe(kind[*bfspb.ChunkserverCmd]{
+		gate:    GateNone,
+		ungated: "a chunkserver is no part of the file tree",
+		apply:   applyChunkserver,
+	}),
 	describe(kind[*bfspb.AddBlockCmd]{
 		paths:   one((*bfspb.AddBlockCmd).GetPath),
 		session: (*bfspb.AddBlockCmd).GetSessionId,

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/bfs-go/bfs/dirlock"
@@ -23,6 +24,7 @@ var ungated = map[protoreflect.Name]bool{
 	"drain":           true,
 	"format":          true,
 	"member":          true,
+	"chunkserver":     true,
 }
 
 // TestEveryCommandIsDescribed lists every op a bfspb.Command can carry
@@ -146,4 +148,31 @@ func TestDrainIsRecorded(t *testing.T) {
 	got, err = s.Draining()
 	require.NoError(t, err)
 	require.Equal(t, []string{"a:1", "b:1"}, got, "after a reopen")
+}
+
+// TestChunkserverIsRecorded: ChunkserverCmd records, replaces and forgets
+// what is remembered of chunkservers, and it survives a reopen.
+func TestChunkserverIsRecorded(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir)
+	var err error
+	apply := func(c *bfspb.ChunkserverCmd) error {
+		_, err := s.apply(&bfspb.Command{Op: &bfspb.Command_Chunkserver{Chunkserver: c}})
+		return err
+	}
+	require.NoError(t, apply(&bfspb.ChunkserverCmd{Address: "a:1", Record: &bfspb.ChunkserverRecord{Host: "a"}}))
+	require.NoError(t, apply(&bfspb.ChunkserverCmd{Address: "b:1", Record: &bfspb.ChunkserverRecord{Host: "b"}}))
+	require.NoError(t, apply(&bfspb.ChunkserverCmd{Address: "a:1", Record: &bfspb.ChunkserverRecord{Host: "a", Dead: true, LastHeartbeatNs: 7, Blocks: 3}}))
+	require.NoError(t, apply(&bfspb.ChunkserverCmd{Address: "b:1", Forget: true}))
+	require.ErrorIs(t, apply(&bfspb.ChunkserverCmd{Address: "", Record: &bfspb.ChunkserverRecord{}}), ErrInvalid)
+	require.ErrorIs(t, apply(&bfspb.ChunkserverCmd{Address: "c:1"}), ErrInvalid)
+	require.NoError(t, s.Close())
+
+	s, err = Open(Options{Dir: dir})
+	require.NoError(t, err)
+	defer s.Close()
+	got, err := s.Chunkservers()
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	require.True(t, proto.Equal(&bfspb.ChunkserverRecord{Host: "a", Dead: true, LastHeartbeatNs: 7, Blocks: 3}, got["a:1"]), "%v", got["a:1"])
 }

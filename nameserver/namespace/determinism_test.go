@@ -251,7 +251,7 @@ func (g *logGen) file(path string) (entry uint64, block int64) {
 // step applies one random command.
 func (g *logGen) step() {
 	r := g.rng
-	switch r.IntN(24) {
+	switch r.IntN(25) {
 	case 0, 1:
 		g.apply(&bfspb.MkdirCmd{Path: g.newPath(), Parents: r.IntN(3) > 0, SessionId: g.maybeSession(), Mode: g.pick(0, 0, 0o700, 0o17777)})
 	case 2, 3:
@@ -306,6 +306,10 @@ func (g *logGen) step() {
 			RaftAddress: fmt.Sprintf("r%d:1", r.IntN(5)), ClientAddress: fmt.Sprintf("c%d:1", r.IntN(5))}})
 	case 19:
 		g.apply(&bfspb.FormatCmd{ClusterId: fmt.Sprintf("other-%d", r.IntN(10))})
+	case 20:
+		g.apply(&bfspb.ChunkserverCmd{Address: g.addrs()[0], Forget: r.IntN(3) == 0,
+			Record: &bfspb.ChunkserverRecord{Host: fmt.Sprintf("h%d", r.IntN(3)), Dead: r.IntN(2) == 0,
+				LastHeartbeatNs: g.now, Blocks: r.Int64N(100)}})
 	default:
 		g.apply(&bfspb.CreateCmd{Path: g.newPath(), SessionId: g.session(), OpenForWrite: true})
 	}

@@ -47,6 +47,12 @@ var (
 
 func drainKey(addr string) []byte { return append(slices.Clip(keyDrain), addr...) }
 
+// keyChunkserver, followed by a chunkserver's address, holds what the
+// nameserver remembers of it (a ChunkserverRecord, see Chunkservers).
+var keyChunkserver = []byte{prefixSystem, 'c', 's', 0}
+
+func chunkserverKey(addr string) []byte { return append(slices.Clip(keyChunkserver), addr...) }
+
 // entryKey returns the key of the entry name in directory parent.
 func entryKey(parent uint64, name string) []byte {
 	k := make([]byte, 9+len(name))

@@ -11,13 +11,16 @@
 // a target, forgetting a replica), and the Chunkservers (the copy, the
 // delete). A Hold function (the nameserver's safe mode) holds every action.
 //
-// What counts: a replica counts toward its block's replication unless it
-// is marked corrupt or its chunkserver is draining (blockmap.ReplicaState
-// .Counts). A block with fewer counting replicas than its replication is
-// under-replicated; one with no replica at all (not even a corrupt or
-// draining one) is missing: counted and logged, never queued, since there
-// is nothing to copy from. A good replica is a counting one sealed at the
-// block's length (the length its file was closed with).
+// What counts: the block map's one definition (blockmap.ReplicaState
+// .Good: sealed at the block's length, the length its file was closed
+// with; on a volume in service; not marked corrupt), and a replica counts
+// toward its block's replication when it is good and its chunkserver is
+// not draining (Counts). A block with fewer counting replicas than its
+// replication is under-replicated; one of a closed file with no good
+// replica is missing, whatever replicas it has (corrupt, short,
+// unsealed): counted (Stats.Missing, the missing_blocks gauge) and
+// logged, and queued only if some replica sealed at its length may still
+// be copied (a corrupt one: the last hope).
 //
 // The queue: under-replicated blocks of closed files wait in priority
 // order, fewest counting replicas first (a block down to one replica is
@@ -45,9 +48,10 @@
 // and the next check of the block sees it in the map. Until it does (at
 // most expectFor), the copy counts, so the block is not copied twice.
 //
-// Deletes: once a block has at least its replication in good replicas,
-// its corrupt replicas are dropped from the map and deleted, and good
-// replicas beyond the replication are trimmed. A replica on a draining
+// Deletes: once a block has at least its replication in counting
+// replicas, its replicas that are not good (corrupt, short, unsealed,
+// longer than the block) are dropped from the map and deleted, and
+// counting replicas beyond the replication are trimmed. A replica on a draining
 // chunkserver never counts and so is never trimmed (the decommission owns
 // it). Nothing is deleted while a copy of the block is in flight.
 //
@@ -55,9 +59,9 @@
 // block added), Received (a new sealed replica of a block being
 // repaired), Rescan (a chunkserver declared dead, or done with the first
 // full report of a registration: back, perhaps with replicas now in
-// excess), and a full pass over the namespace every Interval, and once
-// safe mode ends. What later full reports change (a replica lost to a
-// failed disk, say) the periodic pass finds. A full
+// excess; a volume reported failed), and a full pass over the namespace
+// every Interval, and once safe mode ends. What later full reports change
+// the periodic pass finds. A full
 // pass reads the namespace in one iteration and takes the block map's
 // lock once per block, never for the pass.
 //

@@ -82,7 +82,7 @@ var (
 const (
 	DefaultInterval           = 30 * time.Second
 	DefaultMaxCopies          = 32
-	DefaultMaxCopiesPerServer = 2
+	DefaultMaxCopiesPerServer = 4
 	DefaultBusyFor            = 5 * time.Second
 )
 
@@ -153,7 +153,7 @@ type Stats struct {
 	// UnderReplicated counts the blocks with fewer counting replicas than
 	// their replication, those of files open for write included.
 	UnderReplicated int
-	// Missing counts the blocks of closed files with no replica at all.
+	// Missing counts the blocks of closed files with no good replica.
 	Missing int
 	// Queued counts the blocks waiting for a copy; InFlight the copies.
 	Queued, InFlight int
@@ -383,7 +383,7 @@ func (s *Scheduler) checkBlock(b Block) {
 	drop, trim := s.noteLocked(b, states)
 	s.mu.Unlock()
 	for _, addr := range drop {
-		glog.Infof("repair: block %d has %d good replicas elsewhere: deleting its corrupt replica on %s", b.ID, b.Replication, addr)
+		glog.Infof("repair: block %d has %d good replicas elsewhere: deleting its corrupt or stale replica on %s", b.ID, b.Replication, addr)
 		s.cfg.Replicas.DropReplica(blockmap.BlockID(b.ID), addr)
 		s.cfg.Chunkservers.Delete(addr, []int64{b.ID})
 		s.cfg.OnDropCorrupt()
@@ -396,8 +396,8 @@ func (s *Scheduler) checkBlock(b Block) {
 	}
 }
 
-// noteLocked records b's state and returns the corrupt and the excess
-// replicas to delete.
+// noteLocked records b's state and returns the corrupt or stale and the
+// excess replicas to delete.
 func (s *Scheduler) noteLocked(b Block, states []blockmap.ReplicaState) (drop, trim []string) {
 	if b.Replication < 1 {
 		// The namespace never stores one (0 means the default); a
@@ -413,16 +413,17 @@ func (s *Scheduler) noteLocked(b Block, states []blockmap.ReplicaState) (drop, t
 		e.block, e.states = b, states
 		live += e.pending(states, now)
 	}
-	missing := v.missing && !b.Open && live == 0
+	missing := v.missing() && !b.Open && live == 0
 	if !missing {
 		delete(s.mu.missing, b.ID)
+	} else if _, ok := s.mu.missing[b.ID]; !ok {
+		glog.Errorf("repair: block %d (replication %d) has no good replica (%d replicas, none sealed at its %d bytes and not known corrupt): missing",
+			b.ID, b.Replication, len(states), b.Size)
+		s.mu.missing[b.ID] = struct{}{}
 	}
 	switch {
-	case missing:
-		if _, ok := s.mu.missing[b.ID]; !ok {
-			glog.Errorf("repair: block %d (replication %d) has no replica on any live chunkserver: missing", b.ID, b.Replication)
-		}
-		s.mu.missing[b.ID] = struct{}{}
+	case missing && !v.source:
+		// Nothing to copy from.
 		if e != nil && len(e.copies) == 0 {
 			s.mu.queue.remove(e)
 			delete(s.mu.entries, b.ID)
@@ -451,7 +452,7 @@ func (s *Scheduler) noteLocked(b Block, states []blockmap.ReplicaState) (drop, t
 	if b.Open || (e != nil && len(e.copies) > 0) {
 		return nil, nil // a copy in flight changes the count: wait for it
 	}
-	return v.dropCorrupt, v.trim
+	return v.drop, v.trim
 }
 
 // pending forgets the expected replicas that the map shows (or that are

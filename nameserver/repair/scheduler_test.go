@@ -208,7 +208,9 @@ func TestPriority(t *testing.T) {
 	f.gate = make(chan struct{}) // the first copy stays in flight until the check
 	s.dispatch()
 	st := s.Stats()
-	require.Equal(t, Stats{UnderReplicated: 3, Queued: 3, InFlight: 1}, st)
+	// Block 3 has no good replica: missing, though a copy from its
+	// corrupt one is tried (the report may have been mistaken).
+	require.Equal(t, Stats{UnderReplicated: 3, Missing: 1, Queued: 3, InFlight: 1}, st)
 	close(f.gate)
 	var order []int64
 	for range 6 {
@@ -308,7 +310,9 @@ func TestFailuresSteer(t *testing.T) {
 	require.Equal(t, []string{"1 a>b", "1 a>c", "1 x>c", "1 x>c"}, f.copied())
 }
 
-// TestAssess: what a closed block's replicas call for.
+// TestAssess: what a closed block's replicas call for, by the one
+// definition of a good replica (sealed at the block's length, not known
+// corrupt; a failed volume's are not in the map at all).
 func TestAssess(t *testing.T) {
 	b := Block{ID: 1, Size: 10, Replication: 2}
 	bad := good("c", 10)
@@ -316,20 +320,48 @@ func TestAssess(t *testing.T) {
 	drain := good("d", 10)
 	drain.Draining = true
 	short := good("e", 4)
+	unsealed := good("u", 10)
+	unsealed.Sealed = false
 	for _, tc := range []struct {
 		name   string
 		states []blockmap.ReplicaState
 		want   verdict
 	}{
-		{"none", nil, verdict{missing: true}},
-		{"short of one", []blockmap.ReplicaState{good("a", 10), bad}, verdict{counting: 1, good: 1}},
-		{"full: the corrupt one goes", []blockmap.ReplicaState{good("a", 10), good("b", 10), bad}, verdict{counting: 2, good: 2, dropCorrupt: []string{"c"}}},
-		{"draining never counts nor is trimmed", []blockmap.ReplicaState{good("a", 10), drain}, verdict{counting: 1, good: 1}},
-		{"excess", []blockmap.ReplicaState{good("a", 10), good("b", 10), good("f", 10), drain}, verdict{counting: 3, good: 3, trim: []string{"f"}}},
-		{"a short replica counts but is no full copy", []blockmap.ReplicaState{good("a", 10), short, bad}, verdict{counting: 2, good: 1}},
+		{"none", nil, verdict{}},
+		{"short of one", []blockmap.ReplicaState{good("a", 10), bad}, verdict{counting: 1, good: 1, source: true}},
+		{"full: the corrupt one goes", []blockmap.ReplicaState{good("a", 10), good("b", 10), bad},
+			verdict{counting: 2, good: 2, source: true, drop: []string{"c"}}},
+		{"draining never counts nor is trimmed", []blockmap.ReplicaState{good("a", 10), drain}, verdict{counting: 1, good: 2, source: true}},
+		{"excess", []blockmap.ReplicaState{good("a", 10), good("b", 10), good("f", 10), drain},
+			verdict{counting: 3, good: 4, source: true, trim: []string{"f"}}},
+		{"a short replica is no full copy and does not count", []blockmap.ReplicaState{good("a", 10), short, bad},
+			verdict{counting: 1, good: 1, source: true}},
+		{"full: short and unsealed ones go", []blockmap.ReplicaState{good("a", 10), good("b", 10), short, unsealed},
+			verdict{counting: 2, good: 2, source: true, drop: []string{"e", "u"}}},
+		{"every replica corrupt: missing, a copy may still be tried", []blockmap.ReplicaState{bad}, verdict{source: true}},
+		{"only short and unsealed ones: missing, nothing to copy", []blockmap.ReplicaState{short, unsealed}, verdict{}},
 	} {
-		require.Equal(t, tc.want, assess(b, tc.states), tc.name)
+		v := assess(b, tc.states)
+		require.Equal(t, tc.want, v, tc.name)
+		require.Equal(t, tc.want.good == 0, v.missing(), tc.name)
 	}
+}
+
+// TestMissingHasNoGoodReplica: a block whose replicas are all corrupt or
+// short is missing for the metrics, though it has replicas (it used to
+// count only when none at all was known); one with a good replica is not.
+func TestMissingHasNoGoodReplica(t *testing.T) {
+	f := newFakes("a", "b", "c", "d")
+	bad := good("a", 10)
+	bad.Corrupt = true
+	f.put(Block{ID: 1, Size: 10, Replication: 3}, bad, good("b", 4))
+	f.put(Block{ID: 2, Size: 10, Replication: 3}, good("c", 10), good("d", 4))
+	s := idle(t, f.config())
+	s.Check(1, 2)
+	s.checkDirty() // no copy started: the counts before any
+	st := s.Stats()
+	require.Equal(t, 1, st.Missing)
+	require.Equal(t, 2, st.UnderReplicated)
 }
 
 // TestConfig: bad input is an error.

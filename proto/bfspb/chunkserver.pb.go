@@ -203,10 +203,14 @@ func (x *WriteAck) GetMessage() string {
 }
 
 type ReadRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	BlockId       int64                  `protobuf:"varint,1,opt,name=block_id,json=blockId,proto3" json:"block_id,omitempty"`
-	Offset        int64                  `protobuf:"varint,2,opt,name=offset,proto3" json:"offset,omitempty"`
-	Length        int64                  `protobuf:"varint,3,opt,name=length,proto3" json:"length,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	BlockId int64                  `protobuf:"varint,1,opt,name=block_id,json=blockId,proto3" json:"block_id,omitempty"`
+	Offset  int64                  `protobuf:"varint,2,opt,name=offset,proto3" json:"offset,omitempty"`
+	Length  int64                  `protobuf:"varint,3,opt,name=length,proto3" json:"length,omitempty"`
+	// The reader is a chunkserver copying the replica for the repair
+	// (ReplicateBlock): the source holds such reads to its copy rate while
+	// its own clients are busy, so that repair yields to them.
+	Copy          bool `protobuf:"varint,4,opt,name=copy,proto3" json:"copy,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -260,6 +264,13 @@ func (x *ReadRequest) GetLength() int64 {
 		return x.Length
 	}
 	return 0
+}
+
+func (x *ReadRequest) GetCopy() bool {
+	if x != nil {
+		return x.Copy
+	}
+	return false
 }
 
 type ReadChunk struct {
@@ -1093,11 +1104,12 @@ const file_chunkserver_proto_rawDesc = "" +
 	"\x03seq\x18\x02 \x01(\x03R\x03seq\x12'\n" +
 	"\x06status\x18\x03 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x12\n" +
 	"\x04size\x18\x04 \x01(\x03R\x04size\x12\x18\n" +
-	"\amessage\x18\x05 \x01(\tR\amessage\"X\n" +
+	"\amessage\x18\x05 \x01(\tR\amessage\"l\n" +
 	"\vReadRequest\x12\x19\n" +
 	"\bblock_id\x18\x01 \x01(\x03R\ablockId\x12\x16\n" +
 	"\x06offset\x18\x02 \x01(\x03R\x06offset\x12\x16\n" +
-	"\x06length\x18\x03 \x01(\x03R\x06length\"\x92\x01\n" +
+	"\x06length\x18\x03 \x01(\x03R\x06length\x12\x12\n" +
+	"\x04copy\x18\x04 \x01(\bR\x04copy\"\x92\x01\n" +
 	"\tReadChunk\x12'\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x16\n" +
 	"\x06offset\x18\x02 \x01(\x03R\x06offset\x12\x12\n" +

@@ -48,6 +48,7 @@ type Command struct {
 	//	*Command_Drain
 	//	*Command_Format
 	//	*Command_Member
+	//	*Command_Chunkserver
 	Op isCommand_Op `protobuf_oneof:"op"`
 	// The fences the request carried: the command applies only if each is
 	// still LOCKED at its epoch by the command's session (SPEC §6).
@@ -253,6 +254,15 @@ func (x *Command) GetMember() *MemberCmd {
 	return nil
 }
 
+func (x *Command) GetChunkserver() *ChunkserverCmd {
+	if x != nil {
+		if x, ok := x.Op.(*Command_Chunkserver); ok {
+			return x.Chunkserver
+		}
+	}
+	return nil
+}
+
 func (x *Command) GetFences() []*Fence {
 	if x != nil {
 		return x.Fences
@@ -332,6 +342,10 @@ type Command_Member struct {
 	Member *MemberCmd `protobuf:"bytes,19,opt,name=member,proto3,oneof"`
 }
 
+type Command_Chunkserver struct {
+	Chunkserver *ChunkserverCmd `protobuf:"bytes,20,opt,name=chunkserver,proto3,oneof"`
+}
+
 func (*Command_Mkdir) isCommand_Op() {}
 
 func (*Command_Create) isCommand_Op() {}
@@ -365,6 +379,8 @@ func (*Command_Drain) isCommand_Op() {}
 func (*Command_Format) isCommand_Op() {}
 
 func (*Command_Member) isCommand_Op() {}
+
+func (*Command_Chunkserver) isCommand_Op() {}
 
 type MkdirCmd struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1657,11 +1673,172 @@ func (x *Member) GetClientAddress() string {
 	return ""
 }
 
+// ChunkserverCmd records what the nameserver remembers of a chunkserver
+// across its own restarts, so that the report still lists one that died
+// (or never came back): record, or with forget, no record at all.
+type ChunkserverCmd struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Address       string                 `protobuf:"bytes,1,opt,name=address,proto3" json:"address,omitempty"`
+	Record        *ChunkserverRecord     `protobuf:"bytes,2,opt,name=record,proto3" json:"record,omitempty"`
+	Forget        bool                   `protobuf:"varint,3,opt,name=forget,proto3" json:"forget,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ChunkserverCmd) Reset() {
+	*x = ChunkserverCmd{}
+	mi := &file_command_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ChunkserverCmd) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ChunkserverCmd) ProtoMessage() {}
+
+func (x *ChunkserverCmd) ProtoReflect() protoreflect.Message {
+	mi := &file_command_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ChunkserverCmd.ProtoReflect.Descriptor instead.
+func (*ChunkserverCmd) Descriptor() ([]byte, []int) {
+	return file_command_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *ChunkserverCmd) GetAddress() string {
+	if x != nil {
+		return x.Address
+	}
+	return ""
+}
+
+func (x *ChunkserverCmd) GetRecord() *ChunkserverRecord {
+	if x != nil {
+		return x.Record
+	}
+	return nil
+}
+
+func (x *ChunkserverCmd) GetForget() bool {
+	if x != nil {
+		return x.Forget
+	}
+	return false
+}
+
+// ChunkserverRecord is a chunkserver as the namespace remembers it.
+type ChunkserverRecord struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The host placement counts it against.
+	Host string `protobuf:"bytes,1,opt,name=host,proto3" json:"host,omitempty"`
+	// Declared dead (silent past the dead timeout), not registered since.
+	Dead bool `protobuf:"varint,2,opt,name=dead,proto3" json:"dead,omitempty"`
+	// Its last heartbeat before it was declared dead, or its registration,
+	// in Unix nanoseconds.
+	LastHeartbeatNs int64 `protobuf:"varint,3,opt,name=last_heartbeat_ns,json=lastHeartbeatNs,proto3" json:"last_heartbeat_ns,omitempty"`
+	// What it last reported.
+	CapacityBytes int64 `protobuf:"varint,4,opt,name=capacity_bytes,json=capacityBytes,proto3" json:"capacity_bytes,omitempty"`
+	UsedBytes     int64 `protobuf:"varint,5,opt,name=used_bytes,json=usedBytes,proto3" json:"used_bytes,omitempty"`
+	FreeBytes     int64 `protobuf:"varint,6,opt,name=free_bytes,json=freeBytes,proto3" json:"free_bytes,omitempty"`
+	Blocks        int64 `protobuf:"varint,7,opt,name=blocks,proto3" json:"blocks,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ChunkserverRecord) Reset() {
+	*x = ChunkserverRecord{}
+	mi := &file_command_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ChunkserverRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ChunkserverRecord) ProtoMessage() {}
+
+func (x *ChunkserverRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_command_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ChunkserverRecord.ProtoReflect.Descriptor instead.
+func (*ChunkserverRecord) Descriptor() ([]byte, []int) {
+	return file_command_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *ChunkserverRecord) GetHost() string {
+	if x != nil {
+		return x.Host
+	}
+	return ""
+}
+
+func (x *ChunkserverRecord) GetDead() bool {
+	if x != nil {
+		return x.Dead
+	}
+	return false
+}
+
+func (x *ChunkserverRecord) GetLastHeartbeatNs() int64 {
+	if x != nil {
+		return x.LastHeartbeatNs
+	}
+	return 0
+}
+
+func (x *ChunkserverRecord) GetCapacityBytes() int64 {
+	if x != nil {
+		return x.CapacityBytes
+	}
+	return 0
+}
+
+func (x *ChunkserverRecord) GetUsedBytes() int64 {
+	if x != nil {
+		return x.UsedBytes
+	}
+	return 0
+}
+
+func (x *ChunkserverRecord) GetFreeBytes() int64 {
+	if x != nil {
+		return x.FreeBytes
+	}
+	return 0
+}
+
+func (x *ChunkserverRecord) GetBlocks() int64 {
+	if x != nil {
+		return x.Blocks
+	}
+	return 0
+}
+
 var File_command_proto protoreflect.FileDescriptor
 
 const file_command_proto_rawDesc = "" +
 	"\n" +
-	"\rcommand.proto\x12\x03bfs\x1a\bfs.proto\"\x89\a\n" +
+	"\rcommand.proto\x12\x03bfs\x1a\bfs.proto\"\xc2\a\n" +
 	"\aCommand\x12\x17\n" +
 	"\atime_ns\x18\x01 \x01(\x03R\x06timeNs\x12%\n" +
 	"\x05mkdir\x18\x02 \x01(\v2\r.bfs.MkdirCmdH\x00R\x05mkdir\x12(\n" +
@@ -1686,7 +1863,8 @@ const file_command_proto_rawDesc = "" +
 	"\x0ffinish_cleaning\x18\x0f \x01(\v2\x16.bfs.FinishCleaningCmdH\x00R\x0efinishCleaning\x12%\n" +
 	"\x05drain\x18\x11 \x01(\v2\r.bfs.DrainCmdH\x00R\x05drain\x12(\n" +
 	"\x06format\x18\x12 \x01(\v2\x0e.bfs.FormatCmdH\x00R\x06format\x12(\n" +
-	"\x06member\x18\x13 \x01(\v2\x0e.bfs.MemberCmdH\x00R\x06member\x12\"\n" +
+	"\x06member\x18\x13 \x01(\v2\x0e.bfs.MemberCmdH\x00R\x06member\x127\n" +
+	"\vchunkserver\x18\x14 \x01(\v2\x13.bfs.ChunkserverCmdH\x00R\vchunkserver\x12\"\n" +
 	"\x06fences\x18\x10 \x03(\v2\n" +
 	".bfs.FenceR\x06fencesB\x04\n" +
 	"\x02op\"q\n" +
@@ -1791,7 +1969,21 @@ const file_command_proto_rawDesc = "" +
 	"\x06Member\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12!\n" +
 	"\fraft_address\x18\x02 \x01(\tR\vraftAddress\x12%\n" +
-	"\x0eclient_address\x18\x03 \x01(\tR\rclientAddressB#Z!github.com/bfs-go/bfs/proto/bfspbb\x06proto3"
+	"\x0eclient_address\x18\x03 \x01(\tR\rclientAddress\"r\n" +
+	"\x0eChunkserverCmd\x12\x18\n" +
+	"\aaddress\x18\x01 \x01(\tR\aaddress\x12.\n" +
+	"\x06record\x18\x02 \x01(\v2\x16.bfs.ChunkserverRecordR\x06record\x12\x16\n" +
+	"\x06forget\x18\x03 \x01(\bR\x06forget\"\xe4\x01\n" +
+	"\x11ChunkserverRecord\x12\x12\n" +
+	"\x04host\x18\x01 \x01(\tR\x04host\x12\x12\n" +
+	"\x04dead\x18\x02 \x01(\bR\x04dead\x12*\n" +
+	"\x11last_heartbeat_ns\x18\x03 \x01(\x03R\x0flastHeartbeatNs\x12%\n" +
+	"\x0ecapacity_bytes\x18\x04 \x01(\x03R\rcapacityBytes\x12\x1d\n" +
+	"\n" +
+	"used_bytes\x18\x05 \x01(\x03R\tusedBytes\x12\x1d\n" +
+	"\n" +
+	"free_bytes\x18\x06 \x01(\x03R\tfreeBytes\x12\x16\n" +
+	"\x06blocks\x18\a \x01(\x03R\x06blocksB#Z!github.com/bfs-go/bfs/proto/bfspbb\x06proto3"
 
 var (
 	file_command_proto_rawDescOnce sync.Once
@@ -1805,7 +1997,7 @@ func file_command_proto_rawDescGZIP() []byte {
 	return file_command_proto_rawDescData
 }
 
-var file_command_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
+var file_command_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_command_proto_goTypes = []any{
 	(*Command)(nil),           // 0: bfs.Command
 	(*MkdirCmd)(nil),          // 1: bfs.MkdirCmd
@@ -1828,8 +2020,10 @@ var file_command_proto_goTypes = []any{
 	(*FormatCmd)(nil),         // 18: bfs.FormatCmd
 	(*MemberCmd)(nil),         // 19: bfs.MemberCmd
 	(*Member)(nil),            // 20: bfs.Member
-	(*Fence)(nil),             // 21: bfs.Fence
-	(*BlockMeta)(nil),         // 22: bfs.BlockMeta
+	(*ChunkserverCmd)(nil),    // 21: bfs.ChunkserverCmd
+	(*ChunkserverRecord)(nil), // 22: bfs.ChunkserverRecord
+	(*Fence)(nil),             // 23: bfs.Fence
+	(*BlockMeta)(nil),         // 24: bfs.BlockMeta
 }
 var file_command_proto_depIdxs = []int32{
 	1,  // 0: bfs.Command.mkdir:type_name -> bfs.MkdirCmd
@@ -1849,15 +2043,17 @@ var file_command_proto_depIdxs = []int32{
 	17, // 14: bfs.Command.drain:type_name -> bfs.DrainCmd
 	18, // 15: bfs.Command.format:type_name -> bfs.FormatCmd
 	19, // 16: bfs.Command.member:type_name -> bfs.MemberCmd
-	21, // 17: bfs.Command.fences:type_name -> bfs.Fence
-	7,  // 18: bfs.OpenSessionCmd.session:type_name -> bfs.SessionRecord
-	22, // 19: bfs.AddBlockCmd.block:type_name -> bfs.BlockMeta
-	20, // 20: bfs.MemberCmd.member:type_name -> bfs.Member
-	21, // [21:21] is the sub-list for method output_type
-	21, // [21:21] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	21, // 17: bfs.Command.chunkserver:type_name -> bfs.ChunkserverCmd
+	23, // 18: bfs.Command.fences:type_name -> bfs.Fence
+	7,  // 19: bfs.OpenSessionCmd.session:type_name -> bfs.SessionRecord
+	24, // 20: bfs.AddBlockCmd.block:type_name -> bfs.BlockMeta
+	20, // 21: bfs.MemberCmd.member:type_name -> bfs.Member
+	22, // 22: bfs.ChunkserverCmd.record:type_name -> bfs.ChunkserverRecord
+	23, // [23:23] is the sub-list for method output_type
+	23, // [23:23] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_command_proto_init() }
@@ -1884,6 +2080,7 @@ func file_command_proto_init() {
 		(*Command_Drain)(nil),
 		(*Command_Format)(nil),
 		(*Command_Member)(nil),
+		(*Command_Chunkserver)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1891,7 +2088,7 @@ func file_command_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_command_proto_rawDesc), len(file_command_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   21,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

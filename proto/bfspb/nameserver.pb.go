@@ -21,6 +21,65 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type VolumeState int32
+
+const (
+	VolumeState_VOLUME_STATE_UNSPECIFIED VolumeState = 0
+	// In service, taking new replicas.
+	VolumeState_VOLUME_STATE_HEALTHY VolumeState = 1
+	// In service, serving what it holds, taking no new replica: its free
+	// space is below what the placement policy keeps free, or its disk
+	// answered ENOSPC. Healthy again once space is freed.
+	VolumeState_VOLUME_STATE_FULL VolumeState = 2
+	// Out of service (I/O errors, read-only, its metadata no longer
+	// persisting, or it did not open) until the chunkserver restarts: its
+	// replicas are gone from the cluster's count.
+	VolumeState_VOLUME_STATE_FAILED VolumeState = 3
+)
+
+// Enum value maps for VolumeState.
+var (
+	VolumeState_name = map[int32]string{
+		0: "VOLUME_STATE_UNSPECIFIED",
+		1: "VOLUME_STATE_HEALTHY",
+		2: "VOLUME_STATE_FULL",
+		3: "VOLUME_STATE_FAILED",
+	}
+	VolumeState_value = map[string]int32{
+		"VOLUME_STATE_UNSPECIFIED": 0,
+		"VOLUME_STATE_HEALTHY":     1,
+		"VOLUME_STATE_FULL":        2,
+		"VOLUME_STATE_FAILED":      3,
+	}
+)
+
+func (x VolumeState) Enum() *VolumeState {
+	p := new(VolumeState)
+	*p = x
+	return p
+}
+
+func (x VolumeState) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (VolumeState) Descriptor() protoreflect.EnumDescriptor {
+	return file_nameserver_proto_enumTypes[0].Descriptor()
+}
+
+func (VolumeState) Type() protoreflect.EnumType {
+	return &file_nameserver_proto_enumTypes[0]
+}
+
+func (x VolumeState) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use VolumeState.Descriptor instead.
+func (VolumeState) EnumDescriptor() ([]byte, []int) {
+	return file_nameserver_proto_rawDescGZIP(), []int{0}
+}
+
 type ChunkserverState int32
 
 const (
@@ -68,11 +127,11 @@ func (x ChunkserverState) String() string {
 }
 
 func (ChunkserverState) Descriptor() protoreflect.EnumDescriptor {
-	return file_nameserver_proto_enumTypes[0].Descriptor()
+	return file_nameserver_proto_enumTypes[1].Descriptor()
 }
 
 func (ChunkserverState) Type() protoreflect.EnumType {
-	return &file_nameserver_proto_enumTypes[0]
+	return &file_nameserver_proto_enumTypes[1]
 }
 
 func (x ChunkserverState) Number() protoreflect.EnumNumber {
@@ -81,7 +140,7 @@ func (x ChunkserverState) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ChunkserverState.Descriptor instead.
 func (ChunkserverState) EnumDescriptor() ([]byte, []int) {
-	return file_nameserver_proto_rawDescGZIP(), []int{0}
+	return file_nameserver_proto_rawDescGZIP(), []int{1}
 }
 
 type MkdirRequest struct {
@@ -3658,7 +3717,11 @@ type RegisterRequest struct {
 	FreeBytes int64 `protobuf:"varint,5,opt,name=free_bytes,json=freeBytes,proto3" json:"free_bytes,omitempty"`
 	// The machine the chunkserver runs on, for placing replicas of a block
 	// on distinct hosts; empty means the host part of address.
-	HostId        string `protobuf:"bytes,6,opt,name=host_id,json=hostId,proto3" json:"host_id,omitempty"`
+	HostId string `protobuf:"bytes,6,opt,name=host_id,json=hostId,proto3" json:"host_id,omitempty"`
+	// The chunkserver's volumes (data directories, one per disk), by index.
+	// capacity_bytes, used_bytes and free_bytes above are their sums over
+	// the volumes in service. An empty list is one volume of those sums.
+	Volumes       []*VolumeInfo `protobuf:"bytes,7,rep,name=volumes,proto3" json:"volumes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3735,6 +3798,130 @@ func (x *RegisterRequest) GetHostId() string {
 	return ""
 }
 
+func (x *RegisterRequest) GetVolumes() []*VolumeInfo {
+	if x != nil {
+		return x.Volumes
+	}
+	return nil
+}
+
+// VolumeInfo is one volume of a chunkserver, as it reports it.
+type VolumeInfo struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Its place in the chunkserver's --data list; replicas name it
+	// (ReportedBlock.volume).
+	Index uint32      `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
+	Dir   string      `protobuf:"bytes,2,opt,name=dir,proto3" json:"dir,omitempty"`
+	State VolumeState `protobuf:"varint,3,opt,name=state,proto3,enum=bfs.VolumeState" json:"state,omitempty"`
+	// Why it failed or is full; empty when healthy.
+	Reason string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	// Its file system's size and free bytes (0 and 0: it cannot tell, or
+	// it failed); used_bytes the bytes of the replicas it holds, blocks how
+	// many. Non-DFS use is capacity - free - used.
+	CapacityBytes int64 `protobuf:"varint,5,opt,name=capacity_bytes,json=capacityBytes,proto3" json:"capacity_bytes,omitempty"`
+	FreeBytes     int64 `protobuf:"varint,6,opt,name=free_bytes,json=freeBytes,proto3" json:"free_bytes,omitempty"`
+	UsedBytes     int64 `protobuf:"varint,7,opt,name=used_bytes,json=usedBytes,proto3" json:"used_bytes,omitempty"`
+	Blocks        int64 `protobuf:"varint,8,opt,name=blocks,proto3" json:"blocks,omitempty"`
+	// How long ago it entered its state, as the chunkserver saw it (for a
+	// volume always healthy: since the chunkserver started).
+	StateAgeMs    int64 `protobuf:"varint,9,opt,name=state_age_ms,json=stateAgeMs,proto3" json:"state_age_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VolumeInfo) Reset() {
+	*x = VolumeInfo{}
+	mi := &file_nameserver_proto_msgTypes[54]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VolumeInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VolumeInfo) ProtoMessage() {}
+
+func (x *VolumeInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_nameserver_proto_msgTypes[54]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VolumeInfo.ProtoReflect.Descriptor instead.
+func (*VolumeInfo) Descriptor() ([]byte, []int) {
+	return file_nameserver_proto_rawDescGZIP(), []int{54}
+}
+
+func (x *VolumeInfo) GetIndex() uint32 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *VolumeInfo) GetDir() string {
+	if x != nil {
+		return x.Dir
+	}
+	return ""
+}
+
+func (x *VolumeInfo) GetState() VolumeState {
+	if x != nil {
+		return x.State
+	}
+	return VolumeState_VOLUME_STATE_UNSPECIFIED
+}
+
+func (x *VolumeInfo) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *VolumeInfo) GetCapacityBytes() int64 {
+	if x != nil {
+		return x.CapacityBytes
+	}
+	return 0
+}
+
+func (x *VolumeInfo) GetFreeBytes() int64 {
+	if x != nil {
+		return x.FreeBytes
+	}
+	return 0
+}
+
+func (x *VolumeInfo) GetUsedBytes() int64 {
+	if x != nil {
+		return x.UsedBytes
+	}
+	return 0
+}
+
+func (x *VolumeInfo) GetBlocks() int64 {
+	if x != nil {
+		return x.Blocks
+	}
+	return 0
+}
+
+func (x *VolumeInfo) GetStateAgeMs() int64 {
+	if x != nil {
+		return x.StateAgeMs
+	}
+	return 0
+}
+
 type RegisterResponse struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Status StatusCode             `protobuf:"varint,1,opt,name=status,proto3,enum=bfs.StatusCode" json:"status,omitempty"`
@@ -3749,14 +3936,20 @@ type RegisterResponse struct {
 	ClusterId string `protobuf:"bytes,5,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
 	// term is the leader's Raft term: the chunkserver records the newest
 	// and refuses destructive commands of older terms.
-	Term          uint64 `protobuf:"varint,20,opt,name=term,proto3" json:"term,omitempty"`
+	Term uint64 `protobuf:"varint,20,opt,name=term,proto3" json:"term,omitempty"`
+	// The placement policy, which the chunkserver applies when it picks a
+	// volume for a new replica: a volume keeps free the larger of
+	// min_free_bytes and (1 - max_volume_fill) of its capacity (a
+	// max_volume_fill of 0 fills to the last byte).
+	MinFreeBytes  int64   `protobuf:"varint,6,opt,name=min_free_bytes,json=minFreeBytes,proto3" json:"min_free_bytes,omitempty"`
+	MaxVolumeFill float64 `protobuf:"fixed64,7,opt,name=max_volume_fill,json=maxVolumeFill,proto3" json:"max_volume_fill,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RegisterResponse) Reset() {
 	*x = RegisterResponse{}
-	mi := &file_nameserver_proto_msgTypes[54]
+	mi := &file_nameserver_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3768,7 +3961,7 @@ func (x *RegisterResponse) String() string {
 func (*RegisterResponse) ProtoMessage() {}
 
 func (x *RegisterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nameserver_proto_msgTypes[54]
+	mi := &file_nameserver_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3781,7 +3974,7 @@ func (x *RegisterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterResponse.ProtoReflect.Descriptor instead.
 func (*RegisterResponse) Descriptor() ([]byte, []int) {
-	return file_nameserver_proto_rawDescGZIP(), []int{54}
+	return file_nameserver_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *RegisterResponse) GetStatus() StatusCode {
@@ -3833,6 +4026,20 @@ func (x *RegisterResponse) GetTerm() uint64 {
 	return 0
 }
 
+func (x *RegisterResponse) GetMinFreeBytes() int64 {
+	if x != nil {
+		return x.MinFreeBytes
+	}
+	return 0
+}
+
+func (x *RegisterResponse) GetMaxVolumeFill() float64 {
+	if x != nil {
+		return x.MaxVolumeFill
+	}
+	return 0
+}
+
 type HeartBeatRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	ChunkserverId int64                  `protobuf:"varint,1,opt,name=chunkserver_id,json=chunkserverId,proto3" json:"chunkserver_id,omitempty"`
@@ -3843,13 +4050,17 @@ type HeartBeatRequest struct {
 	// As in RegisterRequest.
 	CapacityBytes int64 `protobuf:"varint,6,opt,name=capacity_bytes,json=capacityBytes,proto3" json:"capacity_bytes,omitempty"`
 	FreeBytes     int64 `protobuf:"varint,7,opt,name=free_bytes,json=freeBytes,proto3" json:"free_bytes,omitempty"`
+	// As in RegisterRequest: the volumes as they are now. A volume that
+	// failed since the last heartbeat takes its replicas out of the count at
+	// once.
+	Volumes       []*VolumeInfo `protobuf:"bytes,8,rep,name=volumes,proto3" json:"volumes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *HeartBeatRequest) Reset() {
 	*x = HeartBeatRequest{}
-	mi := &file_nameserver_proto_msgTypes[55]
+	mi := &file_nameserver_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3861,7 +4072,7 @@ func (x *HeartBeatRequest) String() string {
 func (*HeartBeatRequest) ProtoMessage() {}
 
 func (x *HeartBeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nameserver_proto_msgTypes[55]
+	mi := &file_nameserver_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3874,7 +4085,7 @@ func (x *HeartBeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartBeatRequest.ProtoReflect.Descriptor instead.
 func (*HeartBeatRequest) Descriptor() ([]byte, []int) {
-	return file_nameserver_proto_rawDescGZIP(), []int{55}
+	return file_nameserver_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *HeartBeatRequest) GetChunkserverId() int64 {
@@ -3926,6 +4137,13 @@ func (x *HeartBeatRequest) GetFreeBytes() int64 {
 	return 0
 }
 
+func (x *HeartBeatRequest) GetVolumes() []*VolumeInfo {
+	if x != nil {
+		return x.Volumes
+	}
+	return nil
+}
+
 type HeartBeatResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// UNAVAILABLE with re-register set when the nameserver does not know the
@@ -3943,7 +4161,7 @@ type HeartBeatResponse struct {
 
 func (x *HeartBeatResponse) Reset() {
 	*x = HeartBeatResponse{}
-	mi := &file_nameserver_proto_msgTypes[56]
+	mi := &file_nameserver_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3955,7 +4173,7 @@ func (x *HeartBeatResponse) String() string {
 func (*HeartBeatResponse) ProtoMessage() {}
 
 func (x *HeartBeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nameserver_proto_msgTypes[56]
+	mi := &file_nameserver_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3968,7 +4186,7 @@ func (x *HeartBeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartBeatResponse.ProtoReflect.Descriptor instead.
 func (*HeartBeatResponse) Descriptor() ([]byte, []int) {
-	return file_nameserver_proto_rawDescGZIP(), []int{56}
+	return file_nameserver_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *HeartBeatResponse) GetStatus() StatusCode {
@@ -4000,18 +4218,20 @@ func (x *HeartBeatResponse) GetTerm() uint64 {
 }
 
 type ReportedBlock struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	BlockId       int64                  `protobuf:"varint,1,opt,name=block_id,json=blockId,proto3" json:"block_id,omitempty"`
-	Size          int64                  `protobuf:"varint,2,opt,name=size,proto3" json:"size,omitempty"`
-	Version       uint64                 `protobuf:"varint,3,opt,name=version,proto3" json:"version,omitempty"`
-	Sealed        bool                   `protobuf:"varint,4,opt,name=sealed,proto3" json:"sealed,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	BlockId int64                  `protobuf:"varint,1,opt,name=block_id,json=blockId,proto3" json:"block_id,omitempty"`
+	Size    int64                  `protobuf:"varint,2,opt,name=size,proto3" json:"size,omitempty"`
+	Version uint64                 `protobuf:"varint,3,opt,name=version,proto3" json:"version,omitempty"`
+	Sealed  bool                   `protobuf:"varint,4,opt,name=sealed,proto3" json:"sealed,omitempty"`
+	// The index of the volume holding the replica (VolumeInfo.index).
+	Volume        uint32 `protobuf:"varint,5,opt,name=volume,proto3" json:"volume,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ReportedBlock) Reset() {
 	*x = ReportedBlock{}
-	mi := &file_nameserver_proto_msgTypes[57]
+	mi := &file_nameserver_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4023,7 +4243,7 @@ func (x *ReportedBlock) String() string {
 func (*ReportedBlock) ProtoMessage() {}
 
 func (x *ReportedBlock) ProtoReflect() protoreflect.Message {
-	mi := &file_nameserver_proto_msgTypes[57]
+	mi := &file_nameserver_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4036,7 +4256,7 @@ func (x *ReportedBlock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportedBlock.ProtoReflect.Descriptor instead.
 func (*ReportedBlock) Descriptor() ([]byte, []int) {
-	return file_nameserver_proto_rawDescGZIP(), []int{57}
+	return file_nameserver_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *ReportedBlock) GetBlockId() int64 {
@@ -4067,6 +4287,13 @@ func (x *ReportedBlock) GetSealed() bool {
 	return false
 }
 
+func (x *ReportedBlock) GetVolume() uint32 {
+	if x != nil {
+		return x.Volume
+	}
+	return 0
+}
+
 // A full block report is sent in pages, so that a chunkserver with a
 // million blocks stays within the default 4 MiB message limit: pages
 // 0, 1, ... in order, one at a time, all with the same report_id, every
@@ -4089,7 +4316,7 @@ type BlockReportRequest struct {
 
 func (x *BlockReportRequest) Reset() {
 	*x = BlockReportRequest{}
-	mi := &file_nameserver_proto_msgTypes[58]
+	mi := &file_nameserver_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4101,7 +4328,7 @@ func (x *BlockReportRequest) String() string {
 func (*BlockReportRequest) ProtoMessage() {}
 
 func (x *BlockReportRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nameserver_proto_msgTypes[58]
+	mi := &file_nameserver_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4114,7 +4341,7 @@ func (x *BlockReportRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BlockReportRequest.ProtoReflect.Descriptor instead.
 func (*BlockReportRequest) Descriptor() ([]byte, []int) {
-	return file_nameserver_proto_rawDescGZIP(), []int{58}
+	return file_nameserver_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *BlockReportRequest) GetChunkserverId() int64 {
@@ -4176,7 +4403,7 @@ type BlockReportResponse struct {
 
 func (x *BlockReportResponse) Reset() {
 	*x = BlockReportResponse{}
-	mi := &file_nameserver_proto_msgTypes[59]
+	mi := &file_nameserver_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4188,7 +4415,7 @@ func (x *BlockReportResponse) String() string {
 func (*BlockReportResponse) ProtoMessage() {}
 
 func (x *BlockReportResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nameserver_proto_msgTypes[59]
+	mi := &file_nameserver_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4201,7 +4428,7 @@ func (x *BlockReportResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BlockReportResponse.ProtoReflect.Descriptor instead.
 func (*BlockReportResponse) Descriptor() ([]byte, []int) {
-	return file_nameserver_proto_rawDescGZIP(), []int{59}
+	return file_nameserver_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *BlockReportResponse) GetStatus() StatusCode {
@@ -4243,7 +4470,7 @@ type BlockReceivedRequest struct {
 
 func (x *BlockReceivedRequest) Reset() {
 	*x = BlockReceivedRequest{}
-	mi := &file_nameserver_proto_msgTypes[60]
+	mi := &file_nameserver_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4255,7 +4482,7 @@ func (x *BlockReceivedRequest) String() string {
 func (*BlockReceivedRequest) ProtoMessage() {}
 
 func (x *BlockReceivedRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nameserver_proto_msgTypes[60]
+	mi := &file_nameserver_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4268,7 +4495,7 @@ func (x *BlockReceivedRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BlockReceivedRequest.ProtoReflect.Descriptor instead.
 func (*BlockReceivedRequest) Descriptor() ([]byte, []int) {
-	return file_nameserver_proto_rawDescGZIP(), []int{60}
+	return file_nameserver_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *BlockReceivedRequest) GetChunkserverId() int64 {
@@ -4302,7 +4529,7 @@ type BlockReceivedResponse struct {
 
 func (x *BlockReceivedResponse) Reset() {
 	*x = BlockReceivedResponse{}
-	mi := &file_nameserver_proto_msgTypes[61]
+	mi := &file_nameserver_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4314,7 +4541,7 @@ func (x *BlockReceivedResponse) String() string {
 func (*BlockReceivedResponse) ProtoMessage() {}
 
 func (x *BlockReceivedResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nameserver_proto_msgTypes[61]
+	mi := &file_nameserver_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4327,7 +4554,7 @@ func (x *BlockReceivedResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BlockReceivedResponse.ProtoReflect.Descriptor instead.
 func (*BlockReceivedResponse) Descriptor() ([]byte, []int) {
-	return file_nameserver_proto_rawDescGZIP(), []int{61}
+	return file_nameserver_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *BlockReceivedResponse) GetStatus() StatusCode {
@@ -4357,7 +4584,7 @@ type BadReplica struct {
 
 func (x *BadReplica) Reset() {
 	*x = BadReplica{}
-	mi := &file_nameserver_proto_msgTypes[62]
+	mi := &file_nameserver_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4369,7 +4596,7 @@ func (x *BadReplica) String() string {
 func (*BadReplica) ProtoMessage() {}
 
 func (x *BadReplica) ProtoReflect() protoreflect.Message {
-	mi := &file_nameserver_proto_msgTypes[62]
+	mi := &file_nameserver_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4382,7 +4609,7 @@ func (x *BadReplica) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BadReplica.ProtoReflect.Descriptor instead.
 func (*BadReplica) Descriptor() ([]byte, []int) {
-	return file_nameserver_proto_rawDescGZIP(), []int{62}
+	return file_nameserver_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *BadReplica) GetBlockId() int64 {
@@ -4419,7 +4646,7 @@ type ReportBadReplicasRequest struct {
 
 func (x *ReportBadReplicasRequest) Reset() {
 	*x = ReportBadReplicasRequest{}
-	mi := &file_nameserver_proto_msgTypes[63]
+	mi := &file_nameserver_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4431,7 +4658,7 @@ func (x *ReportBadReplicasRequest) String() string {
 func (*ReportBadReplicasRequest) ProtoMessage() {}
 
 func (x *ReportBadReplicasRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nameserver_proto_msgTypes[63]
+	mi := &file_nameserver_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4444,7 +4671,7 @@ func (x *ReportBadReplicasRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportBadReplicasRequest.ProtoReflect.Descriptor instead.
 func (*ReportBadReplicasRequest) Descriptor() ([]byte, []int) {
-	return file_nameserver_proto_rawDescGZIP(), []int{63}
+	return file_nameserver_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *ReportBadReplicasRequest) GetChunkserverId() int64 {
@@ -4478,7 +4705,7 @@ type ReportBadReplicasResponse struct {
 
 func (x *ReportBadReplicasResponse) Reset() {
 	*x = ReportBadReplicasResponse{}
-	mi := &file_nameserver_proto_msgTypes[64]
+	mi := &file_nameserver_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4490,7 +4717,7 @@ func (x *ReportBadReplicasResponse) String() string {
 func (*ReportBadReplicasResponse) ProtoMessage() {}
 
 func (x *ReportBadReplicasResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nameserver_proto_msgTypes[64]
+	mi := &file_nameserver_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4503,7 +4730,7 @@ func (x *ReportBadReplicasResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportBadReplicasResponse.ProtoReflect.Descriptor instead.
 func (*ReportBadReplicasResponse) Descriptor() ([]byte, []int) {
-	return file_nameserver_proto_rawDescGZIP(), []int{64}
+	return file_nameserver_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *ReportBadReplicasResponse) GetStatus() StatusCode {
@@ -4528,7 +4755,7 @@ type GetSafeModeRequest struct {
 
 func (x *GetSafeModeRequest) Reset() {
 	*x = GetSafeModeRequest{}
-	mi := &file_nameserver_proto_msgTypes[65]
+	mi := &file_nameserver_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4540,7 +4767,7 @@ func (x *GetSafeModeRequest) String() string {
 func (*GetSafeModeRequest) ProtoMessage() {}
 
 func (x *GetSafeModeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nameserver_proto_msgTypes[65]
+	mi := &file_nameserver_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4553,7 +4780,7 @@ func (x *GetSafeModeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSafeModeRequest.ProtoReflect.Descriptor instead.
 func (*GetSafeModeRequest) Descriptor() ([]byte, []int) {
-	return file_nameserver_proto_rawDescGZIP(), []int{65}
+	return file_nameserver_proto_rawDescGZIP(), []int{66}
 }
 
 type GetSafeModeResponse struct {
@@ -4571,13 +4798,17 @@ type GetSafeModeResponse struct {
 	Threshold float64 `protobuf:"fixed64,5,opt,name=threshold,proto3" json:"threshold,omitempty"`
 	// True if an operator left safe mode.
 	LeftByOperator bool `protobuf:"varint,6,opt,name=left_by_operator,json=leftByOperator,proto3" json:"left_by_operator,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// How many chunkservers must have sent a full block report to leave
+	// by itself (--safemode-min-chunkservers), and how many have.
+	MinChunkservers      int64 `protobuf:"varint,7,opt,name=min_chunkservers,json=minChunkservers,proto3" json:"min_chunkservers,omitempty"`
+	ReportedChunkservers int64 `protobuf:"varint,8,opt,name=reported_chunkservers,json=reportedChunkservers,proto3" json:"reported_chunkservers,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
 }
 
 func (x *GetSafeModeResponse) Reset() {
 	*x = GetSafeModeResponse{}
-	mi := &file_nameserver_proto_msgTypes[66]
+	mi := &file_nameserver_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4589,7 +4820,7 @@ func (x *GetSafeModeResponse) String() string {
 func (*GetSafeModeResponse) ProtoMessage() {}
 
 func (x *GetSafeModeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nameserver_proto_msgTypes[66]
+	mi := &file_nameserver_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4602,7 +4833,7 @@ func (x *GetSafeModeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSafeModeResponse.ProtoReflect.Descriptor instead.
 func (*GetSafeModeResponse) Descriptor() ([]byte, []int) {
-	return file_nameserver_proto_rawDescGZIP(), []int{66}
+	return file_nameserver_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *GetSafeModeResponse) GetStatus() StatusCode {
@@ -4654,6 +4885,20 @@ func (x *GetSafeModeResponse) GetLeftByOperator() bool {
 	return false
 }
 
+func (x *GetSafeModeResponse) GetMinChunkservers() int64 {
+	if x != nil {
+		return x.MinChunkservers
+	}
+	return 0
+}
+
+func (x *GetSafeModeResponse) GetReportedChunkservers() int64 {
+	if x != nil {
+		return x.ReportedChunkservers
+	}
+	return 0
+}
+
 type LeaveSafeModeRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -4662,7 +4907,7 @@ type LeaveSafeModeRequest struct {
 
 func (x *LeaveSafeModeRequest) Reset() {
 	*x = LeaveSafeModeRequest{}
-	mi := &file_nameserver_proto_msgTypes[67]
+	mi := &file_nameserver_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4674,7 +4919,7 @@ func (x *LeaveSafeModeRequest) String() string {
 func (*LeaveSafeModeRequest) ProtoMessage() {}
 
 func (x *LeaveSafeModeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nameserver_proto_msgTypes[67]
+	mi := &file_nameserver_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4687,7 +4932,7 @@ func (x *LeaveSafeModeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaveSafeModeRequest.ProtoReflect.Descriptor instead.
 func (*LeaveSafeModeRequest) Descriptor() ([]byte, []int) {
-	return file_nameserver_proto_rawDescGZIP(), []int{67}
+	return file_nameserver_proto_rawDescGZIP(), []int{68}
 }
 
 type LeaveSafeModeResponse struct {
@@ -4700,7 +4945,7 @@ type LeaveSafeModeResponse struct {
 
 func (x *LeaveSafeModeResponse) Reset() {
 	*x = LeaveSafeModeResponse{}
-	mi := &file_nameserver_proto_msgTypes[68]
+	mi := &file_nameserver_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4712,7 +4957,7 @@ func (x *LeaveSafeModeResponse) String() string {
 func (*LeaveSafeModeResponse) ProtoMessage() {}
 
 func (x *LeaveSafeModeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nameserver_proto_msgTypes[68]
+	mi := &file_nameserver_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4725,7 +4970,7 @@ func (x *LeaveSafeModeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaveSafeModeResponse.ProtoReflect.Descriptor instead.
 func (*LeaveSafeModeResponse) Descriptor() ([]byte, []int) {
-	return file_nameserver_proto_rawDescGZIP(), []int{68}
+	return file_nameserver_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *LeaveSafeModeResponse) GetStatus() StatusCode {
@@ -4754,7 +4999,7 @@ type DecommissionRequest struct {
 
 func (x *DecommissionRequest) Reset() {
 	*x = DecommissionRequest{}
-	mi := &file_nameserver_proto_msgTypes[69]
+	mi := &file_nameserver_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4766,7 +5011,7 @@ func (x *DecommissionRequest) String() string {
 func (*DecommissionRequest) ProtoMessage() {}
 
 func (x *DecommissionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nameserver_proto_msgTypes[69]
+	mi := &file_nameserver_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4779,7 +5024,7 @@ func (x *DecommissionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecommissionRequest.ProtoReflect.Descriptor instead.
 func (*DecommissionRequest) Descriptor() ([]byte, []int) {
-	return file_nameserver_proto_rawDescGZIP(), []int{69}
+	return file_nameserver_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *DecommissionRequest) GetAddresses() []string {
@@ -4808,7 +5053,7 @@ type DecommissionResponse struct {
 
 func (x *DecommissionResponse) Reset() {
 	*x = DecommissionResponse{}
-	mi := &file_nameserver_proto_msgTypes[70]
+	mi := &file_nameserver_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4820,7 +5065,7 @@ func (x *DecommissionResponse) String() string {
 func (*DecommissionResponse) ProtoMessage() {}
 
 func (x *DecommissionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nameserver_proto_msgTypes[70]
+	mi := &file_nameserver_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4833,7 +5078,7 @@ func (x *DecommissionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecommissionResponse.ProtoReflect.Descriptor instead.
 func (*DecommissionResponse) Descriptor() ([]byte, []int) {
-	return file_nameserver_proto_rawDescGZIP(), []int{70}
+	return file_nameserver_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *DecommissionResponse) GetStatus() StatusCode {
@@ -4877,14 +5122,24 @@ type ChunkserverInfo struct {
 	LastHeartbeatAgeMs int64 `protobuf:"varint,9,opt,name=last_heartbeat_age_ms,json=lastHeartbeatAgeMs,proto3" json:"last_heartbeat_age_ms,omitempty"`
 	// For a live draining chunkserver: the blocks it holds that still lack
 	// counting replicas elsewhere (0 once decommissioned).
-	BlocksToMove  int64 `protobuf:"varint,10,opt,name=blocks_to_move,json=blocksToMove,proto3" json:"blocks_to_move,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	BlocksToMove int64 `protobuf:"varint,10,opt,name=blocks_to_move,json=blocksToMove,proto3" json:"blocks_to_move,omitempty"`
+	// Its volumes as last reported (for a dead one: before it died).
+	Volumes []*VolumeInfo `protobuf:"bytes,11,rep,name=volumes,proto3" json:"volumes,omitempty"`
+	// How many of its volumes have failed.
+	FailedVolumes int64 `protobuf:"varint,12,opt,name=failed_volumes,json=failedVolumes,proto3" json:"failed_volumes,omitempty"`
+	// Bytes on its volumes used by other things than replicas: capacity -
+	// free - used over the volumes in service.
+	NonDfsUsedBytes int64 `protobuf:"varint,13,opt,name=non_dfs_used_bytes,json=nonDfsUsedBytes,proto3" json:"non_dfs_used_bytes,omitempty"`
+	// Time since its last full block report ended; -1 when none has since
+	// it registered.
+	LastReportAgeMs int64 `protobuf:"varint,14,opt,name=last_report_age_ms,json=lastReportAgeMs,proto3" json:"last_report_age_ms,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *ChunkserverInfo) Reset() {
 	*x = ChunkserverInfo{}
-	mi := &file_nameserver_proto_msgTypes[71]
+	mi := &file_nameserver_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4896,7 +5151,7 @@ func (x *ChunkserverInfo) String() string {
 func (*ChunkserverInfo) ProtoMessage() {}
 
 func (x *ChunkserverInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_nameserver_proto_msgTypes[71]
+	mi := &file_nameserver_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4909,7 +5164,7 @@ func (x *ChunkserverInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChunkserverInfo.ProtoReflect.Descriptor instead.
 func (*ChunkserverInfo) Descriptor() ([]byte, []int) {
-	return file_nameserver_proto_rawDescGZIP(), []int{71}
+	return file_nameserver_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *ChunkserverInfo) GetAddress() string {
@@ -4982,6 +5237,118 @@ func (x *ChunkserverInfo) GetBlocksToMove() int64 {
 	return 0
 }
 
+func (x *ChunkserverInfo) GetVolumes() []*VolumeInfo {
+	if x != nil {
+		return x.Volumes
+	}
+	return nil
+}
+
+func (x *ChunkserverInfo) GetFailedVolumes() int64 {
+	if x != nil {
+		return x.FailedVolumes
+	}
+	return 0
+}
+
+func (x *ChunkserverInfo) GetNonDfsUsedBytes() int64 {
+	if x != nil {
+		return x.NonDfsUsedBytes
+	}
+	return 0
+}
+
+func (x *ChunkserverInfo) GetLastReportAgeMs() int64 {
+	if x != nil {
+		return x.LastReportAgeMs
+	}
+	return 0
+}
+
+// BlockHealth is the state of every block, as the repair last counted it,
+// in the one sense of a good replica: sealed at the block's length, on a
+// volume in service, not known corrupt (SPEC 4b, "What counts").
+type BlockHealth struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Blocks with fewer counting replicas (good, not on a draining
+	// chunkserver) than their file's replication.
+	UnderReplicatedBlocks int64 `protobuf:"varint,1,opt,name=under_replicated_blocks,json=underReplicatedBlocks,proto3" json:"under_replicated_blocks,omitempty"`
+	// Blocks of closed files with no good replica: nobody can read them.
+	MissingBlocks int64 `protobuf:"varint,2,opt,name=missing_blocks,json=missingBlocks,proto3" json:"missing_blocks,omitempty"`
+	// Replicas reported corrupt and not yet deleted.
+	CorruptReplicas int64 `protobuf:"varint,3,opt,name=corrupt_replicas,json=corruptReplicas,proto3" json:"corrupt_replicas,omitempty"`
+	// Under-replicated blocks waiting for a copy, and copies under way.
+	RepairQueue          int64 `protobuf:"varint,4,opt,name=repair_queue,json=repairQueue,proto3" json:"repair_queue,omitempty"`
+	RepairCopiesInFlight int64 `protobuf:"varint,5,opt,name=repair_copies_in_flight,json=repairCopiesInFlight,proto3" json:"repair_copies_in_flight,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
+}
+
+func (x *BlockHealth) Reset() {
+	*x = BlockHealth{}
+	mi := &file_nameserver_proto_msgTypes[73]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BlockHealth) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BlockHealth) ProtoMessage() {}
+
+func (x *BlockHealth) ProtoReflect() protoreflect.Message {
+	mi := &file_nameserver_proto_msgTypes[73]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BlockHealth.ProtoReflect.Descriptor instead.
+func (*BlockHealth) Descriptor() ([]byte, []int) {
+	return file_nameserver_proto_rawDescGZIP(), []int{73}
+}
+
+func (x *BlockHealth) GetUnderReplicatedBlocks() int64 {
+	if x != nil {
+		return x.UnderReplicatedBlocks
+	}
+	return 0
+}
+
+func (x *BlockHealth) GetMissingBlocks() int64 {
+	if x != nil {
+		return x.MissingBlocks
+	}
+	return 0
+}
+
+func (x *BlockHealth) GetCorruptReplicas() int64 {
+	if x != nil {
+		return x.CorruptReplicas
+	}
+	return 0
+}
+
+func (x *BlockHealth) GetRepairQueue() int64 {
+	if x != nil {
+		return x.RepairQueue
+	}
+	return 0
+}
+
+func (x *BlockHealth) GetRepairCopiesInFlight() int64 {
+	if x != nil {
+		return x.RepairCopiesInFlight
+	}
+	return 0
+}
+
 // Paged like ListSessions, sorted by address.
 type ListChunkserversRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -4993,7 +5360,7 @@ type ListChunkserversRequest struct {
 
 func (x *ListChunkserversRequest) Reset() {
 	*x = ListChunkserversRequest{}
-	mi := &file_nameserver_proto_msgTypes[72]
+	mi := &file_nameserver_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5005,7 +5372,7 @@ func (x *ListChunkserversRequest) String() string {
 func (*ListChunkserversRequest) ProtoMessage() {}
 
 func (x *ListChunkserversRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nameserver_proto_msgTypes[72]
+	mi := &file_nameserver_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5018,7 +5385,7 @@ func (x *ListChunkserversRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListChunkserversRequest.ProtoReflect.Descriptor instead.
 func (*ListChunkserversRequest) Descriptor() ([]byte, []int) {
-	return file_nameserver_proto_rawDescGZIP(), []int{72}
+	return file_nameserver_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *ListChunkserversRequest) GetPageSize() uint32 {
@@ -5041,13 +5408,15 @@ type ListChunkserversResponse struct {
 	Message       string                 `protobuf:"bytes,15,opt,name=message,proto3" json:"message,omitempty"`
 	Chunkservers  []*ChunkserverInfo     `protobuf:"bytes,2,rep,name=chunkservers,proto3" json:"chunkservers,omitempty"`
 	NextPageToken string                 `protobuf:"bytes,3,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	// The cluster's block health, on every page.
+	Health        *BlockHealth `protobuf:"bytes,4,opt,name=health,proto3" json:"health,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ListChunkserversResponse) Reset() {
 	*x = ListChunkserversResponse{}
-	mi := &file_nameserver_proto_msgTypes[73]
+	mi := &file_nameserver_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5059,7 +5428,7 @@ func (x *ListChunkserversResponse) String() string {
 func (*ListChunkserversResponse) ProtoMessage() {}
 
 func (x *ListChunkserversResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nameserver_proto_msgTypes[73]
+	mi := &file_nameserver_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5072,7 +5441,7 @@ func (x *ListChunkserversResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListChunkserversResponse.ProtoReflect.Descriptor instead.
 func (*ListChunkserversResponse) Descriptor() ([]byte, []int) {
-	return file_nameserver_proto_rawDescGZIP(), []int{73}
+	return file_nameserver_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *ListChunkserversResponse) GetStatus() StatusCode {
@@ -5103,6 +5472,13 @@ func (x *ListChunkserversResponse) GetNextPageToken() string {
 	return ""
 }
 
+func (x *ListChunkserversResponse) GetHealth() *BlockHealth {
+	if x != nil {
+		return x.Health
+	}
+	return nil
+}
+
 // Fsck is paged: each response covers a stretch of the walk (files in
 // path order, parents before children) and next_page_token resumes after
 // it; the listing is complete when it is empty. A page may report no file
@@ -5122,7 +5498,7 @@ type FsckRequest struct {
 
 func (x *FsckRequest) Reset() {
 	*x = FsckRequest{}
-	mi := &file_nameserver_proto_msgTypes[74]
+	mi := &file_nameserver_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5134,7 +5510,7 @@ func (x *FsckRequest) String() string {
 func (*FsckRequest) ProtoMessage() {}
 
 func (x *FsckRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nameserver_proto_msgTypes[74]
+	mi := &file_nameserver_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5147,7 +5523,7 @@ func (x *FsckRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FsckRequest.ProtoReflect.Descriptor instead.
 func (*FsckRequest) Descriptor() ([]byte, []int) {
-	return file_nameserver_proto_rawDescGZIP(), []int{74}
+	return file_nameserver_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *FsckRequest) GetPath() string {
@@ -5175,24 +5551,31 @@ type FsckBlock struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	BlockId int64                  `protobuf:"varint,1,opt,name=block_id,json=blockId,proto3" json:"block_id,omitempty"`
 	Size    int64                  `protobuf:"varint,2,opt,name=size,proto3" json:"size,omitempty"`
-	// Replicas that count: on live chunkservers, neither corrupt nor
-	// draining.
+	// Replicas that count: good (sealed at the block's length, on a volume
+	// in service, not known corrupt) and not on a draining chunkserver.
 	Replicas []string `protobuf:"bytes,3,rep,name=replicas,proto3" json:"replicas,omitempty"`
-	// Replicas marked corrupt, and those on draining chunkservers.
+	// Replicas marked corrupt, and good ones on draining chunkservers.
 	Corrupt  []string `protobuf:"bytes,4,rep,name=corrupt,proto3" json:"corrupt,omitempty"`
 	Draining []string `protobuf:"bytes,5,rep,name=draining,proto3" json:"draining,omitempty"`
 	// Fewer counting replicas than the file's replication, with at least
-	// one replica on a live chunkserver.
+	// one good replica.
 	UnderReplicated bool `protobuf:"varint,6,opt,name=under_replicated,json=underReplicated,proto3" json:"under_replicated,omitempty"`
-	// No replica on a live chunkserver at all.
-	Missing       bool `protobuf:"varint,7,opt,name=missing,proto3" json:"missing,omitempty"`
+	// No good replica at all: nobody can read the block (its replicas, if
+	// any, are corrupt or short).
+	Missing bool `protobuf:"varint,7,opt,name=missing,proto3" json:"missing,omitempty"`
+	// More counting replicas than the file's replication.
+	OverReplicated bool `protobuf:"varint,8,opt,name=over_replicated,json=overReplicated,proto3" json:"over_replicated,omitempty"`
+	// Replicas that are no full copy: unsealed, or sealed at another
+	// length than the block's (the repair deletes them once the block has
+	// its replication in good ones).
+	Stale         []string `protobuf:"bytes,9,rep,name=stale,proto3" json:"stale,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *FsckBlock) Reset() {
 	*x = FsckBlock{}
-	mi := &file_nameserver_proto_msgTypes[75]
+	mi := &file_nameserver_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5204,7 +5587,7 @@ func (x *FsckBlock) String() string {
 func (*FsckBlock) ProtoMessage() {}
 
 func (x *FsckBlock) ProtoReflect() protoreflect.Message {
-	mi := &file_nameserver_proto_msgTypes[75]
+	mi := &file_nameserver_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5217,7 +5600,7 @@ func (x *FsckBlock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FsckBlock.ProtoReflect.Descriptor instead.
 func (*FsckBlock) Descriptor() ([]byte, []int) {
-	return file_nameserver_proto_rawDescGZIP(), []int{75}
+	return file_nameserver_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *FsckBlock) GetBlockId() int64 {
@@ -5269,6 +5652,20 @@ func (x *FsckBlock) GetMissing() bool {
 	return false
 }
 
+func (x *FsckBlock) GetOverReplicated() bool {
+	if x != nil {
+		return x.OverReplicated
+	}
+	return false
+}
+
+func (x *FsckBlock) GetStale() []string {
+	if x != nil {
+		return x.Stale
+	}
+	return nil
+}
+
 type FsckFile struct {
 	state       protoimpl.MessageState `protogen:"open.v1"`
 	Path        string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
@@ -5285,7 +5682,7 @@ type FsckFile struct {
 
 func (x *FsckFile) Reset() {
 	*x = FsckFile{}
-	mi := &file_nameserver_proto_msgTypes[76]
+	mi := &file_nameserver_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5297,7 +5694,7 @@ func (x *FsckFile) String() string {
 func (*FsckFile) ProtoMessage() {}
 
 func (x *FsckFile) ProtoReflect() protoreflect.Message {
-	mi := &file_nameserver_proto_msgTypes[76]
+	mi := &file_nameserver_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5310,7 +5707,7 @@ func (x *FsckFile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FsckFile.ProtoReflect.Descriptor instead.
 func (*FsckFile) Descriptor() ([]byte, []int) {
-	return file_nameserver_proto_rawDescGZIP(), []int{76}
+	return file_nameserver_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *FsckFile) GetPath() string {
@@ -5359,14 +5756,15 @@ type FsckTotals struct {
 	// Blocks with at least one replica marked corrupt.
 	CorruptBlocks int64 `protobuf:"varint,7,opt,name=corrupt_blocks,json=corruptBlocks,proto3" json:"corrupt_blocks,omitempty"`
 	// Files open for write (their last block is not judged).
-	OpenFiles     int64 `protobuf:"varint,8,opt,name=open_files,json=openFiles,proto3" json:"open_files,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	OpenFiles            int64 `protobuf:"varint,8,opt,name=open_files,json=openFiles,proto3" json:"open_files,omitempty"`
+	OverReplicatedBlocks int64 `protobuf:"varint,9,opt,name=over_replicated_blocks,json=overReplicatedBlocks,proto3" json:"over_replicated_blocks,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
 }
 
 func (x *FsckTotals) Reset() {
 	*x = FsckTotals{}
-	mi := &file_nameserver_proto_msgTypes[77]
+	mi := &file_nameserver_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5378,7 +5776,7 @@ func (x *FsckTotals) String() string {
 func (*FsckTotals) ProtoMessage() {}
 
 func (x *FsckTotals) ProtoReflect() protoreflect.Message {
-	mi := &file_nameserver_proto_msgTypes[77]
+	mi := &file_nameserver_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5391,7 +5789,7 @@ func (x *FsckTotals) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FsckTotals.ProtoReflect.Descriptor instead.
 func (*FsckTotals) Descriptor() ([]byte, []int) {
-	return file_nameserver_proto_rawDescGZIP(), []int{77}
+	return file_nameserver_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *FsckTotals) GetFiles() int64 {
@@ -5450,6 +5848,13 @@ func (x *FsckTotals) GetOpenFiles() int64 {
 	return 0
 }
 
+func (x *FsckTotals) GetOverReplicatedBlocks() int64 {
+	if x != nil {
+		return x.OverReplicatedBlocks
+	}
+	return 0
+}
+
 type FsckResponse struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	Status  StatusCode             `protobuf:"varint,1,opt,name=status,proto3,enum=bfs.StatusCode" json:"status,omitempty"`
@@ -5459,13 +5864,16 @@ type FsckResponse struct {
 	// Totals over this stretch of the walk: add them up over the pages.
 	Totals        *FsckTotals `protobuf:"bytes,3,opt,name=totals,proto3" json:"totals,omitempty"`
 	NextPageToken string      `protobuf:"bytes,4,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	// The nameserver is in safe mode: chunkservers may hold replicas it
+	// has not heard of yet, so a block may look missing that is not.
+	SafeMode      bool `protobuf:"varint,5,opt,name=safe_mode,json=safeMode,proto3" json:"safe_mode,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *FsckResponse) Reset() {
 	*x = FsckResponse{}
-	mi := &file_nameserver_proto_msgTypes[78]
+	mi := &file_nameserver_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5477,7 +5885,7 @@ func (x *FsckResponse) String() string {
 func (*FsckResponse) ProtoMessage() {}
 
 func (x *FsckResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nameserver_proto_msgTypes[78]
+	mi := &file_nameserver_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5490,7 +5898,7 @@ func (x *FsckResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FsckResponse.ProtoReflect.Descriptor instead.
 func (*FsckResponse) Descriptor() ([]byte, []int) {
-	return file_nameserver_proto_rawDescGZIP(), []int{78}
+	return file_nameserver_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *FsckResponse) GetStatus() StatusCode {
@@ -5528,6 +5936,13 @@ func (x *FsckResponse) GetNextPageToken() string {
 	return ""
 }
 
+func (x *FsckResponse) GetSafeMode() bool {
+	if x != nil {
+		return x.SafeMode
+	}
+	return false
+}
+
 type ClusterStatusRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -5536,7 +5951,7 @@ type ClusterStatusRequest struct {
 
 func (x *ClusterStatusRequest) Reset() {
 	*x = ClusterStatusRequest{}
-	mi := &file_nameserver_proto_msgTypes[79]
+	mi := &file_nameserver_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5548,7 +5963,7 @@ func (x *ClusterStatusRequest) String() string {
 func (*ClusterStatusRequest) ProtoMessage() {}
 
 func (x *ClusterStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nameserver_proto_msgTypes[79]
+	mi := &file_nameserver_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5561,7 +5976,7 @@ func (x *ClusterStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatusRequest.ProtoReflect.Descriptor instead.
 func (*ClusterStatusRequest) Descriptor() ([]byte, []int) {
-	return file_nameserver_proto_rawDescGZIP(), []int{79}
+	return file_nameserver_proto_rawDescGZIP(), []int{81}
 }
 
 // ClusterStatusResponse is one member's own view of the group.
@@ -5591,7 +6006,7 @@ type ClusterStatusResponse struct {
 
 func (x *ClusterStatusResponse) Reset() {
 	*x = ClusterStatusResponse{}
-	mi := &file_nameserver_proto_msgTypes[80]
+	mi := &file_nameserver_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5603,7 +6018,7 @@ func (x *ClusterStatusResponse) String() string {
 func (*ClusterStatusResponse) ProtoMessage() {}
 
 func (x *ClusterStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nameserver_proto_msgTypes[80]
+	mi := &file_nameserver_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5616,7 +6031,7 @@ func (x *ClusterStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatusResponse.ProtoReflect.Descriptor instead.
 func (*ClusterStatusResponse) Descriptor() ([]byte, []int) {
-	return file_nameserver_proto_rawDescGZIP(), []int{80}
+	return file_nameserver_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *ClusterStatusResponse) GetStatus() StatusCode {
@@ -5709,7 +6124,7 @@ type GroupMember struct {
 
 func (x *GroupMember) Reset() {
 	*x = GroupMember{}
-	mi := &file_nameserver_proto_msgTypes[81]
+	mi := &file_nameserver_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5721,7 +6136,7 @@ func (x *GroupMember) String() string {
 func (*GroupMember) ProtoMessage() {}
 
 func (x *GroupMember) ProtoReflect() protoreflect.Message {
-	mi := &file_nameserver_proto_msgTypes[81]
+	mi := &file_nameserver_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5734,7 +6149,7 @@ func (x *GroupMember) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupMember.ProtoReflect.Descriptor instead.
 func (*GroupMember) Descriptor() ([]byte, []int) {
-	return file_nameserver_proto_rawDescGZIP(), []int{81}
+	return file_nameserver_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *GroupMember) GetName() string {
@@ -5775,7 +6190,7 @@ type AddMemberRequest struct {
 
 func (x *AddMemberRequest) Reset() {
 	*x = AddMemberRequest{}
-	mi := &file_nameserver_proto_msgTypes[82]
+	mi := &file_nameserver_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5787,7 +6202,7 @@ func (x *AddMemberRequest) String() string {
 func (*AddMemberRequest) ProtoMessage() {}
 
 func (x *AddMemberRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nameserver_proto_msgTypes[82]
+	mi := &file_nameserver_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5800,7 +6215,7 @@ func (x *AddMemberRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddMemberRequest.ProtoReflect.Descriptor instead.
 func (*AddMemberRequest) Descriptor() ([]byte, []int) {
-	return file_nameserver_proto_rawDescGZIP(), []int{82}
+	return file_nameserver_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *AddMemberRequest) GetName() string {
@@ -5827,7 +6242,7 @@ type AddMemberResponse struct {
 
 func (x *AddMemberResponse) Reset() {
 	*x = AddMemberResponse{}
-	mi := &file_nameserver_proto_msgTypes[83]
+	mi := &file_nameserver_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5839,7 +6254,7 @@ func (x *AddMemberResponse) String() string {
 func (*AddMemberResponse) ProtoMessage() {}
 
 func (x *AddMemberResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nameserver_proto_msgTypes[83]
+	mi := &file_nameserver_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5852,7 +6267,7 @@ func (x *AddMemberResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddMemberResponse.ProtoReflect.Descriptor instead.
 func (*AddMemberResponse) Descriptor() ([]byte, []int) {
-	return file_nameserver_proto_rawDescGZIP(), []int{83}
+	return file_nameserver_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *AddMemberResponse) GetStatus() StatusCode {
@@ -5878,7 +6293,7 @@ type RemoveMemberRequest struct {
 
 func (x *RemoveMemberRequest) Reset() {
 	*x = RemoveMemberRequest{}
-	mi := &file_nameserver_proto_msgTypes[84]
+	mi := &file_nameserver_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5890,7 +6305,7 @@ func (x *RemoveMemberRequest) String() string {
 func (*RemoveMemberRequest) ProtoMessage() {}
 
 func (x *RemoveMemberRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nameserver_proto_msgTypes[84]
+	mi := &file_nameserver_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5903,7 +6318,7 @@ func (x *RemoveMemberRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveMemberRequest.ProtoReflect.Descriptor instead.
 func (*RemoveMemberRequest) Descriptor() ([]byte, []int) {
-	return file_nameserver_proto_rawDescGZIP(), []int{84}
+	return file_nameserver_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *RemoveMemberRequest) GetName() string {
@@ -5923,7 +6338,7 @@ type RemoveMemberResponse struct {
 
 func (x *RemoveMemberResponse) Reset() {
 	*x = RemoveMemberResponse{}
-	mi := &file_nameserver_proto_msgTypes[85]
+	mi := &file_nameserver_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5935,7 +6350,7 @@ func (x *RemoveMemberResponse) String() string {
 func (*RemoveMemberResponse) ProtoMessage() {}
 
 func (x *RemoveMemberResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nameserver_proto_msgTypes[85]
+	mi := &file_nameserver_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5948,7 +6363,7 @@ func (x *RemoveMemberResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveMemberResponse.ProtoReflect.Descriptor instead.
 func (*RemoveMemberResponse) Descriptor() ([]byte, []int) {
-	return file_nameserver_proto_rawDescGZIP(), []int{85}
+	return file_nameserver_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *RemoveMemberResponse) GetStatus() StatusCode {
@@ -5976,7 +6391,7 @@ type TransferLeaderRequest struct {
 
 func (x *TransferLeaderRequest) Reset() {
 	*x = TransferLeaderRequest{}
-	mi := &file_nameserver_proto_msgTypes[86]
+	mi := &file_nameserver_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5988,7 +6403,7 @@ func (x *TransferLeaderRequest) String() string {
 func (*TransferLeaderRequest) ProtoMessage() {}
 
 func (x *TransferLeaderRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nameserver_proto_msgTypes[86]
+	mi := &file_nameserver_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6001,7 +6416,7 @@ func (x *TransferLeaderRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeaderRequest.ProtoReflect.Descriptor instead.
 func (*TransferLeaderRequest) Descriptor() ([]byte, []int) {
-	return file_nameserver_proto_rawDescGZIP(), []int{86}
+	return file_nameserver_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *TransferLeaderRequest) GetTo() string {
@@ -6021,7 +6436,7 @@ type TransferLeaderResponse struct {
 
 func (x *TransferLeaderResponse) Reset() {
 	*x = TransferLeaderResponse{}
-	mi := &file_nameserver_proto_msgTypes[87]
+	mi := &file_nameserver_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6033,7 +6448,7 @@ func (x *TransferLeaderResponse) String() string {
 func (*TransferLeaderResponse) ProtoMessage() {}
 
 func (x *TransferLeaderResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nameserver_proto_msgTypes[87]
+	mi := &file_nameserver_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6046,7 +6461,7 @@ func (x *TransferLeaderResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeaderResponse.ProtoReflect.Descriptor instead.
 func (*TransferLeaderResponse) Descriptor() ([]byte, []int) {
-	return file_nameserver_proto_rawDescGZIP(), []int{87}
+	return file_nameserver_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *TransferLeaderResponse) GetStatus() StatusCode {
@@ -6072,7 +6487,7 @@ type PublishMemberRequest struct {
 
 func (x *PublishMemberRequest) Reset() {
 	*x = PublishMemberRequest{}
-	mi := &file_nameserver_proto_msgTypes[88]
+	mi := &file_nameserver_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6084,7 +6499,7 @@ func (x *PublishMemberRequest) String() string {
 func (*PublishMemberRequest) ProtoMessage() {}
 
 func (x *PublishMemberRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nameserver_proto_msgTypes[88]
+	mi := &file_nameserver_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6097,7 +6512,7 @@ func (x *PublishMemberRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PublishMemberRequest.ProtoReflect.Descriptor instead.
 func (*PublishMemberRequest) Descriptor() ([]byte, []int) {
-	return file_nameserver_proto_rawDescGZIP(), []int{88}
+	return file_nameserver_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *PublishMemberRequest) GetMember() *Member {
@@ -6117,7 +6532,7 @@ type PublishMemberResponse struct {
 
 func (x *PublishMemberResponse) Reset() {
 	*x = PublishMemberResponse{}
-	mi := &file_nameserver_proto_msgTypes[89]
+	mi := &file_nameserver_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6129,7 +6544,7 @@ func (x *PublishMemberResponse) String() string {
 func (*PublishMemberResponse) ProtoMessage() {}
 
 func (x *PublishMemberResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nameserver_proto_msgTypes[89]
+	mi := &file_nameserver_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6142,7 +6557,7 @@ func (x *PublishMemberResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PublishMemberResponse.ProtoReflect.Descriptor instead.
 func (*PublishMemberResponse) Descriptor() ([]byte, []int) {
-	return file_nameserver_proto_rawDescGZIP(), []int{89}
+	return file_nameserver_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *PublishMemberResponse) GetStatus() StatusCode {
@@ -6446,7 +6861,7 @@ const file_nameserver_proto_rawDesc = "" +
 	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
 	"\amessage\x18\x0f \x01(\tR\amessage\x12/\n" +
 	"\aentries\x18\x02 \x03(\v2\x15.bfs.LockHistoryEntryR\aentries\x12&\n" +
-	"\x0fnext_page_token\x18\x03 \x01(\tR\rnextPageToken\"\xc8\x01\n" +
+	"\x0fnext_page_token\x18\x03 \x01(\tR\rnextPageToken\"\xf3\x01\n" +
 	"\x0fRegisterRequest\x12\x18\n" +
 	"\aaddress\x18\x01 \x01(\tR\aaddress\x12%\n" +
 	"\x0ecapacity_bytes\x18\x02 \x01(\x03R\rcapacityBytes\x12\x1d\n" +
@@ -6456,7 +6871,22 @@ const file_nameserver_proto_rawDesc = "" +
 	"cluster_id\x18\x04 \x01(\tR\tclusterId\x12\x1d\n" +
 	"\n" +
 	"free_bytes\x18\x05 \x01(\x03R\tfreeBytes\x12\x17\n" +
-	"\ahost_id\x18\x06 \x01(\tR\x06hostId\"\x91\x02\n" +
+	"\ahost_id\x18\x06 \x01(\tR\x06hostId\x12)\n" +
+	"\avolumes\x18\a \x03(\v2\x0f.bfs.VolumeInfoR\avolumes\"\x93\x02\n" +
+	"\n" +
+	"VolumeInfo\x12\x14\n" +
+	"\x05index\x18\x01 \x01(\rR\x05index\x12\x10\n" +
+	"\x03dir\x18\x02 \x01(\tR\x03dir\x12&\n" +
+	"\x05state\x18\x03 \x01(\x0e2\x10.bfs.VolumeStateR\x05state\x12\x16\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\x12%\n" +
+	"\x0ecapacity_bytes\x18\x05 \x01(\x03R\rcapacityBytes\x12\x1d\n" +
+	"\n" +
+	"free_bytes\x18\x06 \x01(\x03R\tfreeBytes\x12\x1d\n" +
+	"\n" +
+	"used_bytes\x18\a \x01(\x03R\tusedBytes\x12\x16\n" +
+	"\x06blocks\x18\b \x01(\x03R\x06blocks\x12 \n" +
+	"\fstate_age_ms\x18\t \x01(\x03R\n" +
+	"stateAgeMs\"\xdf\x02\n" +
 	"\x10RegisterResponse\x12'\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
 	"\amessage\x18\x0f \x01(\tR\amessage\x12%\n" +
@@ -6465,7 +6895,9 @@ const file_nameserver_proto_rawDesc = "" +
 	"\x12report_interval_ms\x18\x04 \x01(\x03R\x10reportIntervalMs\x12\x1d\n" +
 	"\n" +
 	"cluster_id\x18\x05 \x01(\tR\tclusterId\x12\x12\n" +
-	"\x04term\x18\x14 \x01(\x04R\x04term\"\x80\x02\n" +
+	"\x04term\x18\x14 \x01(\x04R\x04term\x12$\n" +
+	"\x0emin_free_bytes\x18\x06 \x01(\x03R\fminFreeBytes\x12&\n" +
+	"\x0fmax_volume_fill\x18\a \x01(\x01R\rmaxVolumeFill\"\xab\x02\n" +
 	"\x10HeartBeatRequest\x12%\n" +
 	"\x0echunkserver_id\x18\x01 \x01(\x03R\rchunkserverId\x12\x18\n" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x12\x1d\n" +
@@ -6476,19 +6908,21 @@ const file_nameserver_proto_rawDesc = "" +
 	"\x0epending_writes\x18\x05 \x01(\x03R\rpendingWrites\x12%\n" +
 	"\x0ecapacity_bytes\x18\x06 \x01(\x03R\rcapacityBytes\x12\x1d\n" +
 	"\n" +
-	"free_bytes\x18\a \x01(\x03R\tfreeBytes\"\x8a\x01\n" +
+	"free_bytes\x18\a \x01(\x03R\tfreeBytes\x12)\n" +
+	"\avolumes\x18\b \x03(\v2\x0f.bfs.VolumeInfoR\avolumes\"\x8a\x01\n" +
 	"\x11HeartBeatResponse\x12'\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
 	"\amessage\x18\x0f \x01(\tR\amessage\x12\x1e\n" +
 	"\n" +
 	"reregister\x18\x02 \x01(\bR\n" +
 	"reregister\x12\x12\n" +
-	"\x04term\x18\x14 \x01(\x04R\x04term\"p\n" +
+	"\x04term\x18\x14 \x01(\x04R\x04term\"\x88\x01\n" +
 	"\rReportedBlock\x12\x19\n" +
 	"\bblock_id\x18\x01 \x01(\x03R\ablockId\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x03R\x04size\x12\x18\n" +
 	"\aversion\x18\x03 \x01(\x04R\aversion\x12\x16\n" +
-	"\x06sealed\x18\x04 \x01(\bR\x06sealed\"\xc6\x01\n" +
+	"\x06sealed\x18\x04 \x01(\bR\x06sealed\x12\x16\n" +
+	"\x06volume\x18\x05 \x01(\rR\x06volume\"\xc6\x01\n" +
 	"\x12BlockReportRequest\x12%\n" +
 	"\x0echunkserver_id\x18\x01 \x01(\x03R\rchunkserverId\x12\x18\n" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x12*\n" +
@@ -6521,7 +6955,7 @@ const file_nameserver_proto_rawDesc = "" +
 	"\x19ReportBadReplicasResponse\x12'\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
 	"\amessage\x18\x0f \x01(\tR\amessage\"\x14\n" +
-	"\x12GetSafeModeRequest\"\xfc\x01\n" +
+	"\x12GetSafeModeRequest\"\xdc\x02\n" +
 	"\x13GetSafeModeResponse\x12'\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
 	"\amessage\x18\x0f \x01(\tR\amessage\x12\x0e\n" +
@@ -6529,7 +6963,9 @@ const file_nameserver_proto_rawDesc = "" +
 	"\fknown_blocks\x18\x03 \x01(\x03R\vknownBlocks\x12'\n" +
 	"\x0freported_blocks\x18\x04 \x01(\x03R\x0ereportedBlocks\x12\x1c\n" +
 	"\tthreshold\x18\x05 \x01(\x01R\tthreshold\x12(\n" +
-	"\x10left_by_operator\x18\x06 \x01(\bR\x0eleftByOperator\"\x16\n" +
+	"\x10left_by_operator\x18\x06 \x01(\bR\x0eleftByOperator\x12)\n" +
+	"\x10min_chunkservers\x18\a \x01(\x03R\x0fminChunkservers\x123\n" +
+	"\x15reported_chunkservers\x18\b \x01(\x03R\x14reportedChunkservers\"\x16\n" +
 	"\x14LeaveSafeModeRequest\"Z\n" +
 	"\x15LeaveSafeModeResponse\x12'\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
@@ -6540,7 +6976,7 @@ const file_nameserver_proto_rawDesc = "" +
 	"\x14DecommissionResponse\x12'\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
 	"\amessage\x18\x0f \x01(\tR\amessage\x128\n" +
-	"\fchunkservers\x18\x02 \x03(\v2\x14.bfs.ChunkserverInfoR\fchunkservers\"\xde\x02\n" +
+	"\fchunkservers\x18\x02 \x03(\v2\x14.bfs.ChunkserverInfoR\fchunkservers\"\x8a\x04\n" +
 	"\x0fChunkserverInfo\x12\x18\n" +
 	"\aaddress\x18\x01 \x01(\tR\aaddress\x12\x12\n" +
 	"\x04host\x18\x02 \x01(\tR\x04host\x12+\n" +
@@ -6554,21 +6990,32 @@ const file_nameserver_proto_rawDesc = "" +
 	"\x06blocks\x18\b \x01(\x03R\x06blocks\x121\n" +
 	"\x15last_heartbeat_age_ms\x18\t \x01(\x03R\x12lastHeartbeatAgeMs\x12$\n" +
 	"\x0eblocks_to_move\x18\n" +
-	" \x01(\x03R\fblocksToMove\"U\n" +
+	" \x01(\x03R\fblocksToMove\x12)\n" +
+	"\avolumes\x18\v \x03(\v2\x0f.bfs.VolumeInfoR\avolumes\x12%\n" +
+	"\x0efailed_volumes\x18\f \x01(\x03R\rfailedVolumes\x12+\n" +
+	"\x12non_dfs_used_bytes\x18\r \x01(\x03R\x0fnonDfsUsedBytes\x12+\n" +
+	"\x12last_report_age_ms\x18\x0e \x01(\x03R\x0flastReportAgeMs\"\xf1\x01\n" +
+	"\vBlockHealth\x126\n" +
+	"\x17under_replicated_blocks\x18\x01 \x01(\x03R\x15underReplicatedBlocks\x12%\n" +
+	"\x0emissing_blocks\x18\x02 \x01(\x03R\rmissingBlocks\x12)\n" +
+	"\x10corrupt_replicas\x18\x03 \x01(\x03R\x0fcorruptReplicas\x12!\n" +
+	"\frepair_queue\x18\x04 \x01(\x03R\vrepairQueue\x125\n" +
+	"\x17repair_copies_in_flight\x18\x05 \x01(\x03R\x14repairCopiesInFlight\"U\n" +
 	"\x17ListChunkserversRequest\x12\x1b\n" +
 	"\tpage_size\x18\x01 \x01(\rR\bpageSize\x12\x1d\n" +
 	"\n" +
-	"page_token\x18\x02 \x01(\tR\tpageToken\"\xbf\x01\n" +
+	"page_token\x18\x02 \x01(\tR\tpageToken\"\xe9\x01\n" +
 	"\x18ListChunkserversResponse\x12'\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
 	"\amessage\x18\x0f \x01(\tR\amessage\x128\n" +
 	"\fchunkservers\x18\x02 \x03(\v2\x14.bfs.ChunkserverInfoR\fchunkservers\x12&\n" +
-	"\x0fnext_page_token\x18\x03 \x01(\tR\rnextPageToken\"]\n" +
+	"\x0fnext_page_token\x18\x03 \x01(\tR\rnextPageToken\x12(\n" +
+	"\x06health\x18\x04 \x01(\v2\x10.bfs.BlockHealthR\x06health\"]\n" +
 	"\vFsckRequest\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x1d\n" +
 	"\n" +
 	"page_token\x18\x02 \x01(\tR\tpageToken\x12\x1b\n" +
-	"\tpage_size\x18\x03 \x01(\rR\bpageSize\"\xd1\x01\n" +
+	"\tpage_size\x18\x03 \x01(\rR\bpageSize\"\x90\x02\n" +
 	"\tFsckBlock\x12\x19\n" +
 	"\bblock_id\x18\x01 \x01(\x03R\ablockId\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x03R\x04size\x12\x1a\n" +
@@ -6576,13 +7023,15 @@ const file_nameserver_proto_rawDesc = "" +
 	"\acorrupt\x18\x04 \x03(\tR\acorrupt\x12\x1a\n" +
 	"\bdraining\x18\x05 \x03(\tR\bdraining\x12)\n" +
 	"\x10under_replicated\x18\x06 \x01(\bR\x0funderReplicated\x12\x18\n" +
-	"\amissing\x18\a \x01(\bR\amissing\"\x90\x01\n" +
+	"\amissing\x18\a \x01(\bR\amissing\x12'\n" +
+	"\x0fover_replicated\x18\b \x01(\bR\x0eoverReplicated\x12\x14\n" +
+	"\x05stale\x18\t \x03(\tR\x05stale\"\x90\x01\n" +
 	"\bFsckFile\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12 \n" +
 	"\vreplication\x18\x02 \x01(\rR\vreplication\x12\x12\n" +
 	"\x04size\x18\x03 \x01(\x03R\x04size\x12\x12\n" +
 	"\x04open\x18\x04 \x01(\bR\x04open\x12&\n" +
-	"\x06blocks\x18\x05 \x03(\v2\x0e.bfs.FsckBlockR\x06blocks\"\x89\x02\n" +
+	"\x06blocks\x18\x05 \x03(\v2\x0e.bfs.FsckBlockR\x06blocks\"\xbf\x02\n" +
 	"\n" +
 	"FsckTotals\x12\x14\n" +
 	"\x05files\x18\x01 \x01(\x03R\x05files\x12\x12\n" +
@@ -6593,13 +7042,15 @@ const file_nameserver_proto_rawDesc = "" +
 	"\x0emissing_blocks\x18\x06 \x01(\x03R\rmissingBlocks\x12%\n" +
 	"\x0ecorrupt_blocks\x18\a \x01(\x03R\rcorruptBlocks\x12\x1d\n" +
 	"\n" +
-	"open_files\x18\b \x01(\x03R\topenFiles\"\xc7\x01\n" +
+	"open_files\x18\b \x01(\x03R\topenFiles\x124\n" +
+	"\x16over_replicated_blocks\x18\t \x01(\x03R\x14overReplicatedBlocks\"\xe4\x01\n" +
 	"\fFsckResponse\x12'\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
 	"\amessage\x18\x0f \x01(\tR\amessage\x12#\n" +
 	"\x05files\x18\x02 \x03(\v2\r.bfs.FsckFileR\x05files\x12'\n" +
 	"\x06totals\x18\x03 \x01(\v2\x0f.bfs.FsckTotalsR\x06totals\x12&\n" +
-	"\x0fnext_page_token\x18\x04 \x01(\tR\rnextPageToken\"\x16\n" +
+	"\x0fnext_page_token\x18\x04 \x01(\tR\rnextPageToken\x12\x1b\n" +
+	"\tsafe_mode\x18\x05 \x01(\bR\bsafeMode\"\x16\n" +
 	"\x14ClusterStatusRequest\"\xe9\x02\n" +
 	"\x15ClusterStatusResponse\x12'\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
@@ -6640,7 +7091,12 @@ const file_nameserver_proto_rawDesc = "" +
 	"\x06member\x18\x01 \x01(\v2\v.bfs.MemberR\x06member\"Z\n" +
 	"\x15PublishMemberResponse\x12'\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage*\xb3\x01\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage*u\n" +
+	"\vVolumeState\x12\x1c\n" +
+	"\x18VOLUME_STATE_UNSPECIFIED\x10\x00\x12\x18\n" +
+	"\x14VOLUME_STATE_HEALTHY\x10\x01\x12\x15\n" +
+	"\x11VOLUME_STATE_FULL\x10\x02\x12\x17\n" +
+	"\x13VOLUME_STATE_FAILED\x10\x03*\xb3\x01\n" +
 	"\x10ChunkserverState\x12!\n" +
 	"\x1dCHUNKSERVER_STATE_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16CHUNKSERVER_STATE_LIVE\x10\x01\x12\x1e\n" +
@@ -6703,275 +7159,283 @@ func file_nameserver_proto_rawDescGZIP() []byte {
 	return file_nameserver_proto_rawDescData
 }
 
-var file_nameserver_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_nameserver_proto_msgTypes = make([]protoimpl.MessageInfo, 90)
+var file_nameserver_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
+var file_nameserver_proto_msgTypes = make([]protoimpl.MessageInfo, 92)
 var file_nameserver_proto_goTypes = []any{
-	(ChunkserverState)(0),             // 0: bfs.ChunkserverState
-	(*MkdirRequest)(nil),              // 1: bfs.MkdirRequest
-	(*MkdirResponse)(nil),             // 2: bfs.MkdirResponse
-	(*CreateRequest)(nil),             // 3: bfs.CreateRequest
-	(*CreateResponse)(nil),            // 4: bfs.CreateResponse
-	(*StatRequest)(nil),               // 5: bfs.StatRequest
-	(*StatResponse)(nil),              // 6: bfs.StatResponse
-	(*ListRequest)(nil),               // 7: bfs.ListRequest
-	(*ListResponse)(nil),              // 8: bfs.ListResponse
-	(*DeleteFileRequest)(nil),         // 9: bfs.DeleteFileRequest
-	(*DeleteFileResponse)(nil),        // 10: bfs.DeleteFileResponse
-	(*DeleteDirRequest)(nil),          // 11: bfs.DeleteDirRequest
-	(*DeleteDirResponse)(nil),         // 12: bfs.DeleteDirResponse
-	(*RenameRequest)(nil),             // 13: bfs.RenameRequest
-	(*RenameResponse)(nil),            // 14: bfs.RenameResponse
-	(*ChmodRequest)(nil),              // 15: bfs.ChmodRequest
-	(*ChmodResponse)(nil),             // 16: bfs.ChmodResponse
-	(*DiskUsageRequest)(nil),          // 17: bfs.DiskUsageRequest
-	(*DiskUsageResponse)(nil),         // 18: bfs.DiskUsageResponse
-	(*LockConflict)(nil),              // 19: bfs.LockConflict
-	(*OpenSessionRequest)(nil),        // 20: bfs.OpenSessionRequest
-	(*OpenSessionResponse)(nil),       // 21: bfs.OpenSessionResponse
-	(*KeepAliveRequest)(nil),          // 22: bfs.KeepAliveRequest
-	(*KeepAliveResponse)(nil),         // 23: bfs.KeepAliveResponse
-	(*CloseSessionRequest)(nil),       // 24: bfs.CloseSessionRequest
-	(*CloseSessionResponse)(nil),      // 25: bfs.CloseSessionResponse
-	(*ListSessionsRequest)(nil),       // 26: bfs.ListSessionsRequest
-	(*SessionInfo)(nil),               // 27: bfs.SessionInfo
-	(*ListSessionsResponse)(nil),      // 28: bfs.ListSessionsResponse
-	(*Replica)(nil),                   // 29: bfs.Replica
-	(*LocatedBlock)(nil),              // 30: bfs.LocatedBlock
-	(*AddBlockRequest)(nil),           // 31: bfs.AddBlockRequest
-	(*AddBlockResponse)(nil),          // 32: bfs.AddBlockResponse
-	(*SyncBlockRequest)(nil),          // 33: bfs.SyncBlockRequest
-	(*SyncBlockResponse)(nil),         // 34: bfs.SyncBlockResponse
-	(*FinishFileRequest)(nil),         // 35: bfs.FinishFileRequest
-	(*FinishFileResponse)(nil),        // 36: bfs.FinishFileResponse
-	(*GetFileLocationRequest)(nil),    // 37: bfs.GetFileLocationRequest
-	(*GetFileLocationResponse)(nil),   // 38: bfs.GetFileLocationResponse
-	(*LockDirRequest)(nil),            // 39: bfs.LockDirRequest
-	(*LockDirResponse)(nil),           // 40: bfs.LockDirResponse
-	(*UnlockDirRequest)(nil),          // 41: bfs.UnlockDirRequest
-	(*UnlockDirResponse)(nil),         // 42: bfs.UnlockDirResponse
-	(*PendingFile)(nil),               // 43: bfs.PendingFile
-	(*DirLock)(nil),                   // 44: bfs.DirLock
-	(*GetDirLockRequest)(nil),         // 45: bfs.GetDirLockRequest
-	(*GetDirLockResponse)(nil),        // 46: bfs.GetDirLockResponse
-	(*ListDirLocksRequest)(nil),       // 47: bfs.ListDirLocksRequest
-	(*ListDirLocksResponse)(nil),      // 48: bfs.ListDirLocksResponse
-	(*WatchDirLocksRequest)(nil),      // 49: bfs.WatchDirLocksRequest
-	(*DirLockEvent)(nil),              // 50: bfs.DirLockEvent
-	(*GetLockHistoryRequest)(nil),     // 51: bfs.GetLockHistoryRequest
-	(*LockHistoryEntry)(nil),          // 52: bfs.LockHistoryEntry
-	(*GetLockHistoryResponse)(nil),    // 53: bfs.GetLockHistoryResponse
-	(*RegisterRequest)(nil),           // 54: bfs.RegisterRequest
-	(*RegisterResponse)(nil),          // 55: bfs.RegisterResponse
-	(*HeartBeatRequest)(nil),          // 56: bfs.HeartBeatRequest
-	(*HeartBeatResponse)(nil),         // 57: bfs.HeartBeatResponse
-	(*ReportedBlock)(nil),             // 58: bfs.ReportedBlock
-	(*BlockReportRequest)(nil),        // 59: bfs.BlockReportRequest
-	(*BlockReportResponse)(nil),       // 60: bfs.BlockReportResponse
-	(*BlockReceivedRequest)(nil),      // 61: bfs.BlockReceivedRequest
-	(*BlockReceivedResponse)(nil),     // 62: bfs.BlockReceivedResponse
-	(*BadReplica)(nil),                // 63: bfs.BadReplica
-	(*ReportBadReplicasRequest)(nil),  // 64: bfs.ReportBadReplicasRequest
-	(*ReportBadReplicasResponse)(nil), // 65: bfs.ReportBadReplicasResponse
-	(*GetSafeModeRequest)(nil),        // 66: bfs.GetSafeModeRequest
-	(*GetSafeModeResponse)(nil),       // 67: bfs.GetSafeModeResponse
-	(*LeaveSafeModeRequest)(nil),      // 68: bfs.LeaveSafeModeRequest
-	(*LeaveSafeModeResponse)(nil),     // 69: bfs.LeaveSafeModeResponse
-	(*DecommissionRequest)(nil),       // 70: bfs.DecommissionRequest
-	(*DecommissionResponse)(nil),      // 71: bfs.DecommissionResponse
-	(*ChunkserverInfo)(nil),           // 72: bfs.ChunkserverInfo
-	(*ListChunkserversRequest)(nil),   // 73: bfs.ListChunkserversRequest
-	(*ListChunkserversResponse)(nil),  // 74: bfs.ListChunkserversResponse
-	(*FsckRequest)(nil),               // 75: bfs.FsckRequest
-	(*FsckBlock)(nil),                 // 76: bfs.FsckBlock
-	(*FsckFile)(nil),                  // 77: bfs.FsckFile
-	(*FsckTotals)(nil),                // 78: bfs.FsckTotals
-	(*FsckResponse)(nil),              // 79: bfs.FsckResponse
-	(*ClusterStatusRequest)(nil),      // 80: bfs.ClusterStatusRequest
-	(*ClusterStatusResponse)(nil),     // 81: bfs.ClusterStatusResponse
-	(*GroupMember)(nil),               // 82: bfs.GroupMember
-	(*AddMemberRequest)(nil),          // 83: bfs.AddMemberRequest
-	(*AddMemberResponse)(nil),         // 84: bfs.AddMemberResponse
-	(*RemoveMemberRequest)(nil),       // 85: bfs.RemoveMemberRequest
-	(*RemoveMemberResponse)(nil),      // 86: bfs.RemoveMemberResponse
-	(*TransferLeaderRequest)(nil),     // 87: bfs.TransferLeaderRequest
-	(*TransferLeaderResponse)(nil),    // 88: bfs.TransferLeaderResponse
-	(*PublishMemberRequest)(nil),      // 89: bfs.PublishMemberRequest
-	(*PublishMemberResponse)(nil),     // 90: bfs.PublishMemberResponse
-	(*Fence)(nil),                     // 91: bfs.Fence
-	(StatusCode)(0),                   // 92: bfs.StatusCode
-	(*FileInfo)(nil),                  // 93: bfs.FileInfo
-	(LockStatus)(0),                   // 94: bfs.LockStatus
-	(*Member)(nil),                    // 95: bfs.Member
+	(VolumeState)(0),                  // 0: bfs.VolumeState
+	(ChunkserverState)(0),             // 1: bfs.ChunkserverState
+	(*MkdirRequest)(nil),              // 2: bfs.MkdirRequest
+	(*MkdirResponse)(nil),             // 3: bfs.MkdirResponse
+	(*CreateRequest)(nil),             // 4: bfs.CreateRequest
+	(*CreateResponse)(nil),            // 5: bfs.CreateResponse
+	(*StatRequest)(nil),               // 6: bfs.StatRequest
+	(*StatResponse)(nil),              // 7: bfs.StatResponse
+	(*ListRequest)(nil),               // 8: bfs.ListRequest
+	(*ListResponse)(nil),              // 9: bfs.ListResponse
+	(*DeleteFileRequest)(nil),         // 10: bfs.DeleteFileRequest
+	(*DeleteFileResponse)(nil),        // 11: bfs.DeleteFileResponse
+	(*DeleteDirRequest)(nil),          // 12: bfs.DeleteDirRequest
+	(*DeleteDirResponse)(nil),         // 13: bfs.DeleteDirResponse
+	(*RenameRequest)(nil),             // 14: bfs.RenameRequest
+	(*RenameResponse)(nil),            // 15: bfs.RenameResponse
+	(*ChmodRequest)(nil),              // 16: bfs.ChmodRequest
+	(*ChmodResponse)(nil),             // 17: bfs.ChmodResponse
+	(*DiskUsageRequest)(nil),          // 18: bfs.DiskUsageRequest
+	(*DiskUsageResponse)(nil),         // 19: bfs.DiskUsageResponse
+	(*LockConflict)(nil),              // 20: bfs.LockConflict
+	(*OpenSessionRequest)(nil),        // 21: bfs.OpenSessionRequest
+	(*OpenSessionResponse)(nil),       // 22: bfs.OpenSessionResponse
+	(*KeepAliveRequest)(nil),          // 23: bfs.KeepAliveRequest
+	(*KeepAliveResponse)(nil),         // 24: bfs.KeepAliveResponse
+	(*CloseSessionRequest)(nil),       // 25: bfs.CloseSessionRequest
+	(*CloseSessionResponse)(nil),      // 26: bfs.CloseSessionResponse
+	(*ListSessionsRequest)(nil),       // 27: bfs.ListSessionsRequest
+	(*SessionInfo)(nil),               // 28: bfs.SessionInfo
+	(*ListSessionsResponse)(nil),      // 29: bfs.ListSessionsResponse
+	(*Replica)(nil),                   // 30: bfs.Replica
+	(*LocatedBlock)(nil),              // 31: bfs.LocatedBlock
+	(*AddBlockRequest)(nil),           // 32: bfs.AddBlockRequest
+	(*AddBlockResponse)(nil),          // 33: bfs.AddBlockResponse
+	(*SyncBlockRequest)(nil),          // 34: bfs.SyncBlockRequest
+	(*SyncBlockResponse)(nil),         // 35: bfs.SyncBlockResponse
+	(*FinishFileRequest)(nil),         // 36: bfs.FinishFileRequest
+	(*FinishFileResponse)(nil),        // 37: bfs.FinishFileResponse
+	(*GetFileLocationRequest)(nil),    // 38: bfs.GetFileLocationRequest
+	(*GetFileLocationResponse)(nil),   // 39: bfs.GetFileLocationResponse
+	(*LockDirRequest)(nil),            // 40: bfs.LockDirRequest
+	(*LockDirResponse)(nil),           // 41: bfs.LockDirResponse
+	(*UnlockDirRequest)(nil),          // 42: bfs.UnlockDirRequest
+	(*UnlockDirResponse)(nil),         // 43: bfs.UnlockDirResponse
+	(*PendingFile)(nil),               // 44: bfs.PendingFile
+	(*DirLock)(nil),                   // 45: bfs.DirLock
+	(*GetDirLockRequest)(nil),         // 46: bfs.GetDirLockRequest
+	(*GetDirLockResponse)(nil),        // 47: bfs.GetDirLockResponse
+	(*ListDirLocksRequest)(nil),       // 48: bfs.ListDirLocksRequest
+	(*ListDirLocksResponse)(nil),      // 49: bfs.ListDirLocksResponse
+	(*WatchDirLocksRequest)(nil),      // 50: bfs.WatchDirLocksRequest
+	(*DirLockEvent)(nil),              // 51: bfs.DirLockEvent
+	(*GetLockHistoryRequest)(nil),     // 52: bfs.GetLockHistoryRequest
+	(*LockHistoryEntry)(nil),          // 53: bfs.LockHistoryEntry
+	(*GetLockHistoryResponse)(nil),    // 54: bfs.GetLockHistoryResponse
+	(*RegisterRequest)(nil),           // 55: bfs.RegisterRequest
+	(*VolumeInfo)(nil),                // 56: bfs.VolumeInfo
+	(*RegisterResponse)(nil),          // 57: bfs.RegisterResponse
+	(*HeartBeatRequest)(nil),          // 58: bfs.HeartBeatRequest
+	(*HeartBeatResponse)(nil),         // 59: bfs.HeartBeatResponse
+	(*ReportedBlock)(nil),             // 60: bfs.ReportedBlock
+	(*BlockReportRequest)(nil),        // 61: bfs.BlockReportRequest
+	(*BlockReportResponse)(nil),       // 62: bfs.BlockReportResponse
+	(*BlockReceivedRequest)(nil),      // 63: bfs.BlockReceivedRequest
+	(*BlockReceivedResponse)(nil),     // 64: bfs.BlockReceivedResponse
+	(*BadReplica)(nil),                // 65: bfs.BadReplica
+	(*ReportBadReplicasRequest)(nil),  // 66: bfs.ReportBadReplicasRequest
+	(*ReportBadReplicasResponse)(nil), // 67: bfs.ReportBadReplicasResponse
+	(*GetSafeModeRequest)(nil),        // 68: bfs.GetSafeModeRequest
+	(*GetSafeModeResponse)(nil),       // 69: bfs.GetSafeModeResponse
+	(*LeaveSafeModeRequest)(nil),      // 70: bfs.LeaveSafeModeRequest
+	(*LeaveSafeModeResponse)(nil),     // 71: bfs.LeaveSafeModeResponse
+	(*DecommissionRequest)(nil),       // 72: bfs.DecommissionRequest
+	(*DecommissionResponse)(nil),      // 73: bfs.DecommissionResponse
+	(*ChunkserverInfo)(nil),           // 74: bfs.ChunkserverInfo
+	(*BlockHealth)(nil),               // 75: bfs.BlockHealth
+	(*ListChunkserversRequest)(nil),   // 76: bfs.ListChunkserversRequest
+	(*ListChunkserversResponse)(nil),  // 77: bfs.ListChunkserversResponse
+	(*FsckRequest)(nil),               // 78: bfs.FsckRequest
+	(*FsckBlock)(nil),                 // 79: bfs.FsckBlock
+	(*FsckFile)(nil),                  // 80: bfs.FsckFile
+	(*FsckTotals)(nil),                // 81: bfs.FsckTotals
+	(*FsckResponse)(nil),              // 82: bfs.FsckResponse
+	(*ClusterStatusRequest)(nil),      // 83: bfs.ClusterStatusRequest
+	(*ClusterStatusResponse)(nil),     // 84: bfs.ClusterStatusResponse
+	(*GroupMember)(nil),               // 85: bfs.GroupMember
+	(*AddMemberRequest)(nil),          // 86: bfs.AddMemberRequest
+	(*AddMemberResponse)(nil),         // 87: bfs.AddMemberResponse
+	(*RemoveMemberRequest)(nil),       // 88: bfs.RemoveMemberRequest
+	(*RemoveMemberResponse)(nil),      // 89: bfs.RemoveMemberResponse
+	(*TransferLeaderRequest)(nil),     // 90: bfs.TransferLeaderRequest
+	(*TransferLeaderResponse)(nil),    // 91: bfs.TransferLeaderResponse
+	(*PublishMemberRequest)(nil),      // 92: bfs.PublishMemberRequest
+	(*PublishMemberResponse)(nil),     // 93: bfs.PublishMemberResponse
+	(*Fence)(nil),                     // 94: bfs.Fence
+	(StatusCode)(0),                   // 95: bfs.StatusCode
+	(*FileInfo)(nil),                  // 96: bfs.FileInfo
+	(LockStatus)(0),                   // 97: bfs.LockStatus
+	(*Member)(nil),                    // 98: bfs.Member
 }
 var file_nameserver_proto_depIdxs = []int32{
-	91,  // 0: bfs.MkdirRequest.fences:type_name -> bfs.Fence
-	92,  // 1: bfs.MkdirResponse.status:type_name -> bfs.StatusCode
-	93,  // 2: bfs.MkdirResponse.info:type_name -> bfs.FileInfo
-	19,  // 3: bfs.MkdirResponse.conflict:type_name -> bfs.LockConflict
-	91,  // 4: bfs.CreateRequest.fences:type_name -> bfs.Fence
-	92,  // 5: bfs.CreateResponse.status:type_name -> bfs.StatusCode
-	93,  // 6: bfs.CreateResponse.info:type_name -> bfs.FileInfo
-	19,  // 7: bfs.CreateResponse.conflict:type_name -> bfs.LockConflict
-	92,  // 8: bfs.StatResponse.status:type_name -> bfs.StatusCode
-	93,  // 9: bfs.StatResponse.info:type_name -> bfs.FileInfo
-	92,  // 10: bfs.ListResponse.status:type_name -> bfs.StatusCode
-	93,  // 11: bfs.ListResponse.entries:type_name -> bfs.FileInfo
-	91,  // 12: bfs.DeleteFileRequest.fences:type_name -> bfs.Fence
-	92,  // 13: bfs.DeleteFileResponse.status:type_name -> bfs.StatusCode
-	19,  // 14: bfs.DeleteFileResponse.conflict:type_name -> bfs.LockConflict
-	91,  // 15: bfs.DeleteDirRequest.fences:type_name -> bfs.Fence
-	92,  // 16: bfs.DeleteDirResponse.status:type_name -> bfs.StatusCode
-	19,  // 17: bfs.DeleteDirResponse.conflict:type_name -> bfs.LockConflict
-	91,  // 18: bfs.RenameRequest.fences:type_name -> bfs.Fence
-	92,  // 19: bfs.RenameResponse.status:type_name -> bfs.StatusCode
-	19,  // 20: bfs.RenameResponse.conflict:type_name -> bfs.LockConflict
-	91,  // 21: bfs.ChmodRequest.fences:type_name -> bfs.Fence
-	92,  // 22: bfs.ChmodResponse.status:type_name -> bfs.StatusCode
-	19,  // 23: bfs.ChmodResponse.conflict:type_name -> bfs.LockConflict
-	92,  // 24: bfs.DiskUsageResponse.status:type_name -> bfs.StatusCode
-	94,  // 25: bfs.LockConflict.lock_status:type_name -> bfs.LockStatus
-	92,  // 26: bfs.OpenSessionResponse.status:type_name -> bfs.StatusCode
-	92,  // 27: bfs.KeepAliveResponse.status:type_name -> bfs.StatusCode
-	92,  // 28: bfs.CloseSessionResponse.status:type_name -> bfs.StatusCode
-	92,  // 29: bfs.ListSessionsResponse.status:type_name -> bfs.StatusCode
-	27,  // 30: bfs.ListSessionsResponse.sessions:type_name -> bfs.SessionInfo
-	29,  // 31: bfs.LocatedBlock.replicas:type_name -> bfs.Replica
-	91,  // 32: bfs.AddBlockRequest.fences:type_name -> bfs.Fence
-	92,  // 33: bfs.AddBlockResponse.status:type_name -> bfs.StatusCode
-	30,  // 34: bfs.AddBlockResponse.block:type_name -> bfs.LocatedBlock
-	19,  // 35: bfs.AddBlockResponse.conflict:type_name -> bfs.LockConflict
-	91,  // 36: bfs.SyncBlockRequest.fences:type_name -> bfs.Fence
-	92,  // 37: bfs.SyncBlockResponse.status:type_name -> bfs.StatusCode
-	19,  // 38: bfs.SyncBlockResponse.conflict:type_name -> bfs.LockConflict
-	91,  // 39: bfs.FinishFileRequest.fences:type_name -> bfs.Fence
-	92,  // 40: bfs.FinishFileResponse.status:type_name -> bfs.StatusCode
-	93,  // 41: bfs.FinishFileResponse.info:type_name -> bfs.FileInfo
-	19,  // 42: bfs.FinishFileResponse.conflict:type_name -> bfs.LockConflict
-	92,  // 43: bfs.GetFileLocationResponse.status:type_name -> bfs.StatusCode
-	93,  // 44: bfs.GetFileLocationResponse.info:type_name -> bfs.FileInfo
-	30,  // 45: bfs.GetFileLocationResponse.blocks:type_name -> bfs.LocatedBlock
-	92,  // 46: bfs.LockDirResponse.status:type_name -> bfs.StatusCode
-	44,  // 47: bfs.LockDirResponse.lock:type_name -> bfs.DirLock
-	92,  // 48: bfs.UnlockDirResponse.status:type_name -> bfs.StatusCode
-	44,  // 49: bfs.UnlockDirResponse.lock:type_name -> bfs.DirLock
-	94,  // 50: bfs.DirLock.status:type_name -> bfs.LockStatus
-	43,  // 51: bfs.DirLock.pending:type_name -> bfs.PendingFile
-	92,  // 52: bfs.GetDirLockResponse.status:type_name -> bfs.StatusCode
-	44,  // 53: bfs.GetDirLockResponse.lock:type_name -> bfs.DirLock
-	94,  // 54: bfs.ListDirLocksRequest.status:type_name -> bfs.LockStatus
-	92,  // 55: bfs.ListDirLocksResponse.status:type_name -> bfs.StatusCode
-	44,  // 56: bfs.ListDirLocksResponse.locks:type_name -> bfs.DirLock
-	44,  // 57: bfs.DirLockEvent.lock:type_name -> bfs.DirLock
-	94,  // 58: bfs.DirLockEvent.previous:type_name -> bfs.LockStatus
-	92,  // 59: bfs.GetLockHistoryResponse.status:type_name -> bfs.StatusCode
-	52,  // 60: bfs.GetLockHistoryResponse.entries:type_name -> bfs.LockHistoryEntry
-	92,  // 61: bfs.RegisterResponse.status:type_name -> bfs.StatusCode
-	92,  // 62: bfs.HeartBeatResponse.status:type_name -> bfs.StatusCode
-	58,  // 63: bfs.BlockReportRequest.blocks:type_name -> bfs.ReportedBlock
-	92,  // 64: bfs.BlockReportResponse.status:type_name -> bfs.StatusCode
-	58,  // 65: bfs.BlockReceivedRequest.blocks:type_name -> bfs.ReportedBlock
-	92,  // 66: bfs.BlockReceivedResponse.status:type_name -> bfs.StatusCode
-	63,  // 67: bfs.ReportBadReplicasRequest.replicas:type_name -> bfs.BadReplica
-	92,  // 68: bfs.ReportBadReplicasResponse.status:type_name -> bfs.StatusCode
-	92,  // 69: bfs.GetSafeModeResponse.status:type_name -> bfs.StatusCode
-	92,  // 70: bfs.LeaveSafeModeResponse.status:type_name -> bfs.StatusCode
-	92,  // 71: bfs.DecommissionResponse.status:type_name -> bfs.StatusCode
-	72,  // 72: bfs.DecommissionResponse.chunkservers:type_name -> bfs.ChunkserverInfo
-	0,   // 73: bfs.ChunkserverInfo.state:type_name -> bfs.ChunkserverState
-	92,  // 74: bfs.ListChunkserversResponse.status:type_name -> bfs.StatusCode
-	72,  // 75: bfs.ListChunkserversResponse.chunkservers:type_name -> bfs.ChunkserverInfo
-	76,  // 76: bfs.FsckFile.blocks:type_name -> bfs.FsckBlock
-	92,  // 77: bfs.FsckResponse.status:type_name -> bfs.StatusCode
-	77,  // 78: bfs.FsckResponse.files:type_name -> bfs.FsckFile
-	78,  // 79: bfs.FsckResponse.totals:type_name -> bfs.FsckTotals
-	92,  // 80: bfs.ClusterStatusResponse.status:type_name -> bfs.StatusCode
-	82,  // 81: bfs.ClusterStatusResponse.members:type_name -> bfs.GroupMember
-	92,  // 82: bfs.AddMemberResponse.status:type_name -> bfs.StatusCode
-	92,  // 83: bfs.RemoveMemberResponse.status:type_name -> bfs.StatusCode
-	92,  // 84: bfs.TransferLeaderResponse.status:type_name -> bfs.StatusCode
-	95,  // 85: bfs.PublishMemberRequest.member:type_name -> bfs.Member
-	92,  // 86: bfs.PublishMemberResponse.status:type_name -> bfs.StatusCode
-	1,   // 87: bfs.NameServer.Mkdir:input_type -> bfs.MkdirRequest
-	3,   // 88: bfs.NameServer.Create:input_type -> bfs.CreateRequest
-	5,   // 89: bfs.NameServer.Stat:input_type -> bfs.StatRequest
-	7,   // 90: bfs.NameServer.List:input_type -> bfs.ListRequest
-	9,   // 91: bfs.NameServer.DeleteFile:input_type -> bfs.DeleteFileRequest
-	11,  // 92: bfs.NameServer.DeleteDir:input_type -> bfs.DeleteDirRequest
-	13,  // 93: bfs.NameServer.Rename:input_type -> bfs.RenameRequest
-	15,  // 94: bfs.NameServer.Chmod:input_type -> bfs.ChmodRequest
-	17,  // 95: bfs.NameServer.DiskUsage:input_type -> bfs.DiskUsageRequest
-	20,  // 96: bfs.NameServer.OpenSession:input_type -> bfs.OpenSessionRequest
-	22,  // 97: bfs.NameServer.KeepAlive:input_type -> bfs.KeepAliveRequest
-	24,  // 98: bfs.NameServer.CloseSession:input_type -> bfs.CloseSessionRequest
-	26,  // 99: bfs.NameServer.ListSessions:input_type -> bfs.ListSessionsRequest
-	31,  // 100: bfs.NameServer.AddBlock:input_type -> bfs.AddBlockRequest
-	33,  // 101: bfs.NameServer.SyncBlock:input_type -> bfs.SyncBlockRequest
-	35,  // 102: bfs.NameServer.FinishFile:input_type -> bfs.FinishFileRequest
-	37,  // 103: bfs.NameServer.GetFileLocation:input_type -> bfs.GetFileLocationRequest
-	39,  // 104: bfs.NameServer.LockDir:input_type -> bfs.LockDirRequest
-	41,  // 105: bfs.NameServer.UnlockDir:input_type -> bfs.UnlockDirRequest
-	45,  // 106: bfs.NameServer.GetDirLock:input_type -> bfs.GetDirLockRequest
-	47,  // 107: bfs.NameServer.ListDirLocks:input_type -> bfs.ListDirLocksRequest
-	49,  // 108: bfs.NameServer.WatchDirLocks:input_type -> bfs.WatchDirLocksRequest
-	51,  // 109: bfs.NameServer.GetLockHistory:input_type -> bfs.GetLockHistoryRequest
-	54,  // 110: bfs.NameServer.Register:input_type -> bfs.RegisterRequest
-	56,  // 111: bfs.NameServer.HeartBeat:input_type -> bfs.HeartBeatRequest
-	59,  // 112: bfs.NameServer.BlockReport:input_type -> bfs.BlockReportRequest
-	61,  // 113: bfs.NameServer.BlockReceived:input_type -> bfs.BlockReceivedRequest
-	64,  // 114: bfs.NameServer.ReportBadReplicas:input_type -> bfs.ReportBadReplicasRequest
-	66,  // 115: bfs.NameServer.GetSafeMode:input_type -> bfs.GetSafeModeRequest
-	68,  // 116: bfs.NameServer.LeaveSafeMode:input_type -> bfs.LeaveSafeModeRequest
-	70,  // 117: bfs.NameServer.Decommission:input_type -> bfs.DecommissionRequest
-	73,  // 118: bfs.NameServer.ListChunkservers:input_type -> bfs.ListChunkserversRequest
-	75,  // 119: bfs.NameServer.Fsck:input_type -> bfs.FsckRequest
-	80,  // 120: bfs.NameServer.ClusterStatus:input_type -> bfs.ClusterStatusRequest
-	83,  // 121: bfs.NameServer.AddMember:input_type -> bfs.AddMemberRequest
-	85,  // 122: bfs.NameServer.RemoveMember:input_type -> bfs.RemoveMemberRequest
-	87,  // 123: bfs.NameServer.TransferLeader:input_type -> bfs.TransferLeaderRequest
-	89,  // 124: bfs.NameServer.PublishMember:input_type -> bfs.PublishMemberRequest
-	2,   // 125: bfs.NameServer.Mkdir:output_type -> bfs.MkdirResponse
-	4,   // 126: bfs.NameServer.Create:output_type -> bfs.CreateResponse
-	6,   // 127: bfs.NameServer.Stat:output_type -> bfs.StatResponse
-	8,   // 128: bfs.NameServer.List:output_type -> bfs.ListResponse
-	10,  // 129: bfs.NameServer.DeleteFile:output_type -> bfs.DeleteFileResponse
-	12,  // 130: bfs.NameServer.DeleteDir:output_type -> bfs.DeleteDirResponse
-	14,  // 131: bfs.NameServer.Rename:output_type -> bfs.RenameResponse
-	16,  // 132: bfs.NameServer.Chmod:output_type -> bfs.ChmodResponse
-	18,  // 133: bfs.NameServer.DiskUsage:output_type -> bfs.DiskUsageResponse
-	21,  // 134: bfs.NameServer.OpenSession:output_type -> bfs.OpenSessionResponse
-	23,  // 135: bfs.NameServer.KeepAlive:output_type -> bfs.KeepAliveResponse
-	25,  // 136: bfs.NameServer.CloseSession:output_type -> bfs.CloseSessionResponse
-	28,  // 137: bfs.NameServer.ListSessions:output_type -> bfs.ListSessionsResponse
-	32,  // 138: bfs.NameServer.AddBlock:output_type -> bfs.AddBlockResponse
-	34,  // 139: bfs.NameServer.SyncBlock:output_type -> bfs.SyncBlockResponse
-	36,  // 140: bfs.NameServer.FinishFile:output_type -> bfs.FinishFileResponse
-	38,  // 141: bfs.NameServer.GetFileLocation:output_type -> bfs.GetFileLocationResponse
-	40,  // 142: bfs.NameServer.LockDir:output_type -> bfs.LockDirResponse
-	42,  // 143: bfs.NameServer.UnlockDir:output_type -> bfs.UnlockDirResponse
-	46,  // 144: bfs.NameServer.GetDirLock:output_type -> bfs.GetDirLockResponse
-	48,  // 145: bfs.NameServer.ListDirLocks:output_type -> bfs.ListDirLocksResponse
-	50,  // 146: bfs.NameServer.WatchDirLocks:output_type -> bfs.DirLockEvent
-	53,  // 147: bfs.NameServer.GetLockHistory:output_type -> bfs.GetLockHistoryResponse
-	55,  // 148: bfs.NameServer.Register:output_type -> bfs.RegisterResponse
-	57,  // 149: bfs.NameServer.HeartBeat:output_type -> bfs.HeartBeatResponse
-	60,  // 150: bfs.NameServer.BlockReport:output_type -> bfs.BlockReportResponse
-	62,  // 151: bfs.NameServer.BlockReceived:output_type -> bfs.BlockReceivedResponse
-	65,  // 152: bfs.NameServer.ReportBadReplicas:output_type -> bfs.ReportBadReplicasResponse
-	67,  // 153: bfs.NameServer.GetSafeMode:output_type -> bfs.GetSafeModeResponse
-	69,  // 154: bfs.NameServer.LeaveSafeMode:output_type -> bfs.LeaveSafeModeResponse
-	71,  // 155: bfs.NameServer.Decommission:output_type -> bfs.DecommissionResponse
-	74,  // 156: bfs.NameServer.ListChunkservers:output_type -> bfs.ListChunkserversResponse
-	79,  // 157: bfs.NameServer.Fsck:output_type -> bfs.FsckResponse
-	81,  // 158: bfs.NameServer.ClusterStatus:output_type -> bfs.ClusterStatusResponse
-	84,  // 159: bfs.NameServer.AddMember:output_type -> bfs.AddMemberResponse
-	86,  // 160: bfs.NameServer.RemoveMember:output_type -> bfs.RemoveMemberResponse
-	88,  // 161: bfs.NameServer.TransferLeader:output_type -> bfs.TransferLeaderResponse
-	90,  // 162: bfs.NameServer.PublishMember:output_type -> bfs.PublishMemberResponse
-	125, // [125:163] is the sub-list for method output_type
-	87,  // [87:125] is the sub-list for method input_type
-	87,  // [87:87] is the sub-list for extension type_name
-	87,  // [87:87] is the sub-list for extension extendee
-	0,   // [0:87] is the sub-list for field type_name
+	94,  // 0: bfs.MkdirRequest.fences:type_name -> bfs.Fence
+	95,  // 1: bfs.MkdirResponse.status:type_name -> bfs.StatusCode
+	96,  // 2: bfs.MkdirResponse.info:type_name -> bfs.FileInfo
+	20,  // 3: bfs.MkdirResponse.conflict:type_name -> bfs.LockConflict
+	94,  // 4: bfs.CreateRequest.fences:type_name -> bfs.Fence
+	95,  // 5: bfs.CreateResponse.status:type_name -> bfs.StatusCode
+	96,  // 6: bfs.CreateResponse.info:type_name -> bfs.FileInfo
+	20,  // 7: bfs.CreateResponse.conflict:type_name -> bfs.LockConflict
+	95,  // 8: bfs.StatResponse.status:type_name -> bfs.StatusCode
+	96,  // 9: bfs.StatResponse.info:type_name -> bfs.FileInfo
+	95,  // 10: bfs.ListResponse.status:type_name -> bfs.StatusCode
+	96,  // 11: bfs.ListResponse.entries:type_name -> bfs.FileInfo
+	94,  // 12: bfs.DeleteFileRequest.fences:type_name -> bfs.Fence
+	95,  // 13: bfs.DeleteFileResponse.status:type_name -> bfs.StatusCode
+	20,  // 14: bfs.DeleteFileResponse.conflict:type_name -> bfs.LockConflict
+	94,  // 15: bfs.DeleteDirRequest.fences:type_name -> bfs.Fence
+	95,  // 16: bfs.DeleteDirResponse.status:type_name -> bfs.StatusCode
+	20,  // 17: bfs.DeleteDirResponse.conflict:type_name -> bfs.LockConflict
+	94,  // 18: bfs.RenameRequest.fences:type_name -> bfs.Fence
+	95,  // 19: bfs.RenameResponse.status:type_name -> bfs.StatusCode
+	20,  // 20: bfs.RenameResponse.conflict:type_name -> bfs.LockConflict
+	94,  // 21: bfs.ChmodRequest.fences:type_name -> bfs.Fence
+	95,  // 22: bfs.ChmodResponse.status:type_name -> bfs.StatusCode
+	20,  // 23: bfs.ChmodResponse.conflict:type_name -> bfs.LockConflict
+	95,  // 24: bfs.DiskUsageResponse.status:type_name -> bfs.StatusCode
+	97,  // 25: bfs.LockConflict.lock_status:type_name -> bfs.LockStatus
+	95,  // 26: bfs.OpenSessionResponse.status:type_name -> bfs.StatusCode
+	95,  // 27: bfs.KeepAliveResponse.status:type_name -> bfs.StatusCode
+	95,  // 28: bfs.CloseSessionResponse.status:type_name -> bfs.StatusCode
+	95,  // 29: bfs.ListSessionsResponse.status:type_name -> bfs.StatusCode
+	28,  // 30: bfs.ListSessionsResponse.sessions:type_name -> bfs.SessionInfo
+	30,  // 31: bfs.LocatedBlock.replicas:type_name -> bfs.Replica
+	94,  // 32: bfs.AddBlockRequest.fences:type_name -> bfs.Fence
+	95,  // 33: bfs.AddBlockResponse.status:type_name -> bfs.StatusCode
+	31,  // 34: bfs.AddBlockResponse.block:type_name -> bfs.LocatedBlock
+	20,  // 35: bfs.AddBlockResponse.conflict:type_name -> bfs.LockConflict
+	94,  // 36: bfs.SyncBlockRequest.fences:type_name -> bfs.Fence
+	95,  // 37: bfs.SyncBlockResponse.status:type_name -> bfs.StatusCode
+	20,  // 38: bfs.SyncBlockResponse.conflict:type_name -> bfs.LockConflict
+	94,  // 39: bfs.FinishFileRequest.fences:type_name -> bfs.Fence
+	95,  // 40: bfs.FinishFileResponse.status:type_name -> bfs.StatusCode
+	96,  // 41: bfs.FinishFileResponse.info:type_name -> bfs.FileInfo
+	20,  // 42: bfs.FinishFileResponse.conflict:type_name -> bfs.LockConflict
+	95,  // 43: bfs.GetFileLocationResponse.status:type_name -> bfs.StatusCode
+	96,  // 44: bfs.GetFileLocationResponse.info:type_name -> bfs.FileInfo
+	31,  // 45: bfs.GetFileLocationResponse.blocks:type_name -> bfs.LocatedBlock
+	95,  // 46: bfs.LockDirResponse.status:type_name -> bfs.StatusCode
+	45,  // 47: bfs.LockDirResponse.lock:type_name -> bfs.DirLock
+	95,  // 48: bfs.UnlockDirResponse.status:type_name -> bfs.StatusCode
+	45,  // 49: bfs.UnlockDirResponse.lock:type_name -> bfs.DirLock
+	97,  // 50: bfs.DirLock.status:type_name -> bfs.LockStatus
+	44,  // 51: bfs.DirLock.pending:type_name -> bfs.PendingFile
+	95,  // 52: bfs.GetDirLockResponse.status:type_name -> bfs.StatusCode
+	45,  // 53: bfs.GetDirLockResponse.lock:type_name -> bfs.DirLock
+	97,  // 54: bfs.ListDirLocksRequest.status:type_name -> bfs.LockStatus
+	95,  // 55: bfs.ListDirLocksResponse.status:type_name -> bfs.StatusCode
+	45,  // 56: bfs.ListDirLocksResponse.locks:type_name -> bfs.DirLock
+	45,  // 57: bfs.DirLockEvent.lock:type_name -> bfs.DirLock
+	97,  // 58: bfs.DirLockEvent.previous:type_name -> bfs.LockStatus
+	95,  // 59: bfs.GetLockHistoryResponse.status:type_name -> bfs.StatusCode
+	53,  // 60: bfs.GetLockHistoryResponse.entries:type_name -> bfs.LockHistoryEntry
+	56,  // 61: bfs.RegisterRequest.volumes:type_name -> bfs.VolumeInfo
+	0,   // 62: bfs.VolumeInfo.state:type_name -> bfs.VolumeState
+	95,  // 63: bfs.RegisterResponse.status:type_name -> bfs.StatusCode
+	56,  // 64: bfs.HeartBeatRequest.volumes:type_name -> bfs.VolumeInfo
+	95,  // 65: bfs.HeartBeatResponse.status:type_name -> bfs.StatusCode
+	60,  // 66: bfs.BlockReportRequest.blocks:type_name -> bfs.ReportedBlock
+	95,  // 67: bfs.BlockReportResponse.status:type_name -> bfs.StatusCode
+	60,  // 68: bfs.BlockReceivedRequest.blocks:type_name -> bfs.ReportedBlock
+	95,  // 69: bfs.BlockReceivedResponse.status:type_name -> bfs.StatusCode
+	65,  // 70: bfs.ReportBadReplicasRequest.replicas:type_name -> bfs.BadReplica
+	95,  // 71: bfs.ReportBadReplicasResponse.status:type_name -> bfs.StatusCode
+	95,  // 72: bfs.GetSafeModeResponse.status:type_name -> bfs.StatusCode
+	95,  // 73: bfs.LeaveSafeModeResponse.status:type_name -> bfs.StatusCode
+	95,  // 74: bfs.DecommissionResponse.status:type_name -> bfs.StatusCode
+	74,  // 75: bfs.DecommissionResponse.chunkservers:type_name -> bfs.ChunkserverInfo
+	1,   // 76: bfs.ChunkserverInfo.state:type_name -> bfs.ChunkserverState
+	56,  // 77: bfs.ChunkserverInfo.volumes:type_name -> bfs.VolumeInfo
+	95,  // 78: bfs.ListChunkserversResponse.status:type_name -> bfs.StatusCode
+	74,  // 79: bfs.ListChunkserversResponse.chunkservers:type_name -> bfs.ChunkserverInfo
+	75,  // 80: bfs.ListChunkserversResponse.health:type_name -> bfs.BlockHealth
+	79,  // 81: bfs.FsckFile.blocks:type_name -> bfs.FsckBlock
+	95,  // 82: bfs.FsckResponse.status:type_name -> bfs.StatusCode
+	80,  // 83: bfs.FsckResponse.files:type_name -> bfs.FsckFile
+	81,  // 84: bfs.FsckResponse.totals:type_name -> bfs.FsckTotals
+	95,  // 85: bfs.ClusterStatusResponse.status:type_name -> bfs.StatusCode
+	85,  // 86: bfs.ClusterStatusResponse.members:type_name -> bfs.GroupMember
+	95,  // 87: bfs.AddMemberResponse.status:type_name -> bfs.StatusCode
+	95,  // 88: bfs.RemoveMemberResponse.status:type_name -> bfs.StatusCode
+	95,  // 89: bfs.TransferLeaderResponse.status:type_name -> bfs.StatusCode
+	98,  // 90: bfs.PublishMemberRequest.member:type_name -> bfs.Member
+	95,  // 91: bfs.PublishMemberResponse.status:type_name -> bfs.StatusCode
+	2,   // 92: bfs.NameServer.Mkdir:input_type -> bfs.MkdirRequest
+	4,   // 93: bfs.NameServer.Create:input_type -> bfs.CreateRequest
+	6,   // 94: bfs.NameServer.Stat:input_type -> bfs.StatRequest
+	8,   // 95: bfs.NameServer.List:input_type -> bfs.ListRequest
+	10,  // 96: bfs.NameServer.DeleteFile:input_type -> bfs.DeleteFileRequest
+	12,  // 97: bfs.NameServer.DeleteDir:input_type -> bfs.DeleteDirRequest
+	14,  // 98: bfs.NameServer.Rename:input_type -> bfs.RenameRequest
+	16,  // 99: bfs.NameServer.Chmod:input_type -> bfs.ChmodRequest
+	18,  // 100: bfs.NameServer.DiskUsage:input_type -> bfs.DiskUsageRequest
+	21,  // 101: bfs.NameServer.OpenSession:input_type -> bfs.OpenSessionRequest
+	23,  // 102: bfs.NameServer.KeepAlive:input_type -> bfs.KeepAliveRequest
+	25,  // 103: bfs.NameServer.CloseSession:input_type -> bfs.CloseSessionRequest
+	27,  // 104: bfs.NameServer.ListSessions:input_type -> bfs.ListSessionsRequest
+	32,  // 105: bfs.NameServer.AddBlock:input_type -> bfs.AddBlockRequest
+	34,  // 106: bfs.NameServer.SyncBlock:input_type -> bfs.SyncBlockRequest
+	36,  // 107: bfs.NameServer.FinishFile:input_type -> bfs.FinishFileRequest
+	38,  // 108: bfs.NameServer.GetFileLocation:input_type -> bfs.GetFileLocationRequest
+	40,  // 109: bfs.NameServer.LockDir:input_type -> bfs.LockDirRequest
+	42,  // 110: bfs.NameServer.UnlockDir:input_type -> bfs.UnlockDirRequest
+	46,  // 111: bfs.NameServer.GetDirLock:input_type -> bfs.GetDirLockRequest
+	48,  // 112: bfs.NameServer.ListDirLocks:input_type -> bfs.ListDirLocksRequest
+	50,  // 113: bfs.NameServer.WatchDirLocks:input_type -> bfs.WatchDirLocksRequest
+	52,  // 114: bfs.NameServer.GetLockHistory:input_type -> bfs.GetLockHistoryRequest
+	55,  // 115: bfs.NameServer.Register:input_type -> bfs.RegisterRequest
+	58,  // 116: bfs.NameServer.HeartBeat:input_type -> bfs.HeartBeatRequest
+	61,  // 117: bfs.NameServer.BlockReport:input_type -> bfs.BlockReportRequest
+	63,  // 118: bfs.NameServer.BlockReceived:input_type -> bfs.BlockReceivedRequest
+	66,  // 119: bfs.NameServer.ReportBadReplicas:input_type -> bfs.ReportBadReplicasRequest
+	68,  // 120: bfs.NameServer.GetSafeMode:input_type -> bfs.GetSafeModeRequest
+	70,  // 121: bfs.NameServer.LeaveSafeMode:input_type -> bfs.LeaveSafeModeRequest
+	72,  // 122: bfs.NameServer.Decommission:input_type -> bfs.DecommissionRequest
+	76,  // 123: bfs.NameServer.ListChunkservers:input_type -> bfs.ListChunkserversRequest
+	78,  // 124: bfs.NameServer.Fsck:input_type -> bfs.FsckRequest
+	83,  // 125: bfs.NameServer.ClusterStatus:input_type -> bfs.ClusterStatusRequest
+	86,  // 126: bfs.NameServer.AddMember:input_type -> bfs.AddMemberRequest
+	88,  // 127: bfs.NameServer.RemoveMember:input_type -> bfs.RemoveMemberRequest
+	90,  // 128: bfs.NameServer.TransferLeader:input_type -> bfs.TransferLeaderRequest
+	92,  // 129: bfs.NameServer.PublishMember:input_type -> bfs.PublishMemberRequest
+	3,   // 130: bfs.NameServer.Mkdir:output_type -> bfs.MkdirResponse
+	5,   // 131: bfs.NameServer.Create:output_type -> bfs.CreateResponse
+	7,   // 132: bfs.NameServer.Stat:output_type -> bfs.StatResponse
+	9,   // 133: bfs.NameServer.List:output_type -> bfs.ListResponse
+	11,  // 134: bfs.NameServer.DeleteFile:output_type -> bfs.DeleteFileResponse
+	13,  // 135: bfs.NameServer.DeleteDir:output_type -> bfs.DeleteDirResponse
+	15,  // 136: bfs.NameServer.Rename:output_type -> bfs.RenameResponse
+	17,  // 137: bfs.NameServer.Chmod:output_type -> bfs.ChmodResponse
+	19,  // 138: bfs.NameServer.DiskUsage:output_type -> bfs.DiskUsageResponse
+	22,  // 139: bfs.NameServer.OpenSession:output_type -> bfs.OpenSessionResponse
+	24,  // 140: bfs.NameServer.KeepAlive:output_type -> bfs.KeepAliveResponse
+	26,  // 141: bfs.NameServer.CloseSession:output_type -> bfs.CloseSessionResponse
+	29,  // 142: bfs.NameServer.ListSessions:output_type -> bfs.ListSessionsResponse
+	33,  // 143: bfs.NameServer.AddBlock:output_type -> bfs.AddBlockResponse
+	35,  // 144: bfs.NameServer.SyncBlock:output_type -> bfs.SyncBlockResponse
+	37,  // 145: bfs.NameServer.FinishFile:output_type -> bfs.FinishFileResponse
+	39,  // 146: bfs.NameServer.GetFileLocation:output_type -> bfs.GetFileLocationResponse
+	41,  // 147: bfs.NameServer.LockDir:output_type -> bfs.LockDirResponse
+	43,  // 148: bfs.NameServer.UnlockDir:output_type -> bfs.UnlockDirResponse
+	47,  // 149: bfs.NameServer.GetDirLock:output_type -> bfs.GetDirLockResponse
+	49,  // 150: bfs.NameServer.ListDirLocks:output_type -> bfs.ListDirLocksResponse
+	51,  // 151: bfs.NameServer.WatchDirLocks:output_type -> bfs.DirLockEvent
+	54,  // 152: bfs.NameServer.GetLockHistory:output_type -> bfs.GetLockHistoryResponse
+	57,  // 153: bfs.NameServer.Register:output_type -> bfs.RegisterResponse
+	59,  // 154: bfs.NameServer.HeartBeat:output_type -> bfs.HeartBeatResponse
+	62,  // 155: bfs.NameServer.BlockReport:output_type -> bfs.BlockReportResponse
+	64,  // 156: bfs.NameServer.BlockReceived:output_type -> bfs.BlockReceivedResponse
+	67,  // 157: bfs.NameServer.ReportBadReplicas:output_type -> bfs.ReportBadReplicasResponse
+	69,  // 158: bfs.NameServer.GetSafeMode:output_type -> bfs.GetSafeModeResponse
+	71,  // 159: bfs.NameServer.LeaveSafeMode:output_type -> bfs.LeaveSafeModeResponse
+	73,  // 160: bfs.NameServer.Decommission:output_type -> bfs.DecommissionResponse
+	77,  // 161: bfs.NameServer.ListChunkservers:output_type -> bfs.ListChunkserversResponse
+	82,  // 162: bfs.NameServer.Fsck:output_type -> bfs.FsckResponse
+	84,  // 163: bfs.NameServer.ClusterStatus:output_type -> bfs.ClusterStatusResponse
+	87,  // 164: bfs.NameServer.AddMember:output_type -> bfs.AddMemberResponse
+	89,  // 165: bfs.NameServer.RemoveMember:output_type -> bfs.RemoveMemberResponse
+	91,  // 166: bfs.NameServer.TransferLeader:output_type -> bfs.TransferLeaderResponse
+	93,  // 167: bfs.NameServer.PublishMember:output_type -> bfs.PublishMemberResponse
+	130, // [130:168] is the sub-list for method output_type
+	92,  // [92:130] is the sub-list for method input_type
+	92,  // [92:92] is the sub-list for extension type_name
+	92,  // [92:92] is the sub-list for extension extendee
+	0,   // [0:92] is the sub-list for field type_name
 }
 
 func init() { file_nameserver_proto_init() }
@@ -6987,8 +7451,8 @@ func file_nameserver_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_nameserver_proto_rawDesc), len(file_nameserver_proto_rawDesc)),
-			NumEnums:      1,
-			NumMessages:   90,
+			NumEnums:      2,
+			NumMessages:   92,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

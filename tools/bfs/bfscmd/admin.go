@@ -74,6 +74,6 @@ func (e *env) printSafeMode(sm sdk.SafeMode) {
 	if sm.Known > 0 {
 		share = 100 * float64(sm.Reported) / float64(sm.Known)
 	}
-	fmt.Fprintf(e.stdout, "safe mode %s: %d of %d known blocks reported (%.2f%%, threshold %.2f%%)\n",
-		state, sm.Reported, sm.Known, share, 100*sm.Threshold)
+	fmt.Fprintf(e.stdout, "safe mode %s: %d of %d known blocks reported (%.2f%%, threshold %.2f%%), %d chunkservers (%d wanted)\n",
+		state, sm.Reported, sm.Known, share, 100*sm.Threshold, sm.ReportedChunkservers, sm.MinChunkservers)
 }

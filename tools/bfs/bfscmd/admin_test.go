@@ -3,6 +3,7 @@ package bfscmd_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"slices"
 	"strings"
@@ -23,7 +24,7 @@ func TestAdminSafeMode(t *testing.T) {
 		require.Equal(t, 0, r.code, "bfs %q: %s", args, r.stderr)
 		return r.stdout
 	}
-	require.Equal(t, "safe mode OFF: 0 of 0 known blocks reported (100.00%, threshold 99.90%)\n", ok("admin", "safemode", "get"))
+	require.Regexp(t, `^safe mode OFF: 0 of 0 known blocks reported \(100\.00%, threshold 99\.90%\), [01] chunkservers \(0 wanted\)\n$`, ok("admin", "safemode", "get"))
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -38,8 +39,8 @@ func TestAdminSafeMode(t *testing.T) {
 
 	cl.StopChunkserver(0)
 	cl.RestartNameServer()
-	require.Equal(t, "safe mode ON: 0 of 1 known blocks reported (0.00%, threshold 99.90%)\n", ok("admin", "safemode", "get"))
-	require.Equal(t, "safe mode OFF (left by an operator): 0 of 1 known blocks reported (0.00%, threshold 99.90%)\n", ok("admin", "safemode", "leave"))
+	require.Equal(t, "safe mode ON: 0 of 1 known blocks reported (0.00%, threshold 99.90%), 0 chunkservers (0 wanted)\n", ok("admin", "safemode", "get"))
+	require.Equal(t, "safe mode OFF (left by an operator): 0 of 1 known blocks reported (0.00%, threshold 99.90%), 0 chunkservers (0 wanted)\n", ok("admin", "safemode", "leave"))
 	r := bfs(t, cl, "admin", "safemode", "enter")
 	require.Equal(t, 2, r.code, r.stderr)
 }
@@ -73,18 +74,32 @@ func TestAdminDecommissionReportFsck(t *testing.T) {
 	}
 	out := ok("admin", "report")
 	require.Contains(t, out, "Chunkservers: 3 live, 0 draining, 0 decommissioned, 0 dead\n")
-	for _, a := range cl.ChunkserverAddrs() {
-		require.Regexp(t, `(?m)^`+regexp.QuoteMeta(a)+` +\S+ +live `, out)
+	require.Contains(t, out, "Volumes of live chunkservers: 3 healthy, 0 full, 0 failed\n")
+	require.Regexp(t, `Blocks: \d+ under-replicated, 0 missing \(no good replica\), 0 corrupt replicas; repair: \d+ queued, \d+ copies in flight\n`, out)
+	for i, a := range cl.ChunkserverAddrs() {
+		require.Regexp(t, `(?m)^`+regexp.QuoteMeta(a)+` +\S+ +live .* 1 +- +\S+ ago +\S+ ago$`, out)
+		require.Regexp(t, `(?m)^`+regexp.QuoteMeta(a)+` +`+regexp.QuoteMeta(cl.ChunkserverConfig(i).DataDir)+` +healthy `, out)
 	}
 	var report struct {
 		Chunkservers []struct {
 			Address string `json:"address"`
 			State   string `json:"state"`
 			Blocks  int64  `json:"blocks"`
+			Volumes []struct {
+				Dir   string `json:"dir"`
+				State string `json:"state"`
+			} `json:"volumes"`
 		} `json:"chunkservers"`
+		Health struct {
+			Missing int64 `json:"missing_blocks"`
+		} `json:"health"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(ok("admin", "report", "-o", "json")), &report))
 	require.Len(t, report.Chunkservers, 3)
+	for _, c := range report.Chunkservers {
+		require.Len(t, c.Volumes, 1)
+		require.Equal(t, "healthy", c.Volumes[0].State)
+	}
 
 	// Another holds /g only, which no other chunkserver can take: it
 	// drains, with or without a repair running, and never gets there.
@@ -114,11 +129,15 @@ func TestAdminDecommissionReportFsck(t *testing.T) {
 	}, 30*time.Second, 10*time.Millisecond)
 	r = bfs(t, cl, "fsck", "/")
 	require.Equal(t, 1, r.code, r.stderr)
-	require.Regexp(t, `(?m)^/f: 4 bytes, replication 1\n  block \d+ \(4 bytes\): MISSING \(no live replica\)\n`, r.stdout)
+	require.Regexp(t, `(?m)^/f: 4 bytes, replication 1\n  block \d+ \(4 bytes\): MISSING \(no good replica\)\n`, r.stdout)
 	require.Regexp(t, `(?m)^/g: 4 bytes, replication 3\n  block \d+ \(4 bytes\): UNDER-REPLICATED \(2 of 3\); replicas `, r.stdout)
 	require.Regexp(t, `Missing blocks: +1\n`, r.stdout)
 	require.Contains(t, r.stdout, "The file system under / is CORRUPT\n")
-	require.Equal(t, "bfs: fsck /: 1 blocks have no live replica\n", r.stderr)
+	require.Equal(t, "bfs: fsck /: 1 blocks have no good replica\n", r.stderr)
+
+	r = bfs(t, cl, "fsck", "--list-corrupt", "/")
+	require.Equal(t, 1, r.code, r.stderr)
+	require.Equal(t, fmt.Sprintf("%d\tMISSING\t/f\n", loc.Blocks[0].ID)+"1 blocks with no good replica, 0 with a corrupt replica under /\n", r.stdout)
 
 	r = bfs(t, cl, "fsck", "-o", "json")
 	require.Equal(t, 1, r.code)

@@ -68,6 +68,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"chmod", "", "/a"}, `bfs chmod: invalid mode ""`},
 		{[]string{"nameserver", "extra"}, `bfs nameserver: unknown command "extra" for "bfs nameserver"`},
 		{[]string{"nameserver", "--data"}, "flag needs an argument: --data"},
+		{[]string{"chunkserver", "--data", "/a,,/b"}, `bfs chunkserver: --data "/a,,/b" names an empty directory`},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			r := run(t, append([]string{"--nameserver", unreachable, "--insecure"}, tc.args...)...)

@@ -7,6 +7,8 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/golang/glog"
@@ -21,19 +23,27 @@ func (e *env) chunkserverCommand() *cobra.Command {
 		Use:   "chunkserver",
 		Short: "Run a chunkserver until SIGINT or SIGTERM",
 		Args:  cobra.NoArgs,
-		RunE: e.run(func(cmd *cobra.Command, _ []string) error {
-			defaultLogToStderr(cmd.Flags())
-			defer glog.Flush()
-			cfg.NameServerAddr = e.nameserver
-			var err error
-			if cfg.TLS, cfg.Insecure, err = e.nodeCreds(); err != nil {
-				return err
-			}
-			return e.serveChunkserver(cmd.Context(), cfg)
-		}),
 	}
+	data := cfg.DataDir
+	cmd.RunE = e.run(func(cmd *cobra.Command, _ []string) error {
+		defaultLogToStderr(cmd.Flags())
+		defer glog.Flush()
+		dirs := strings.Split(data, ",")
+		if slices.Contains(dirs, "") {
+			return usagef("--data %q names an empty directory", data)
+		}
+		cfg.DataDir, cfg.DataDirs = "", dirs
+		cfg.NameServerAddr = e.nameserver
+		var err error
+		if cfg.TLS, cfg.Insecure, err = e.nodeCreds(); err != nil {
+			return err
+		}
+		return e.serveChunkserver(cmd.Context(), cfg)
+	})
 	f := cmd.Flags()
-	f.StringVar(&cfg.DataDir, "data", cfg.DataDir, "data directory (block files)")
+	f.StringVar(&data, "data", data, "data directories, one per disk, comma-separated: each is a volume with its own block store and meta log")
+	f.IntVar(&cfg.FailedVolumesTolerated, "failed-volumes-tolerated", cfg.FailedVolumesTolerated,
+		"failed volumes the chunkserver keeps serving with; past it, it stops (-1: while one volume is left)")
 	f.StringVar(&cfg.ListenAddr, "listen", cfg.ListenAddr, "gRPC listen address")
 	f.StringVar(&cfg.HostID, "host-id", cfg.HostID, "machine name for placing replicas on distinct hosts (default: the advertised address's host)")
 	f.StringVar(&cfg.AdvertiseAddr, "advertise", cfg.AdvertiseAddr, "address given to the nameserver and clients (default: the listen address)")
@@ -60,7 +70,7 @@ func (e *env) serveChunkserver(ctx context.Context, cfg chunkserver.Config) erro
 	if err != nil {
 		return errors.Join(err, lis.Close())
 	}
-	fmt.Fprintf(e.stdout, "chunkserver listening on %s (data %s, nameserver %s)\n", lis.Addr(), cfg.DataDir, cfg.NameServerAddr)
+	fmt.Fprintf(e.stdout, "chunkserver listening on %s (data %s, nameserver %s)\n", lis.Addr(), strings.Join(cfg.DataDirs, ","), cfg.NameServerAddr)
 	err = srv.Serve(ctx, lis)
 	if cerr := srv.Close(); err == nil {
 		err = cerr

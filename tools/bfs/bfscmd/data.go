@@ -2,6 +2,7 @@ package bfscmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -10,16 +11,22 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/bfs-go/bfs/internal/fspath"
 	"github.com/bfs-go/bfs/internal/printable"
 	"github.com/bfs-go/bfs/sdk"
 )
+
+// copyingSuffix names the file a put writes before it is complete; the
+// put renames it to its name once closed, as hdfs dfs -put does, so a
+// put that fails leaves nothing that looks complete.
+const copyingSuffix = "._COPYING_"
 
 func (e *env) putCommand() *cobra.Command {
 	var overwrite bool
 	var replication int
 	cmd := &cobra.Command{
 		Use:   "put LOCAL PATH",
-		Short: "Copy a local file (or - for standard input) into the file system",
+		Short: "Copy a local file (or - for standard input) into the file system (written as PATH._COPYING_, renamed PATH when complete)",
 		Args:  cobra.ExactArgs(2),
 	}
 	cmd.Flags().BoolVarP(&overwrite, "force", "f", false, "overwrite an existing file")
@@ -28,16 +35,21 @@ func (e *env) putCommand() *cobra.Command {
 		if replication < 0 {
 			return usagef("replication must not be negative")
 		}
+		dst, err := fspath.Clean(args[1])
+		if err != nil {
+			return fmt.Errorf("put %s: %w", printable.String(args[1]), sdk.ErrInvalidArgument)
+		}
+		if err := checkPutTarget(ctx, c, dst, overwrite); err != nil {
+			return err
+		}
 		src, size, err := openLocal(args[0])
 		if err != nil {
 			return err
 		}
 		defer src.Close()
-		opts := []sdk.CreateOption{sdk.Replication(replication)}
-		if overwrite {
-			opts = append(opts, sdk.Overwrite())
-		}
-		w, err := c.Create(ctx, args[1], opts...)
+		tmp := dst + copyingSuffix
+		// A _COPYING_ file left by a put that died is replaced.
+		w, err := c.Create(ctx, tmp, sdk.Replication(replication), sdk.Overwrite())
 		if err != nil {
 			return err
 		}
@@ -46,11 +58,50 @@ func (e *env) putCommand() *cobra.Command {
 		p.done()
 		if err != nil {
 			w.Close()
-			return fmt.Errorf("put %s: %w", args[1], err)
+			return e.dropCopying(c, dst, tmp, err)
 		}
-		return w.CloseContext(ctx)
+		if err := w.CloseContext(ctx); err != nil {
+			return e.dropCopying(c, dst, tmp, err)
+		}
+		if err := checkPutTarget(ctx, c, dst, overwrite); err != nil {
+			e.dropCopying(c, dst, tmp, err)
+			return err
+		}
+		if err := c.Rename(ctx, tmp, dst); err != nil {
+			return e.dropCopying(c, dst, tmp, err)
+		}
+		return nil
 	})
 	return cmd
+}
+
+// checkPutTarget refuses a put over an existing file without overwrite.
+// (Checked before the copy and again before the rename, which would
+// replace a file: one made in between is not overwritten, but a window
+// remains.)
+func checkPutTarget(ctx context.Context, c *sdk.Client, dst string, overwrite bool) error {
+	if overwrite {
+		return nil
+	}
+	_, err := c.Stat(ctx, dst)
+	switch {
+	case err == nil:
+		return fmt.Errorf("put %s: %w (--force to overwrite)", printable.String(dst), sdk.ErrExists)
+	case errors.Is(err, sdk.ErrNotFound):
+		return nil
+	}
+	return err
+}
+
+// dropCopying removes the _COPYING_ file of a put to dst that failed with
+// err, and returns err; a failure to remove it is said too.
+func (e *env) dropCopying(c *sdk.Client, dst, tmp string, err error) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if rerr := c.Remove(ctx, tmp); rerr != nil && !errors.Is(rerr, sdk.ErrNotFound) {
+		fmt.Fprintf(e.stderr, "bfs: put: the incomplete copy %s stays: %v\n", printable.String(tmp), rerr)
+	}
+	return fmt.Errorf("put %s: %w", printable.String(dst), err)
 }
 
 func openLocal(name string) (io.ReadCloser, int64, error) {

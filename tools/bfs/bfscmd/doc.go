@@ -4,7 +4,9 @@
 // get, cat, location), fsck, and the operators' admin commands (safemode,
 // report, decommission, fsck), and cert, which makes and lists the
 // certificates of mutual TLS. The main package only calls Main, so the
-// whole tool runs in-process in tests.
+// whole tool runs in-process in tests. put writes PATH._COPYING_ and
+// renames it to PATH once it is closed, so a put that fails leaves
+// nothing under PATH; admin report shows every chunkserver's volumes.
 //
 // Every connection is mutual TLS with the certificates of --certs-dir,
 // $BFS_CERTS_DIR or ./bfs-data/certs (certs.FindDir): file commands present
@@ -14,7 +16,7 @@
 // --insecure.
 //
 // Exit codes: 0 on success, 1 when the file system refused or failed an
-// operation (and for fsck when a block has no live replica), 2 for a
+// operation (and for fsck when a block has no good replica), 2 for a
 // usage error (unknown command or flag, wrong number of arguments, a
 // malformed mode). Errors go to stderr as "bfs: <error>".
 // Names, paths, holders and errors are printed with their control

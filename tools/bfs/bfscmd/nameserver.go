@@ -70,7 +70,11 @@ and is added with 'bfs cluster add NAME RAFT_ADDRESS'.`,
 	f.DurationVar(&cfg.ReportInterval, "report-interval", cfg.ReportInterval, "full block report interval chunkservers are told to use")
 	f.Float64Var(&cfg.SafeModeThreshold, "safemode-threshold", cfg.SafeModeThreshold,
 		"share of known blocks, in (0, 1], that must be reported before safe mode ends by itself")
-	f.Int64Var(&cfg.MinFreeBytes, "min-free-bytes", cfg.MinFreeBytes, "a chunkserver with less free disk space is never picked for a new block (0 for no floor)")
+	f.IntVar(&cfg.SafeModeMinChunkservers, "safemode-min-chunkservers", cfg.SafeModeMinChunkservers,
+		"chunkservers that must have sent a full block report before safe mode ends by itself (besides the threshold)")
+	f.Int64Var(&cfg.MinFreeBytes, "min-free-bytes", cfg.MinFreeBytes, "a volume with less free space is never picked for a new block (0 for no floor)")
+	f.Float64Var(&cfg.MaxVolumeFill, "max-volume-fill", cfg.MaxVolumeFill,
+		"share of its capacity, in (0, 1], past which a volume is never picked for a new block (1: up to --min-free-bytes)")
 	f.IntVar(&cfg.MinReplication, "min-replication", cfg.MinReplication,
 		"fewest replicas a new block may start with when fewer live chunkservers exist than its file's replication")
 	f.DurationVar(&cfg.RepairInterval, "repair-interval", cfg.RepairInterval,

@@ -392,13 +392,18 @@ func TestScale(t *testing.T) {
 func TestRepair(t *testing.T) {
 	t.Parallel()
 	png := filepath.Join(t.TempDir(), "repair.png")
-	out, rows := run(t, "repair", "--size", "12MiB", "--file-size", "1MiB", "--plot", png)
+	out, rows := run(t, "repair", "--size", "12MiB", "--file-size", "1MiB", "--putters", "2", "--put-size", "64KiB", "--put-time", "300ms", "--plot", png)
 	checkPNG(t, png)
-	for _, name := range []string{"raw write", "raw read", "repair", "repair / (raw write / 2)"} {
+	for _, name := range []string{"raw write", "raw read", "repair", "repair / (raw write / 2)", "repair during puts", "put p99 during / without repair"} {
 		want(t, rows, name, "1", "", "value")
 	}
-	if !strings.Contains(out, "repair / (raw write / 2)") {
-		t.Errorf("table:\n%s", out)
+	for _, name := range []string{"put, no repair", "put, during repair"} {
+		want(t, rows, name, "2", "", "ops", "p99_ms")
+	}
+	for _, s := range []string{"repair / (raw write / 2)", "put p99 during a repair (without one)"} {
+		if !strings.Contains(out, s) {
+			t.Errorf("no %q in:\n%s", s, out)
+		}
 	}
 }
 

@@ -266,5 +266,10 @@ func repairVerdicts(results []bench.Result) []verdict {
 		v.target, v.met = atLeast(r.Value, repairTarget, "x")
 		vs = append(vs, v)
 	}
+	quiet, during := named(results, putQuietRow), named(results, putDuringRow)
+	if len(quiet) == 1 && len(during) == 1 {
+		vs = append(vs, verdict{figure: "put p99 during a repair (without one)",
+			measured: fmt.Sprintf("%v (%v)", during[0].P99.Round(time.Millisecond), quiet[0].P99.Round(time.Millisecond))})
+	}
 	return vs
 }

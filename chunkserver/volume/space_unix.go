@@ -1,8 +1,11 @@
 //go:build linux || darwin || freebsd
 
-package chunkserver
+package volume
 
-import "syscall"
+import (
+	"errors"
+	"syscall"
+)
 
 // diskSpace returns the size of the file system holding dir and the bytes
 // on it free to an unprivileged user; 0, 0 if it cannot tell.
@@ -12,4 +15,9 @@ func diskSpace(dir string) (capacity, free int64) {
 		return 0, 0
 	}
 	return int64(st.Blocks) * int64(st.Bsize), int64(st.Bavail) * int64(st.Bsize)
+}
+
+// noSpace reports whether err is a disk (or quota) being full.
+func noSpace(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
 }
