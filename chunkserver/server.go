@@ -17,8 +17,8 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
 
-	"github.com/bfs-go/bfs/internal/certs"
 	"github.com/bfs-go/bfs/chunkserver/volume"
+	"github.com/bfs-go/bfs/internal/certs"
 	"github.com/bfs-go/bfs/internal/daemon"
 	"github.com/bfs-go/bfs/internal/nsgroup"
 	"github.com/bfs-go/bfs/proto/bfspb"
@@ -151,7 +151,6 @@ func (s *Server) volumeChanged() {
 
 // Volumes describes the chunkserver's volumes.
 func (s *Server) Volumes() []volume.Status { return s.vols.Status() }
-
 
 // idempotentCalls are the chunkserver's calls to the nameserver that may
 // be sent again when their outcome is unknown (a leader change): each
