@@ -16,7 +16,6 @@ package sandbox
 import (
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/bfs-go/bfs/chunkserver"
@@ -88,8 +87,6 @@ type Sandbox struct {
 	// httpAddrs are where each daemon's HTTP port last listened (with
 	// Config.HTTP): the nameservers' first, then the chunkservers'.
 	httpAddrs []string
-	mu        sync.Mutex
-	errs      []error
 }
 
 // Start starts the cluster. Close stops it.
@@ -169,12 +166,6 @@ func (s *Sandbox) waitReady() error {
 	}
 }
 
-func (s *Sandbox) fail(err error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.errs = append(s.errs, err)
-}
-
 // Close stops every daemon and returns the first error any of them had.
 func (s *Sandbox) Close() error {
 	var errs []error
@@ -184,8 +175,5 @@ func (s *Sandbox) Close() error {
 	for i := range s.nameservers {
 		errs = append(errs, s.StopNameServer(i))
 	}
-	err := errors.Join(errs...)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return errors.Join(append(s.errs, err)...)
+	return errors.Join(errs...)
 }
