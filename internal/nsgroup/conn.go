@@ -149,6 +149,31 @@ func (c *Conn) conn(addr string) (*grpc.ClientConn, error) {
 	return cc, nil
 }
 
+// redial replaces the connection to addr, old, which failed, by a new
+// one. A failed connection is dialed again only after gRPC's reconnect
+// backoff, which grows to two minutes, and reports the old failure until
+// then (its state stays TRANSIENT_FAILURE while it tries); a member that
+// was down a moment ago may be back, and lead. A new connection dials at
+// once, and its state tells whether that dial failed. Nothing is under way
+// on a failed connection, so closing it cuts nothing short.
+func (c *Conn) redial(addr string, old *grpc.ClientConn) (*grpc.ClientConn, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.mu.closed {
+		return nil, status.Error(codes.Canceled, "nsgroup: connection closed")
+	}
+	if cur := c.mu.conns[addr]; cur != old {
+		return cur, nil // another call redialed it already
+	}
+	cc, err := grpc.NewClient(addr, c.cfg.DialOptions...)
+	if err != nil {
+		return nil, fmt.Errorf("nsgroup: dial %s: %w", addr, err)
+	}
+	c.mu.conns[addr] = cc
+	old.Close()
+	return cc, nil
+}
+
 // follow makes addr the leader calls go to first, adding it to the list
 // if it is new.
 func (c *Conn) follow(addr string) {
@@ -188,12 +213,16 @@ func (c *Conn) Invoke(parent context.Context, method string, args, reply any, op
 	defer cancel()
 	backoff := retry.New(50*time.Millisecond, time.Second)
 	addr := c.Leader()
-	tried, unreached := 0, 0
+	// unreached holds the members found unreachable since one was last
+	// reached; tried counts the moves to the next member.
+	unreached := make(map[string]bool)
+	tried := 0
 	for {
 		hint, err := c.invokeOn(ctx, addr, method, args, reply, opts)
-		var ns errNotSent
-		if errors.As(err, &ns) {
-			unreached++
+		if ns := (errNotSent{}); errors.As(err, &ns) {
+			unreached[addr] = true
+		} else {
+			clear(unreached)
 		}
 		switch {
 		case err == nil && hint == "":
@@ -202,12 +231,15 @@ func (c *Conn) Invoke(parent context.Context, method string, args, reply any, op
 			c.follow(hint)
 			addr = hint
 			continue
-		case err != nil && !c.retryable(method, err):
-			return err
 		case parent.Err() != nil:
 			return status.FromContextError(parent.Err()).Err()
 		case ctx.Err() != nil:
+			// Patience ran out, perhaps with the call under way: UNAVAILABLE
+			// (not applied, or the outcome unknown), never the deadline of a
+			// context the caller did not set.
 			return status.Errorf(codes.Unavailable, "no nameserver of %v leads (last: %v)", c.cfg.Addrs, errOrNotLeader(err))
+		case err != nil && !c.retryable(method, err):
+			return err
 		}
 		// No leader named, or the member cannot be reached: the next one,
 		// and a pause after each round. A round in which no member could
@@ -218,10 +250,9 @@ func (c *Conn) Invoke(parent context.Context, method string, args, reply any, op
 		if tried%c.members() != 0 {
 			continue
 		}
-		if unreached == c.members() {
+		if len(unreached) >= c.members() {
 			return status.Errorf(codes.Unavailable, "no nameserver of %v could be reached (last: %v)", c.cfg.Addrs, err)
 		}
-		unreached = 0
 		if !retry.Sleep(ctx, clock.Real{}, backoff) {
 			if parent.Err() != nil {
 				return status.FromContextError(parent.Err()).Err()
@@ -247,6 +278,13 @@ func (c *Conn) invokeOn(ctx context.Context, addr, method string, args, reply an
 		return "", err
 	}
 	down, err := c.connect(ctx, cc)
+	if err == nil && down {
+		// It failed before, perhaps long ago: try now (see redial).
+		if cc, err = c.redial(addr, cc); err != nil {
+			return "", err
+		}
+		down, err = c.connect(ctx, cc)
+	}
 	if err != nil {
 		return "", errNotSent{addr, err}
 	}
@@ -324,6 +362,9 @@ func (c *Conn) retryable(method string, err error) bool {
 func (c *Conn) NewStream(ctx context.Context, desc *grpc.StreamDesc, method string, opts ...grpc.CallOption) (grpc.ClientStream, error) {
 	addr := c.Leader()
 	cc, err := c.conn(addr)
+	if err == nil && cc.GetState() == connectivity.TransientFailure {
+		cc, err = c.redial(addr, cc)
+	}
 	if err != nil {
 		return nil, err
 	}

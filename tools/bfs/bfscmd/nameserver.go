@@ -91,13 +91,16 @@ and is added with 'bfs cluster add NAME RAFT_ADDRESS'.`,
 func (e *env) serveNameServer(ctx context.Context, cfg nameserver.Config) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	srv, err := nameserver.New(cfg)
+	// The client port first: a Raft port left to the kernel (a group of
+	// one without --raft-listen) must not take the client port a
+	// restarted nameserver was just given back.
+	lis, err := net.Listen("tcp", cfg.ListenAddr)
 	if err != nil {
 		return err
 	}
-	lis, err := net.Listen("tcp", cfg.ListenAddr)
+	srv, err := nameserver.New(cfg)
 	if err != nil {
-		return errors.Join(err, srv.Close())
+		return errors.Join(err, lis.Close())
 	}
 	fmt.Fprintf(e.stdout, "nameserver listening on %s (data %s)\n", lis.Addr(), cfg.DataDir)
 	err = srv.Serve(ctx, lis)
