@@ -332,6 +332,22 @@ func TestSessionExpiryClosesAbandonedFile(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, bfspb.StatusCode_OK, open.Status)
 	sid := open.SessionId
+	// The writer is alive until its last sync: keep its session alive
+	// until then, however slowly the machine runs the set-up.
+	alive := make(chan struct{})
+	var keeper sync.WaitGroup
+	keeper.Go(func() {
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-alive:
+				return
+			case <-tick.C:
+				raw.KeepAlive(ctx, &bfspb.KeepAliveRequest{SessionId: sid})
+			}
+		}
+	})
 	cr, err := raw.Create(ctx, &bfspb.CreateRequest{Path: "/abandoned", SessionId: sid, OpenForWrite: true})
 	require.NoError(t, err)
 	require.Equal(t, bfspb.StatusCode_OK, cr.Status)
@@ -365,7 +381,10 @@ func TestSessionExpiryClosesAbandonedFile(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, bfspb.StatusCode_OK, sy.Status)
 
-	// No keep-alive: the session expires after 500ms and recovery runs.
+	// The writer dies: no more keep-alives; the session expires 500ms
+	// after the last one and recovery runs.
+	close(alive)
+	keeper.Wait()
 	fi := waitFileClosed(t, c, "/abandoned")
 	require.EqualValues(t, 200<<10, fi.Size, "the agreed length is the shortest replica, which holds every synced byte")
 	require.True(t, bytes.Equal(data[:200<<10], get(t, c, "/abandoned")))

@@ -263,7 +263,9 @@ func TestLockCheckCutShortByCallerIsRetried(t *testing.T) {
 	require.NoError(t, r.err)
 	waitClosed(t, r.l.Done(), "Done of /t, found unlocked by the watch's lookup")
 	require.ErrorIs(t, r.l.Err(), sdk.ErrLockLost)
-	require.Equal(t, 2, f.callsOf("/t"))
+	// LockDir's lookup and the watch's own; the watch may look again if
+	// its lookup failed (a loaded machine), never fewer.
+	require.GreaterOrEqual(t, f.callsOf("/t"), 2)
 }
 
 // TestLockWhosePathIsNoLongerADirectoryIsLost: after a stream restart the
