@@ -147,9 +147,9 @@ typedef uint64_t bfs_lock;
 /* Options of bfs_fs_open. Zero-initialize, then set what you need: a zero
  * field means its default. */
 typedef struct bfs_options {
-  /* The nameserver, "host:port" (required). A comma-separated list names a
-   * nameserver group; this version follows one nameserver and refuses a
-   * list of more with BFS_ERR_UNIMPLEMENTED. */
+  /* The nameserver, "host:port" (required), or a comma-separated list of
+   * the members of a nameserver group ("10.0.0.1:8828,10.0.0.2:8828,..."):
+   * calls go to the group's leader and follow it when it moves. */
   const char* nameservers;
   /* The holder id recorded with the session and its locks (the tablet
    * server's "ip:port"). NULL: "ip:pid:start-time" of this process. */
@@ -162,12 +162,21 @@ typedef struct bfs_options {
    * fast when the nameserver cannot be reached). Lock waits are bounded by
    * their own argument instead. */
   int64_t call_timeout_ms;
-  /* Mutual TLS: PEM files of the CA, this client's certificate and its
-   * key. Reserved: this version speaks plaintext only and refuses them with
-   * BFS_ERR_UNIMPLEMENTED. */
-  const char* tls_ca_file;
-  const char* tls_cert_file;
-  const char* tls_key_file;
+  /* Mutual TLS: the certificates directory, in the layout `bfs cert`
+   * makes (ca.crt, client.USER.crt, client.USER.key), read again when its
+   * files change. NULL: $BFS_CERTS_DIR, else ./bfs-data/certs (where
+   * `bfs sandbox` makes them) when it holds a CA. None found, and insecure
+   * not set, is BFS_ERR_INVALID_ARGUMENT. */
+  const char* certs_dir;
+  /* The client certificate presented: client.USER.crt of certs_dir. NULL:
+   * "bfs", the sandbox's client. A master that clears dead servers' locks
+   * (BFS_UNLOCK_FORCE) needs an admin certificate ("admin" in the
+   * sandbox); other identities get BFS_ERR_PERMISSION_DENIED. The session
+   * belongs to this identity. */
+  const char* user;
+  /* Nonzero: plaintext, for a cluster run with --insecure (certs_dir must
+   * then be NULL). */
+  int insecure;
 } bfs_options;
 
 /* Connects to the nameserver and opens a session, so that an unreachable

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bfs-go/bfs/internal/certs"
+	"github.com/bfs-go/bfs/internal/nsgroup"
 	"github.com/bfs-go/bfs/sdk"
 )
 
@@ -44,8 +46,11 @@ var (
 
 // fsConfig is bfs_options in Go.
 type fsConfig struct {
-	addr, holder string
-	ttl, timeout time.Duration
+	addrs, holder string
+	ttl, timeout  time.Duration
+	// certsDir is the certificates directory, "" for plaintext; user the
+	// client certificate in it.
+	certsDir, user string
 }
 
 // configFromC checks and copies o.
@@ -54,31 +59,51 @@ func configFromC(o *C.bfs__coptions) (fsConfig, error) {
 	if o.nameservers == nil {
 		return cfg, invalid("fs_open", "no nameserver (options.nameservers is NULL)")
 	}
-	var addrs []string
-	for _, a := range strings.Split(C.GoString(o.nameservers), ",") {
-		if a = strings.TrimSpace(a); a != "" {
-			addrs = append(addrs, a)
-		}
-	}
+	addrs, err := nsgroup.ParseAddrs(C.GoString(o.nameservers))
 	switch {
-	case len(addrs) == 0:
-		return cfg, invalid("fs_open", "no nameserver (options.nameservers is empty)")
-	case len(addrs) > 1:
-		return cfg, fmt.Errorf("fs_open: %w: %d nameservers given; this version follows one", sdk.ErrUnimplemented, len(addrs))
-	case o.tls_ca_file != nil || o.tls_cert_file != nil || o.tls_key_file != nil:
-		return cfg, fmt.Errorf("fs_open: %w: TLS options; this version speaks plaintext only", sdk.ErrUnimplemented)
+	case err != nil:
+		return cfg, invalid("fs_open", "options.nameservers: %v", err)
 	case o.session_ttl_ms < 0:
 		return cfg, invalid("fs_open", "session_ttl_ms %d is negative", int64(o.session_ttl_ms))
 	case o.call_timeout_ms < 0:
 		return cfg, invalid("fs_open", "call_timeout_ms %d is negative", int64(o.call_timeout_ms))
 	}
-	cfg.addr = addrs[0]
+	cfg.addrs = strings.Join(addrs, ",")
 	if o.holder != nil {
 		cfg.holder = C.GoString(o.holder)
 	}
 	cfg.ttl = time.Duration(o.session_ttl_ms) * time.Millisecond
 	cfg.timeout = time.Duration(o.call_timeout_ms) * time.Millisecond
-	return cfg, nil
+	cfg.certsDir, cfg.user, err = tlsFromC(o)
+	return cfg, err
+}
+
+// tlsFromC resolves the TLS options as the tools resolve --certs-dir,
+// --user and --insecure.
+func tlsFromC(o *C.bfs__coptions) (dir, user string, err error) {
+	if o.certs_dir != nil {
+		dir = C.GoString(o.certs_dir)
+	}
+	user = certs.ClientUser
+	if o.user != nil {
+		user = C.GoString(o.user)
+	}
+	switch {
+	case o.insecure != 0 && dir != "":
+		return "", "", invalid("fs_open", "options.insecure and options.certs_dir exclude each other")
+	case o.insecure != 0:
+		return "", "", nil
+	}
+	if dir = certs.FindDir(dir); dir == "" {
+		return "", "", invalid("fs_open", "no certificates: set options.certs_dir or $%s (the sandbox's are in %s), or options.insecure for a cluster run without TLS",
+			certs.EnvDir, certs.SandboxDir)
+	}
+	// Read here, so that a missing or bad certificate is a bad option
+	// rather than a failure to reach the nameserver.
+	if _, err := certs.LoadClient(dir, user); err != nil {
+		return "", "", invalid("fs_open", "%v", err)
+	}
+	return dir, user, nil
 }
 
 // openFS dials the nameserver and opens the session.
@@ -90,16 +115,19 @@ func openFS(cfg fsConfig) (*fsys, error) {
 	if cfg.ttl > 0 {
 		opts = append(opts, sdk.WithSessionTTL(cfg.ttl))
 	}
+	if cfg.certsDir != "" {
+		opts = append(opts, sdk.WithCertsDir(cfg.certsDir, cfg.user))
+	}
 	f := &fsys{timeout: cfg.timeout}
 	f.ctx, f.cancel = context.WithCancel(context.Background())
 	ctx, cancel := f.callCtx()
 	defer cancel()
-	c, err := sdk.Dial(ctx, cfg.addr, opts...)
+	c, err := sdk.Dial(ctx, cfg.addrs, opts...)
 	if err == nil {
 		f.client = c
 		_, err = c.Session(ctx)
 		if err != nil {
-			err = errors.Join(fmt.Errorf("open a session on %s: %w", cfg.addr, err), c.Close())
+			err = errors.Join(fmt.Errorf("open a session on %s: %w", cfg.addrs, err), c.Close())
 		}
 	}
 	if err != nil {

@@ -162,13 +162,15 @@ func buildVariant(ctx context.Context, v variant) error {
 }
 
 // runProgram runs program name in every variant that builds it against a
-// new cluster, each under its own root, and fails the test unless it exits
-// 0 having printed PASS. Its output goes to the test log. BFS_DFS_PLUGIN
-// names the variant's plugin.
-func runProgram(t *testing.T, name string) {
+// new cluster (secure, as a sandbox is, started with opts), each under its
+// own root, and fails the test unless it exits 0 having printed PASS. Its
+// output goes to the test log. The program finds the cluster in
+// BFS_NAMESERVER (every nameserver, the leader last, so that a client
+// that did not follow the group would fail), its certificates in
+// BFS_CERTS_DIR, and the variant's plugin in BFS_DFS_PLUGIN.
+func runProgram(t *testing.T, name string, opts ...testcluster.Option) {
 	buildPrograms(t)
-	// Plaintext: libbfs takes no certificates yet.
-	c := testcluster.Start(t, testcluster.WithChunkservers(3), testcluster.Insecure())
+	c := testcluster.Start(t, append([]testcluster.Option{testcluster.WithChunkservers(3)}, opts...)...)
 	i := slices.IndexFunc(programs, func(p program) bool { return p.name == name })
 	for _, v := range variants() {
 		if !programs[i].builds(v) {
@@ -180,11 +182,19 @@ func runProgram(t *testing.T, name string) {
 			dir := filepath.Join(programsDir, v.name)
 			cmd := exec.CommandContext(ctx, filepath.Join(dir, name))
 			cmd.Env = append(os.Environ(), v.env...)
-			cmd.Env = append(cmd.Env, "BFS_NAMESERVER="+c.NameServerAddr, "BFS_TEST_ROOT=/"+name+"-"+v.name,
-				"BFS_DFS_PLUGIN="+filepath.Join(dir, pluginName))
+			cmd.Env = append(cmd.Env, "BFS_NAMESERVER="+nameservers(c), "BFS_TEST_ROOT=/"+name+"-"+v.name,
+				"BFS_CERTS_DIR="+c.CertsDir(), "BFS_DFS_PLUGIN="+filepath.Join(dir, pluginName))
 			check(t, name+" ("+v.name+")", cmd, "PASS")
 		})
 	}
+}
+
+// nameservers is the cluster's nameserver list, its leader last.
+func nameservers(c *testcluster.Cluster) string {
+	addrs := c.NameServerAddrs()
+	leader := addrs[c.LeaderIndex()]
+	addrs = slices.DeleteFunc(addrs, func(a string) bool { return a == leader })
+	return strings.Join(append(addrs, leader), ",")
 }
 
 // check runs cmd and fails the test unless it exits 0 having printed the
@@ -224,8 +234,12 @@ func TestDfsAdapter(t *testing.T) { runProgram(t, "dfs_test") }
 // TestTeraPlugin runs testdata/tera_plugin_test.cc: the adapter built as
 // libbfs_dfs.so, loaded and called as Tera loads and calls a DFS plugin
 // (its ABI, open flags and errno), and the failover of a tablet between
-// tablet-server processes, a holder killed with SIGKILL included.
-func TestTeraPlugin(t *testing.T) { runProgram(t, "tera_plugin_test") }
+// tablet-server processes, a holder killed with SIGKILL included. The
+// cluster's nameservers are a group of three: the plugin takes their list
+// and follows the leader.
+func TestTeraPlugin(t *testing.T) {
+	runProgram(t, "tera_plugin_test", testcluster.WithNameServers(3))
+}
 
 // TestPython runs python/test_bfs.py, the test of the ctypes binding,
 // against libbfs.so.
@@ -235,13 +249,12 @@ func TestPython(t *testing.T) {
 		t.Skip("the Python binding's test needs python3")
 	}
 	buildPrograms(t)
-	// Plaintext: libbfs takes no certificates yet.
-	c := testcluster.Start(t, testcluster.WithChunkservers(3), testcluster.Insecure())
+	c := testcluster.Start(t, testcluster.WithChunkservers(3))
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, python, "-m", "unittest", "-v", "test_bfs")
 	cmd.Dir = "python"
 	cmd.Env = append(os.Environ(), "LIBBFS="+filepath.Join(programsDir, "asan", "libbfs.so"),
-		"PYTHONDONTWRITEBYTECODE=1", "BFS_NAMESERVER="+c.NameServerAddr, "BFS_TEST_ROOT=/python")
+		"PYTHONDONTWRITEBYTECODE=1", "BFS_NAMESERVER="+nameservers(c), "BFS_CERTS_DIR="+c.CertsDir(), "BFS_TEST_ROOT=/python")
 	check(t, "test_bfs.py", cmd, "OK")
 }

@@ -39,6 +39,9 @@ static bfs_fs open_fs(const char* nameserver) {
   memset(&o, 0, sizeof o);
   o.nameservers = nameserver;
   o.holder = "bfsbench-c";
+  /* The client certificate of $BFS_CERTS_DIR, or plaintext with
+   * $BFS_INSECURE (as bfsbench runs the cluster). */
+  o.insecure = getenv("BFS_INSECURE") != NULL;
   bfs_fs fs;
   check(bfs_fs_open(&o, &fs), "open");
   return fs;

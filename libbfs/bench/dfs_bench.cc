@@ -59,7 +59,10 @@ int main(int argc, char** argv) {
   }
   void* h = nullptr;
   leveldb::Creator create = OpenPlugin(so, &h);
-  const std::string conf = std::string(argv[2]) + ";holder=bfsbench-tera";
+  // The client certificate of $BFS_CERTS_DIR, or plaintext with
+  // $BFS_INSECURE (as bfsbench runs the cluster).
+  const std::string conf =
+      std::string(argv[2]) + ";holder=bfsbench-tera" + (getenv("BFS_INSECURE") != nullptr ? ";insecure=1" : "");
   leveldb::Dfs* dfs = create(conf.c_str());
   if (dfs == nullptr) Die("NewDfs", conf);
 

@@ -248,8 +248,16 @@ bool BfsDfsOptions::Parse(const std::string& conf, BfsDfsOptions* options, std::
       why = "option " + key + " is given twice";
     } else if (key == "holder") {
       o.holder = value;
+    } else if (key == "certs_dir") {
+      o.certs_dir = value;
+    } else if (key == "user") {
+      o.user = value;
+    } else if (key == "insecure") {
+      if (value != "0" && value != "1") why = "option insecure=" + value + ": want 0 or 1";
+      o.insecure = value == "1";
     } else if (millis == nullptr) {
-      why = "unknown option \"" + key + "\" (holder, session_ttl_ms, call_timeout_ms, lock_wait_ms, clear_wait_ms)";
+      why = "unknown option \"" + key +
+            "\" (holder, certs_dir, user, insecure, session_ttl_ms, call_timeout_ms, lock_wait_ms, clear_wait_ms)";
     } else if (!Millis(value, millis)) {
       why = "option " + key + "=" + value + ": want milliseconds, a non-negative integer";
     }
@@ -278,6 +286,9 @@ BfsDfs* BfsDfs::Open(const BfsDfsOptions& options) {
   o.holder = options.holder.empty() ? nullptr : options.holder.c_str();
   o.session_ttl_ms = options.session_ttl_ms;
   o.call_timeout_ms = options.call_timeout_ms;
+  o.certs_dir = options.certs_dir.empty() ? nullptr : options.certs_dir.c_str();
+  o.user = options.user.empty() ? nullptr : options.user.c_str();
+  o.insecure = options.insecure ? 1 : 0;
   bfs_fs fs = 0;
   int code = bfs_fs_open(&o, &fs);
   if (code != BFS_OK) {

@@ -178,9 +178,8 @@ const char* LastMessage();
 int ErrnoOf(int code);
 
 struct BfsDfsOptions {
-  // The nameservers, "host:port" or a comma-separated list of them (a
-  // nameserver group; this version of libbfs follows one and refuses a
-  // list of more: see bfs_options).
+  // The nameservers, "host:port" or a comma-separated list of them (the
+  // members of a nameserver group; calls follow its leader).
   std::string nameservers;
   // The holder id recorded with the session and its locks (the tablet
   // server's "ip:port"); empty: libbfs's default, "ip:pid:start-time".
@@ -192,15 +191,24 @@ struct BfsDfsOptions {
   int64_t lock_wait_ms = 0;
   // How long ClearDirOwner waits for the directory to be cleaned.
   int64_t clear_wait_ms = 30000;
+  // Mutual TLS, as bfs_options has it: the certificates directory (empty:
+  // $BFS_CERTS_DIR, else the sandbox's ./bfs-data/certs), the client
+  // certificate presented (empty: "bfs"; the master's ClearDirOwner needs
+  // an admin one), or plaintext for a cluster run with --insecure.
+  std::string certs_dir;
+  std::string user;
+  bool insecure = false;
 
   // Parse reads the conf string of NewDfs: the nameserver list, then
   // options, separated by ';':
   //
   //   127.0.0.1:8828
   //   10.0.0.1:8828,10.0.0.2:8828,10.0.0.3:8828;holder=10.0.0.7:2200;session_ttl_ms=10000
+  //   10.0.0.1:8828;certs_dir=/etc/bfs/certs;user=master
   //
-  // Options are key=value: holder, session_ttl_ms, call_timeout_ms,
-  // lock_wait_ms, clear_wait_ms (milliseconds, non-negative integers).
+  // Options are key=value: holder, certs_dir, user, insecure (0 or 1),
+  // session_ttl_ms, call_timeout_ms, lock_wait_ms, clear_wait_ms
+  // (milliseconds, non-negative integers).
   // Blanks around fields are ignored. An unknown key, a key given twice,
   // a bad number or an empty list is an error: false, and *error (if not
   // NULL) says why.

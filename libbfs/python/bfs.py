@@ -63,9 +63,9 @@ class _Options(ctypes.Structure):
         ("holder", ctypes.c_char_p),
         ("session_ttl_ms", ctypes.c_int64),
         ("call_timeout_ms", ctypes.c_int64),
-        ("tls_ca_file", ctypes.c_char_p),
-        ("tls_cert_file", ctypes.c_char_p),
-        ("tls_key_file", ctypes.c_char_p),
+        ("certs_dir", ctypes.c_char_p),
+        ("user", ctypes.c_char_p),
+        ("insecure", ctypes.c_int),
     ]
 
 
@@ -187,10 +187,18 @@ def _info(i):
 class FileSystem:
     """A file system handle: a nameserver connection with one session."""
 
-    def __init__(self, nameservers, holder=None, session_ttl=None, call_timeout=None):
+    def __init__(self, nameservers, holder=None, session_ttl=None, call_timeout=None,
+                 certs_dir=None, user=None, insecure=False):
+        """nameservers: "host:port" or a comma-separated list (a group).
+        certs_dir, user, insecure: mutual TLS as bfs_options has it (the
+        default finds $BFS_CERTS_DIR or the sandbox's certificates and
+        presents the client "bfs"; a force unlock needs an admin user)."""
         o = _Options()
         o.nameservers = _path(nameservers)
         o.holder = _path(holder) if holder else None
+        o.certs_dir = _path(certs_dir) if certs_dir else None
+        o.user = _path(user) if user else None
+        o.insecure = 1 if insecure else 0
         o.session_ttl_ms = int(session_ttl * 1000) if session_ttl else 0
         o.call_timeout_ms = int(call_timeout * 1000) if call_timeout else 0
         h = _fs_t()

@@ -12,8 +12,8 @@ NAMESERVER = os.environ["BFS_NAMESERVER"]
 ROOT = os.environ["BFS_TEST_ROOT"]
 
 
-def connect(holder):
-    return bfs.FileSystem(NAMESERVER, holder=holder, session_ttl=3)
+def connect(holder, user=None):
+    return bfs.FileSystem(NAMESERVER, holder=holder, session_ttl=3, user=user)
 
 
 class FilesTest(unittest.TestCase):
@@ -55,7 +55,7 @@ class FilesTest(unittest.TestCase):
 
 class LocksTest(unittest.TestCase):
     def test_failover(self):
-        with connect("py-a") as a, connect("py-master") as master, connect("py-b") as b:
+        with connect("py-a") as a, connect("py-master", user="admin") as master, connect("py-b") as b:
             d = ROOT + "/tablet"
             master.mkdir(d, parents=True)
             lock = a.lock(d)
@@ -67,6 +67,9 @@ class LocksTest(unittest.TestCase):
                 b.lock(d, wait=0.2)
             self.assertEqual(e.exception.code, bfs.ERR_TIMEOUT)
             self.assertEqual(master.lock_status(d)["holder"], "py-a")
+            with self.assertRaises(bfs.BfsError) as e:
+                b.unlock_dir(d, force=True)
+            self.assertEqual(e.exception.code, bfs.ERR_PERMISSION_DENIED)
 
             self.assertEqual(master.unlock_dir(d, force=True, wait=10), bfs.UNLOCKED)
             self.assertTrue(lost.wait(10))

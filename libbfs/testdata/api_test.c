@@ -22,17 +22,22 @@ static void path(char* buf, size_t n, const char* fmt, const char* a) {
   snprintf(buf + k, n - (size_t)k, fmt, a);
 }
 
-static bfs_fs open_fs(const char* holder) {
+/* open_fs_as opens a file system handle as holder with the client
+ * certificate of user (NULL: the default, "bfs") from $BFS_CERTS_DIR. */
+static bfs_fs open_fs_as(const char* holder, const char* user) {
   bfs_options o;
   memset(&o, 0, sizeof o);
   o.nameservers = nameserver;
   o.holder = holder;
+  o.user = user;
   o.session_ttl_ms = 3000;
   bfs_fs fs = 0;
   CHECK_OK(bfs_fs_open(&o, &fs));
   CHECK(fs != 0);
   return fs;
 }
+
+static bfs_fs open_fs(const char* holder) { return open_fs_as(holder, NULL); }
 
 static void fill(unsigned char* buf, size_t n, unsigned seed) {
   for (size_t i = 0; i < n; i++) buf[i] = (unsigned char)((i * 31 + seed) >> 3);
@@ -260,7 +265,7 @@ static int wait_lost(struct lost* l) {
 }
 
 static void test_lost_lock(void) {
-  bfs_fs a = open_fs("c-lost-a"), master = open_fs("c-master");
+  bfs_fs a = open_fs("c-lost-a"), master = open_fs_as("c-master", "admin");
   char d[256], sub[256];
   path(d, sizeof d, "/lost/%s", "tablet");
   path(sub, sizeof sub, "/lost/tablet/%s", "sub");
@@ -276,6 +281,19 @@ static void test_lost_lock(void) {
   CHECK_OK(bfs_unlock_dir(master, d, BFS_UNLOCK_FORCE, 10000, &state));
   CHECK(state == BFS_LOCK_UNLOCKED);
   CHECK(wait_lost(&l) == 1);
+  /* Only an admin identity forces a lock open: another client's try is
+   * refused and changes nothing. */
+  bfs_lock la2;
+  CHECK_OK(bfs_lock_dir(a, d, 0, &la2));
+  bfs_fs other = open_fs("c-lost-other");
+  CHECK_CODE(BFS_ERR_PERMISSION_DENIED, bfs_unlock_dir(other, d, BFS_UNLOCK_FORCE, 10000, NULL));
+  bfs_lock_info info;
+  CHECK_OK(bfs_lock_status(other, d, &info));
+  CHECK(info.status == BFS_LOCK_LOCKED && strcmp(info.holder, "c-lost-a") == 0);
+  bfs_lock_info_free(&info);
+  CHECK_OK(bfs_fs_close(other));
+  CHECK_OK(bfs_lock_poll(la2));
+  CHECK_OK(bfs_unlock(la2));
   CHECK(l.code == BFS_ERR_LOCK_LOST && l.lock == la && strlen(l.message) > 0);
   CHECK_CODE(BFS_ERR_LOCK_LOST, bfs_lock_poll(la));
   /* Fenced: refused although the directory is unlocked now. */
@@ -335,17 +353,30 @@ static void test_bad_calls(void) {
   CHECK_CODE(BFS_ERR_INVALID_ARGUMENT, bfs_fs_open(&o, &fs)); /* no nameserver */
   o.nameservers = " , ";
   CHECK_CODE(BFS_ERR_INVALID_ARGUMENT, bfs_fs_open(&o, &fs));
-  o.nameservers = "127.0.0.1:1,127.0.0.1:2";
-  CHECK_CODE(BFS_ERR_UNIMPLEMENTED, bfs_fs_open(&o, &fs));
+  o.nameservers = "127.0.0.1:1,,127.0.0.1:2";
+  CHECK_CODE(BFS_ERR_INVALID_ARGUMENT, bfs_fs_open(&o, &fs));
   o.nameservers = nameserver;
   o.session_ttl_ms = -5;
   CHECK_CODE(BFS_ERR_INVALID_ARGUMENT, bfs_fs_open(&o, &fs));
   o.session_ttl_ms = 0;
-  o.tls_ca_file = "/ca.pem";
-  CHECK_CODE(BFS_ERR_UNIMPLEMENTED, bfs_fs_open(&o, &fs));
-  o.tls_ca_file = NULL;
+  /* certificates: a directory without them, a user without one, both
+   * plaintext and a directory */
+  o.certs_dir = "/nonexistent-certs";
+  CHECK_CODE(BFS_ERR_INVALID_ARGUMENT, bfs_fs_open(&o, &fs));
+  CHECK(strstr(bfs_last_error_message(), "/nonexistent-certs") != NULL);
+  o.insecure = 1;
+  CHECK_CODE(BFS_ERR_INVALID_ARGUMENT, bfs_fs_open(&o, &fs));
+  o.certs_dir = NULL;
+  o.user = "nobody";
+  o.insecure = 0;
+  CHECK_CODE(BFS_ERR_INVALID_ARGUMENT, bfs_fs_open(&o, &fs));
+  o.user = NULL;
   CHECK_CODE(BFS_ERR_INVALID_ARGUMENT, bfs_fs_open(&o, NULL));
-  o.nameservers = "127.0.0.1:1"; /* nobody listens there */
+  /* a secure cluster refuses a plaintext client */
+  o.insecure = 1;
+  CHECK_CODE(BFS_ERR_UNAVAILABLE, bfs_fs_open(&o, &fs));
+  o.insecure = 0;
+  o.nameservers = "127.0.0.1:1,127.0.0.1:2"; /* nobody listens there */
   CHECK_CODE(BFS_ERR_UNAVAILABLE, bfs_fs_open(&o, &fs));
 
   fs = open_fs("c-bad");

@@ -49,10 +49,13 @@ std::string root;
     CHECK_EQ(code, bfs::LastStatus());                                 \
   } while (0)
 
-std::unique_ptr<BfsDfs> Connect(const std::string& holder) {
+// Connect opens an adapter as holder with the client certificate of user
+// ("": the default) from $BFS_CERTS_DIR.
+std::unique_ptr<BfsDfs> Connect(const std::string& holder, const std::string& user = "") {
   BfsDfsOptions o;
   o.nameservers = nameserver;
   o.holder = holder;
+  o.user = user;
   o.session_ttl_ms = 3000;
   BfsDfs* dfs = BfsDfs::Open(o);
   CHECK_EQ(BFS_OK, dfs != nullptr ? BFS_OK : bfs::LastStatus());
@@ -104,9 +107,14 @@ void TestConf() {
                              &o, &why));
   CHECK(o.nameservers == "a:1,b:2,c:3" && o.holder == "10.0.0.7:2200");
   CHECK(o.session_ttl_ms == 7000 && o.call_timeout_ms == 5 && o.lock_wait_ms == 250 && o.clear_wait_ms == 0);
+  CHECK(o.certs_dir.empty() && o.user.empty() && !o.insecure);
+  CHECK(BfsDfsOptions::Parse("a:1;certs_dir=/etc/bfs/certs;user=master;insecure=0", &o, &why));
+  CHECK(o.certs_dir == "/etc/bfs/certs" && o.user == "master" && !o.insecure);
+  CHECK(BfsDfsOptions::Parse("a:1;insecure=1", &o, &why));
+  CHECK(o.insecure && o.certs_dir.empty());
   const char* bad[] = {"",          "  ",           "a:1,,b:2",          "a:1;holder",       "a:1;ttl=5",
                        "a:1;lock_wait_ms=-1", "a:1;lock_wait_ms=1s", "a:1;lock_wait_ms=", "a:1;holder=x;holder=y",
-                       "holder=x",  "a:1;;",        "a:1;session_ttl_ms=99999999999999999999"};
+                       "holder=x",  "a:1;;",        "a:1;session_ttl_ms=99999999999999999999", "a:1;insecure=yes"};
   for (const char* conf : bad) {
     BfsDfsOptions kept = o;
     why.clear();
@@ -160,7 +168,7 @@ struct Losses {
 // group below it) cleared by the master: its handler hears of both,
 // LockStatus says lost, and locking again replaces the lost lock.
 void TestLossReported() {
-  std::unique_ptr<BfsDfs> master = Connect("master");
+  std::unique_ptr<BfsDfs> master = Connect("master", "admin");
   std::unique_ptr<BfsDfs> a = Connect("tablet-server-a");
   const std::string tablet = root + "/loss/tablet1";
   const std::string lg = tablet + "/lg0";
@@ -198,7 +206,7 @@ void TestLossReported() {
 // TestUnlockInHandler: a handler that unloads the tablet it lost, from the
 // library's thread, does not deadlock.
 void TestUnlockInHandler() {
-  std::unique_ptr<BfsDfs> master = Connect("master-2");
+  std::unique_ptr<BfsDfs> master = Connect("master-2", "admin");
   std::unique_ptr<BfsDfs> a = Connect("tablet-server-c");
   const std::string tablet = root + "/handler/tablet";
   CHECK_EQ(0, master->CreateDirectory(tablet));

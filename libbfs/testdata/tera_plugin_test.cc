@@ -119,6 +119,10 @@ std::string Conf(const std::string& holder, const std::string& options = ";sessi
   return nameserver + ";holder=" + holder + options;
 }
 
+// MasterConf is the conf string of the master's plugin instance: its
+// ClearDirOwner needs an admin certificate.
+std::string MasterConf(const std::string& holder) { return Conf(holder, ";session_ttl_ms=3000;user=admin"); }
+
 std::unique_ptr<Dfs> New(const std::string& conf) {
   Dfs* d = plugin.create(conf.c_str());
   if (d == nullptr) {
@@ -189,15 +193,15 @@ void TestLoad() {
   FAILS(EINVAL, BFS_ERR_INVALID_ARGUMENT, plugin.create((nameserver + ",,").c_str()));
   // Nothing listens on port 1: the nameserver cannot be reached.
   FAILS(EIO, BFS_ERR_UNAVAILABLE, plugin.create("127.0.0.1:1;call_timeout_ms=5000"));
-  // A list reaches libbfs whole (which follows one nameserver today and
-  // says so; a nameserver group is libbfs's to follow).
-  Dfs* d = plugin.create((" " + nameserver + " , " + nameserver + " ;holder=list").c_str());
-  if (d == nullptr) {
-    EXPECT(ENOTSUP, errno);
-    EXPECT(BFS_ERR_UNIMPLEMENTED, plugin.status());
-    CHECK(strstr(plugin.message(), "2 nameservers") != nullptr);
-  }
-  delete d;
+  // Certificates: none where certs_dir points, a user without one, both
+  // plaintext and a directory; a secure cluster refuses a plaintext client.
+  FAILS(EINVAL, BFS_ERR_INVALID_ARGUMENT, plugin.create((nameserver + ";certs_dir=/nonexistent-certs").c_str()));
+  FAILS(EINVAL, BFS_ERR_INVALID_ARGUMENT, plugin.create((nameserver + ";user=nobody").c_str()));
+  FAILS(EINVAL, BFS_ERR_INVALID_ARGUMENT, plugin.create((nameserver + ";insecure=1;certs_dir=/tmp").c_str()));
+  FAILS(EIO, BFS_ERR_UNAVAILABLE, plugin.create((nameserver + ";insecure=1;call_timeout_ms=5000").c_str()));
+  // A list of nameservers is a group: calls find its leader, past a member
+  // that does not answer.
+  EXPECT(0, Ret(plugin.create(("127.0.0.1:1 , " + nameserver + " ;holder=list").c_str())));
   std::unique_ptr<Dfs> ok = New(" " + nameserver + " ; holder = loader ; lock_wait_ms = 0 ");
   EXPECT(0, ok->Exists("/"));
 }
@@ -387,7 +391,7 @@ void TestErrno() {
 // tablet servers and a master (three plugin instances, three sessions),
 // and every mutation refused in a directory another holds: EACCES.
 void TestLocks() {
-  std::unique_ptr<Dfs> master = New(Conf("master"));
+  std::unique_ptr<Dfs> master = New(MasterConf("master"));
   std::unique_ptr<Dfs> a = New(Conf("server-a"));
   std::unique_ptr<Dfs> b = New(Conf("server-b"));
   const std::string tablet = root + "/locks/tablet", lg = tablet + "/lg0", outside = root + "/locks/outside";
@@ -401,6 +405,8 @@ void TestLocks() {
   EXPECT(0, a->LockDirectory(tablet + "/"));  // held already
   Put(a.get(), lg + "/a.sst", 3000, 1000);
 
+  // Only the master (an admin identity) clears a directory's owner.
+  FAILS(EACCES, BFS_ERR_PERMISSION_DENIED, b->ClearDirOwner(tablet));
   // b fails at once (Tera's master decides when a holder is dead).
   FAILS(EACCES, BFS_ERR_LOCKED, b->LockDirectory(tablet));
   FAILS(EACCES, BFS_ERR_LOCKED, b->LockDirectory(lg));
@@ -582,7 +588,7 @@ int Serve(const char* conf) {
 // clears the tablet's owner; A's writer and namespace changes are refused
 // from then on; B locks the tablet and reads every byte A synced.
 void TestFailover() {
-  std::unique_ptr<Dfs> master = New(Conf("master"));
+  std::unique_ptr<Dfs> master = New(MasterConf("master"));
   const std::string tablet = root + "/failover/tablet1", lg = tablet + "/lg0", log = lg + "/000001.log";
   EXPECT(0, master->CreateDirectory(lg));
   Server a("A", Conf("tablet-server-a:2200")), b("B", Conf("tablet-server-b:2200"));
@@ -632,7 +638,7 @@ void TestFailover() {
 // TTL: the master's ClearDirOwner hands the tablet over at once; and with
 // no master, a server waiting for the lock gets it when the session ends.
 void TestKilledHolder() {
-  std::unique_ptr<Dfs> master = New(Conf("master"));
+  std::unique_ptr<Dfs> master = New(MasterConf("master"));
   const std::string base = root + "/killed";
   for (int round = 0; round < 2; round++) {
     const std::string tablet = base + "/tablet" + std::to_string(round), log = tablet + "/000001.log";

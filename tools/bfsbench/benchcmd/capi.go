@@ -45,7 +45,7 @@ func newCAPICmd(c *common) *cobra.Command {
 		Args:  cobra.NoArgs,
 	}
 	o.register(cmd.Flags(), "")
-	c.benchCommandOn(cmd, func() error { return o.validate("") }, o.run, capiChart, c.plainTarget)
+	c.benchCommandOn(cmd, func() error { return o.validate("") }, o.run, capiChart, c.target)
 	return cmd
 }
 
@@ -65,9 +65,6 @@ const (
 )
 
 func (o *capiOptions) run(ctx context.Context, c *common, cl *cluster) ([]bench.Result, error) {
-	if cl.certsDir != "" {
-		return nil, fmt.Errorf("capi: libbfs takes no certificates yet; it needs a cluster run with --insecure")
-	}
 	dir, remove, err := buildC(ctx, c, cbuild.Program{Out: "bench", Sources: []string{"bench/bench.c"}})
 	if err != nil {
 		return nil, err
@@ -84,7 +81,9 @@ func (o *capiOptions) run(ctx context.Context, c *common, cl *cluster) ([]bench.
 	}
 	defer client.Close()
 	b := &capiBench{o: o, c: c, addr: cl.addr, client: client, root: c.root() + "/capi",
-		sides: [2]capiSide{{name: "sdk", prog: self, env: sdkLoopEnv + "=1"}, {name: "libbfs", prog: cProg}}}
+		sides: [2]capiSide{
+			{name: "sdk", prog: self, env: append(cl.sideEnv(), sdkLoopEnv+"=1")},
+			{name: "libbfs", prog: cProg, env: cl.sideEnv()}}}
 	locks, err := b.locks(ctx)
 	if err != nil {
 		return nil, err
@@ -101,15 +100,13 @@ func (o *capiOptions) run(ctx context.Context, c *common, cl *cluster) ([]bench.
 type capiSide struct {
 	name string // "sdk" or "libbfs"
 	prog string
-	env  string // added to the environment, if set
+	env  []string // added to the environment
 }
 
 // run runs the side's program with args and returns its stdout.
 func (s capiSide) run(ctx context.Context, args ...string) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, s.prog, args...)
-	if s.env != "" {
-		cmd.Env = append(os.Environ(), s.env)
-	}
+	cmd.Env = append(os.Environ(), s.env...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

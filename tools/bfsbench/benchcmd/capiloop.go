@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/bfs-go/bfs/internal/certs"
 	"github.com/bfs-go/bfs/sdk"
 )
 
@@ -61,7 +62,11 @@ func sdkLoop(ctx context.Context, args []string, stdout io.Writer) error {
 	if chunk <= 0 {
 		return fmt.Errorf("chunk %d: must be positive", chunk)
 	}
-	client, err := sdk.Dial(ctx, args[1], sdk.WithHolder("bfsbench-go"))
+	opts := []sdk.Option{sdk.WithHolder("bfsbench-go")}
+	if os.Getenv(sideInsecureEnv) == "" {
+		opts = append(opts, sdk.WithCertsDir(os.Getenv(certs.EnvDir), certs.ClientUser))
+	}
+	client, err := sdk.Dial(ctx, args[1], opts...)
 	if err != nil {
 		return err
 	}

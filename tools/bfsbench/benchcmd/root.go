@@ -174,6 +174,19 @@ func (cl *cluster) creds() sdk.Option { return sdk.WithCertsDir(cl.certsDir, cer
 // forcing unlocks).
 func (cl *cluster) adminCreds() sdk.Option { return sdk.WithCertsDir(cl.certsDir, certs.AdminUser) }
 
+// sideEnv is the environment that has a capi or tera side program (libbfs,
+// the plugin, the Go loop) reach the cluster as bfsbench does: with its
+// client certificate, or in plaintext (sideInsecureEnv).
+func (cl *cluster) sideEnv() []string {
+	if cl.certsDir == "" {
+		return []string{sideInsecureEnv + "=1"}
+	}
+	return []string{certs.EnvDir + "=" + cl.certsDir}
+}
+
+// sideInsecureEnv, set, has a side program speak plaintext.
+const sideInsecureEnv = "BFS_INSECURE"
+
 // raw returns plain gRPC connections presenting the client certificate.
 func (cl *cluster) raw() (*rawConns, error) {
 	if cl.certsDir == "" {
@@ -190,11 +203,6 @@ func (c *common) target(ctx context.Context) (*cluster, error) {
 	return c.targetTLS(ctx, !c.insecure)
 }
 
-// plainTarget is target in plaintext: for libbfs, which takes no
-// certificates yet.
-func (c *common) plainTarget(ctx context.Context) (*cluster, error) {
-	return c.targetTLS(ctx, false)
-}
 
 // targetTLS is target with TLS or without: a cluster started with mutual
 // TLS (its own CA and certificates), or in plaintext; with --nameserver

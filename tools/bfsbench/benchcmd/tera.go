@@ -60,7 +60,7 @@ func newTeraCmd(c *common) *cobra.Command {
 		Args:  cobra.NoArgs,
 	}
 	o.register(cmd.Flags(), "")
-	c.benchCommandOn(cmd, func() error { return o.validate("") }, o.run, teraChart, c.plainTarget)
+	c.benchCommandOn(cmd, func() error { return o.validate("") }, o.run, teraChart, c.target)
 	return cmd
 }
 
@@ -75,9 +75,6 @@ const (
 )
 
 func (o *teraOptions) run(ctx context.Context, c *common, cl *cluster) ([]bench.Result, error) {
-	if cl.certsDir != "" {
-		return nil, fmt.Errorf("tera: libbfs takes no certificates yet; it needs a cluster run with --insecure")
-	}
 	dir, remove, err := buildC(ctx, c,
 		cbuild.Program{Out: teraPlugin, Sources: []string{"cpp/bfs_dfs.cc"}, Kind: cbuild.Plugin},
 		cbuild.Program{Out: "dfs_bench", Sources: []string{"bench/dfs_bench.cc"}, Kind: cbuild.Loader})
@@ -89,7 +86,7 @@ func (o *teraOptions) run(ctx context.Context, c *common, cl *cluster) ([]bench.
 	if err != nil {
 		return nil, err
 	}
-	client, err := sdk.Dial(ctx, cl.addr)
+	client, err := sdk.Dial(ctx, cl.addr, cl.creds())
 	if err != nil {
 		return nil, err
 	}
@@ -97,8 +94,8 @@ func (o *teraOptions) run(ctx context.Context, c *common, cl *cluster) ([]bench.
 	b := &teraBench{o: o, c: c, addr: cl.addr, client: client, root: c.root() + "/tera",
 		cache: &ioBench{c: c, cl: cl},
 		sides: [2]capiSide{
-			{name: "sdk", prog: self, env: sdkLoopEnv + "=1"},
-			{name: "plugin", prog: filepath.Join(dir, "dfs_bench"), env: "BFS_DFS_PLUGIN=" + filepath.Join(dir, teraPlugin)},
+			{name: "sdk", prog: self, env: append(cl.sideEnv(), sdkLoopEnv+"=1")},
+			{name: "plugin", prog: filepath.Join(dir, "dfs_bench"), env: append(cl.sideEnv(), "BFS_DFS_PLUGIN="+filepath.Join(dir, teraPlugin))},
 		}}
 	return b.trials(ctx)
 }
