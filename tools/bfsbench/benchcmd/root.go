@@ -203,7 +203,6 @@ func (c *common) target(ctx context.Context) (*cluster, error) {
 	return c.targetTLS(ctx, !c.insecure)
 }
 
-
 // targetTLS is target with TLS or without: a cluster started with mutual
 // TLS (its own CA and certificates), or in plaintext; with --nameserver
 // the running cluster, reached as --certs-dir and --insecure say.
