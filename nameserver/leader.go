@@ -30,10 +30,21 @@ import (
 // client address in (absent if this member knows of no leader).
 const LeaderTrailer = "bfs-leader"
 
-// anyMember lists the methods every member answers; all others are the
-// leader's.
+// anyMember lists the methods of the NameServer service every member
+// answers; all its others are the leader's.
 var anyMember = map[string]bool{
 	"/bfs.NameServer/ClusterStatus": true,
+}
+
+// nameServerPrefix starts the full names of the NameServer service's
+// methods. The other services (gRPC health, reflection) are the daemon's,
+// answered by every member: a follower is a healthy process.
+const nameServerPrefix = "/bfs.NameServer/"
+
+// leaderOnlyMethod reports whether a method is answered by the leader
+// only.
+func leaderOnlyMethod(method string) bool {
+	return strings.HasPrefix(method, nameServerPrefix) && !anyMember[method]
 }
 
 // notLeaderAnswers holds, for every unary method of the NameServer
@@ -59,7 +70,7 @@ var notLeaderAnswers = func() map[string]protoreflect.MessageType {
 // address in the LeaderTrailer; on the leader, the handler runs in the
 // term that was in office when the request arrived (termOf).
 func (s *Server) leaderOnly(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-	if anyMember[info.FullMethod] {
+	if !leaderOnlyMethod(info.FullMethod) {
 		return handler(ctx, req)
 	}
 	t := s.current()
@@ -81,6 +92,9 @@ func (s *Server) leaderOnly(ctx context.Context, req any, info *grpc.UnaryServer
 // member that does not lead ends the stream with UNAVAILABLE, naming
 // the leader in the trailer.
 func (s *Server) leaderOnlyStream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	if !leaderOnlyMethod(info.FullMethod) {
+		return handler(srv, ss)
+	}
 	t := s.current()
 	if t == nil {
 		return status.Error(codes.Unavailable, s.notLeaderMessage(ss.Context()))

@@ -105,29 +105,40 @@ func (c *cluster) index(addr string) int {
 // deleted (no byte is written).
 func (c *cluster) waitChunkservers() {
 	c.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	c.probes++
+	probeChunkservers(c.t, dialNameServer(c.t, c.nsAddr), len(c.csAddrs), c.probes)
+}
+
+// probeChunkservers waits until n chunkservers have registered with the
+// nameserver ns, which shows as a block being placed on all of them: a
+// probe file (number probe) is opened, given a block with n replicas,
+// and deleted (no byte is written).
+func probeChunkservers(t *testing.T, ns bfspb.NameServerClient, n, probe int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	ns := dialNameServer(c.t, c.nsAddr)
 	sess, err := ns.OpenSession(ctx, &bfspb.OpenSessionRequest{Holder: "e2e-probe", TtlMs: 30_000})
 	if err != nil || sess.Status != bfspb.StatusCode_OK {
-		c.t.Fatalf("probe session: %v %v", sess, err)
+		t.Fatalf("probe session: %v %v", sess, err)
 	}
-	c.probes++
-	probe := fmt.Sprintf("/e2e-probe-%d", c.probes)
-	cr, err := ns.Create(ctx, &bfspb.CreateRequest{Path: probe, SessionId: sess.SessionId, OpenForWrite: true,
-		Replication: uint32(len(c.csAddrs))})
+	path := fmt.Sprintf("/e2e-probe-%d", probe)
+	cr, err := ns.Create(ctx, &bfspb.CreateRequest{Path: path, SessionId: sess.SessionId, OpenForWrite: true,
+		Replication: uint32(n)})
 	if err != nil || cr.Status != bfspb.StatusCode_OK {
-		c.t.Fatalf("probe create: %v %v", cr, err)
+		t.Fatalf("probe create: %v %v", cr, err)
 	}
-	waitFor(c.t, 30*time.Second, "every chunkserver to register", func() bool {
-		r, err := ns.AddBlock(ctx, &bfspb.AddBlockRequest{Path: probe, SessionId: sess.SessionId})
+	waitFor(t, 60*time.Second, "every chunkserver to register", func() bool {
+		r, err := ns.AddBlock(ctx, &bfspb.AddBlockRequest{Path: path, SessionId: sess.SessionId})
 		return err == nil && r.Status == bfspb.StatusCode_OK
 	})
-	if r, err := ns.DeleteFile(ctx, &bfspb.DeleteFileRequest{Path: probe, SessionId: sess.SessionId}); err != nil || r.Status != bfspb.StatusCode_OK {
-		c.t.Fatalf("probe delete: %v %v", r, err)
+	if r, err := ns.DeleteFile(ctx, &bfspb.DeleteFileRequest{Path: path, SessionId: sess.SessionId}); err != nil || r.Status != bfspb.StatusCode_OK {
+		t.Fatalf("probe delete: %v %v", r, err)
 	}
 	ns.CloseSession(ctx, &bfspb.CloseSessionRequest{SessionId: sess.SessionId})
 }
+
+// nameservers is the --nameserver of the tablet servers.
+func (c *cluster) nameservers() string { return c.nsAddr }
 
 // client returns an SDK client of the cluster, closed at the end of the
 // test.

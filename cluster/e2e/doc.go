@@ -7,8 +7,8 @@
 // read-only, failing reads, filled through a kill -9; on
 // internal/testdisk loop devices and tmpfs mounts, skipped without root).
 //
-// TestMain builds, with -race, the bfs binary (nameserver, chunkserver)
-// and cluster/e2e/tabletserver, a minimal tablet server that reports
+// TestMain builds, with -race when the tests run with it, the bfs binary
+// (nameserver, chunkserver) and cluster/e2e/tabletserver, a minimal tablet server that reports
 // every step as a JSON line (package cluster/e2e/tablet). A data race
 // any of these processes reports fails the test that started it.
 //

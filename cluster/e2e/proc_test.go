@@ -43,8 +43,12 @@ func TestMain(m *testing.M) {
 	}
 	bfsBin = filepath.Join(dir, "bfs")
 	tabletBin = filepath.Join(dir, "tabletserver")
-	build := exec.Command("go", "build", "-race", "-o", dir+string(filepath.Separator),
-		"github.com/bfs-go/bfs/tools/bfs", "github.com/bfs-go/bfs/cluster/e2e/tabletserver")
+	args := []string{"build", "-o", dir + string(filepath.Separator),
+		"github.com/bfs-go/bfs/tools/bfs", "github.com/bfs-go/bfs/cluster/e2e/tabletserver"}
+	if raceBuild {
+		args = append(args[:1], append([]string{"-race"}, args[1:]...)...)
+	}
+	build := exec.Command("go", args...)
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building the binaries:", err)

@@ -21,13 +21,13 @@ type tabletProc struct {
 	}
 }
 
-// startTablet runs the tabletserver program against the cluster's
-// nameserver with the given flags.
-func startTablet(t *testing.T, c *cluster, name string, args ...string) *tabletProc {
+// startTablet runs the tabletserver program against the nameservers of
+// c (a cluster or a group) with the given flags.
+func startTablet(t *testing.T, c interface{ nameservers() string }, name string, args ...string) *tabletProc {
 	t.Helper()
 	tp := &tabletProc{t: t}
 	tp.mu.changed = make(chan struct{})
-	args = append([]string{"--nameserver", c.nsAddr}, args...)
+	args = append([]string{"--nameserver", c.nameservers()}, args...)
 	tp.process = startProcess(t, name, tabletBin, args, tp.onLine)
 	return tp
 }
