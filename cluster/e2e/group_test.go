@@ -258,6 +258,9 @@ func (g *group) nsConn() bfspb.NameServerClient {
 // leader (see cluster.waitChunkservers).
 func (g *group) waitChunkservers() {
 	g.t.Helper()
+	if len(g.cs) == 0 {
+		return
+	}
 	g.probes++
 	probeChunkservers(g.t, g.nsConn(), len(g.cs), g.probes)
 }
