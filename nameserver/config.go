@@ -119,6 +119,15 @@ type TestingKnobs struct {
 	// nameserver sends to a chunkserver (addr) for block, to size. It may
 	// block; ctx ends when the nameserver closes.
 	BeforeTruncate func(ctx context.Context, addr string, block, size int64)
+	// BeforeSeal, if set, is called before every Seal the nameserver
+	// sends to a chunkserver (addr) for block. It may block; ctx ends
+	// with the term.
+	BeforeSeal func(ctx context.Context, addr string, block int64)
+	// BeforeFinishCleaning, if set, is called when the cleaning of the
+	// directory path has drained every file (each closed, its replicas
+	// at the agreed length), before UNLOCKED is proposed. It may block;
+	// ctx ends with the term.
+	BeforeFinishCleaning func(ctx context.Context, path string)
 	// DialChunkserver, if set, replaces the gRPC client of the chunkserver
 	// at addr for every call the nameserver makes to one (CreateBlock,
 	// Seal, Truncate, GetBlockInfo, DeleteBlocks, ReplicateBlock): a

@@ -55,6 +55,9 @@ func (f fileStore) CloseFile(cmd *bfspb.CloseFileCmd) error {
 type chunkservers struct{ s *term }
 
 func (c chunkservers) Seal(ctx context.Context, addr string, block int64) error {
+	if hook := c.s.cfg.TestingKnobs.BeforeSeal; hook != nil {
+		hook(ctx, addr, block)
+	}
 	cl, err := c.s.chunkserver(addr)
 	if err != nil {
 		return err
@@ -114,7 +117,10 @@ func (c chunkservers) Delete(addr string, blocks []int64) { c.s.deleteReplicas(a
 // apply path, and reads the cleanings it records.
 type cleaningStore struct{ s *term }
 
-func (st cleaningStore) FinishCleaning(_ context.Context, j dirlock.Job, truncated int64) (bool, error) {
+func (st cleaningStore) FinishCleaning(ctx context.Context, j dirlock.Job, truncated int64) (bool, error) {
+	if hook := st.s.cfg.TestingKnobs.BeforeFinishCleaning; hook != nil {
+		hook(ctx, j.Path)
+	}
 	res, err := st.s.propose(&bfspb.Command{
 		Op: &bfspb.Command_FinishCleaning{FinishCleaning: &bfspb.FinishCleaningCmd{
 			Path: j.Path, EntryId: j.Dir, Epoch: uint64(j.Epoch), BytesTruncated: truncated,

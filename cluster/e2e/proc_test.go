@@ -110,11 +110,26 @@ type process struct {
 	done chan struct{}
 	// stdin is the process's standard input.
 	stdin io.WriteCloser
-	// stderr holds the lines the process wrote on stderr so far.
-	stderr struct {
+	// stderr holds the lines the process wrote on stderr so far, stdout
+	// those on stdout.
+	stderr, stdout struct {
 		sync.Mutex
 		lines []string
 	}
+}
+
+// outCount returns how many of the process's stdout lines so far contain
+// part.
+func (p *process) outCount(part string) int {
+	p.stdout.Lock()
+	defer p.stdout.Unlock()
+	n := 0
+	for _, line := range p.stdout.lines {
+		if strings.Contains(line, part) {
+			n++
+		}
+	}
+	return n
 }
 
 // logCount returns how many of the process's stderr lines so far contain
@@ -162,6 +177,9 @@ func startProcess(t *testing.T, name, bin string, args []string, onLine func(str
 	go func() {
 		defer readers.Done()
 		scanLines(stdout, func(line string) {
+			p.stdout.Lock()
+			p.stdout.lines = append(p.stdout.lines, line)
+			p.stdout.Unlock()
 			if onLine != nil {
 				onLine(line)
 			}

@@ -22,6 +22,7 @@ import (
 func (e *env) nameserverCommand() *cobra.Command {
 	cfg := nameserver.DefaultConfig()
 	var initialCluster string
+	var pause testingPause
 	cmd := &cobra.Command{
 		Use:   "nameserver",
 		Short: "Run a nameserver (a member of a nameserver group) until SIGINT or SIGTERM",
@@ -45,6 +46,7 @@ and is added with 'bfs cluster add NAME RAFT_ADDRESS'.`,
 			if cfg.TLS, cfg.Insecure, err = e.nodeCreds(); err != nil {
 				return err
 			}
+			pause.install(&cfg, e.stdout)
 			return e.serveNameServer(cmd.Context(), cfg)
 		}),
 	}
@@ -84,6 +86,7 @@ and is added with 'bfs cluster add NAME RAFT_ADDRESS'.`,
 		"repair copies in flight per chunkserver, as source and as target together")
 	f.DurationVar(&cfg.MinSessionTTL, "min-session-ttl", cfg.MinSessionTTL, "shortest session TTL a client may ask for")
 	f.DurationVar(&cfg.MaxSessionTTL, "max-session-ttl", cfg.MaxSessionTTL, "longest session TTL a client may ask for")
+	addTestingPauseFlag(f, &pause)
 	addGlogFlags(f)
 	return cmd
 }
