@@ -279,6 +279,8 @@ func (s *Server) checkLeader(op string, id string, term uint64) error {
 	}
 	if err != nil {
 		glog.Errorf("%s refused: %v", op, err)
+	} else {
+		glog.V(1).Infof("%s accepted from the nameserver leader of term %d", op, term)
 	}
 	return err
 }

@@ -20,15 +20,21 @@ type holdProxy struct {
 	pipes  map[*holdPipe]struct{}
 	closed bool
 	wg     sync.WaitGroup
+	// held counts the bytes dialers sent on held connections.
+	held atomic.Int64
 }
 
 // holdPipe is one proxied connection; gate is nil while it flows, and
 // closed to let it flow again.
 type holdPipe struct {
+	proxy   *holdProxy
 	in, out net.Conn
 	mu      sync.Mutex
 	gate    chan struct{}
-	once    sync.Once
+	// lose drops what the dialer sends from now on (the bytes held
+	// already are delivered on release).
+	lose bool
+	once sync.Once
 }
 
 func startHoldProxy(t *testing.T) *holdProxy {
@@ -65,7 +71,7 @@ func (p *holdProxy) handle(in net.Conn) {
 		in.Close()
 		return
 	}
-	pp := &holdPipe{in: in, out: out}
+	pp := &holdPipe{proxy: p, in: in, out: out}
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -75,8 +81,8 @@ func (p *holdProxy) handle(in net.Conn) {
 	p.pipes[pp] = struct{}{}
 	p.mu.Unlock()
 	var wg sync.WaitGroup
-	wg.Go(func() { pp.copy(out, in) })
-	wg.Go(func() { pp.copy(in, out) })
+	wg.Go(func() { pp.copy(out, in, true) })
+	wg.Go(func() { pp.copy(in, out, false) })
 	wg.Wait()
 	p.mu.Lock()
 	delete(p.pipes, pp)
@@ -97,6 +103,19 @@ func (p *holdProxy) hold() int {
 	return len(p.pipes)
 }
 
+// loseLater has the held connections lose whatever their dialers send
+// from now on: what is held now is all they will deliver. (A process cut
+// off from the network just after it sent.)
+func (p *holdProxy) loseLater() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for pp := range p.pipes {
+		pp.mu.Lock()
+		pp.lose = pp.gate != nil
+		pp.mu.Unlock()
+	}
+}
+
 // release lets every held connection deliver what waited, and flow.
 func (p *holdProxy) release() {
 	p.mu.Lock()
@@ -115,23 +134,41 @@ func (pp *holdPipe) open() {
 	}
 }
 
-// wait returns once the pipe flows (at once if it is not held).
-func (pp *holdPipe) wait() {
+// wait returns once the pipe flows (at once if it is not held), n bytes
+// having arrived (from the dialer if inward).
+func (pp *holdPipe) wait(n int, inward bool) {
 	pp.mu.Lock()
 	gate := pp.gate
 	pp.mu.Unlock()
 	if gate != nil {
+		if inward {
+			pp.proxy.held.Add(int64(n))
+		}
 		<-gate
 	}
 }
 
-func (pp *holdPipe) copy(dst, src net.Conn) {
+func (pp *holdPipe) losing() bool {
+	pp.mu.Lock()
+	defer pp.mu.Unlock()
+	return pp.lose
+}
+
+// heldBytes is how many bytes dialers sent on held connections.
+func (p *holdProxy) heldBytes() int64 { return p.held.Load() }
+
+// copy forwards src to dst; inward is the direction from the dialer to
+// the daemon.
+func (pp *holdPipe) copy(dst, src net.Conn, inward bool) {
 	defer pp.stop()
 	buf := make([]byte, 64<<10)
 	for {
 		n, err := src.Read(buf)
+		if n > 0 && inward && pp.losing() {
+			n = 0
+		}
 		if n > 0 {
-			pp.wait()
+			pp.wait(n, inward)
 			if _, werr := dst.Write(buf[:n]); werr != nil {
 				return
 			}
