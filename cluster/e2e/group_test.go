@@ -53,6 +53,10 @@ type group struct {
 	// addresses).
 	csFronts []*holdProxy
 	probes   int
+	// initial is --initial-cluster of the founding members; joined marks
+	// the members started with --join instead.
+	initial string
+	joined  map[int]bool
 }
 
 // groupOption adjusts a group before it starts.
@@ -82,27 +86,17 @@ const groupSize = 3
 // waits until a member leads and every chunkserver has registered.
 func startGroup(t *testing.T, n int, opts ...groupOption) *group {
 	t.Helper()
-	g := &group{t: t, dir: t.TempDir(), net: faultnet.New(), nsExtra: map[int][]string{}}
+	g := &group{t: t, dir: t.TempDir(), net: faultnet.New(), nsExtra: map[int][]string{}, joined: map[int]bool{}}
 	t.Cleanup(g.net.Close)
 	for _, o := range opts {
 		o(g)
 	}
 	var initial []string
 	for i := range groupSize {
-		name := fmt.Sprintf("ns%d", i+1)
-		raft := freeAddr(t)
-		front, err := g.net.Front(name, raft)
-		if err != nil {
-			t.Fatal(err)
-		}
-		g.names = append(g.names, name)
-		g.raftAddrs = append(g.raftAddrs, raft)
-		g.fronts = append(g.fronts, front)
-		initial = append(initial, name+"="+front)
+		g.addName(i)
+		initial = append(initial, g.names[i]+"="+g.fronts[i])
 	}
-	g.nsFlags = append(g.nsFlags, "--initial-cluster", strings.Join(initial, ","))
-	g.ns = make([]*process, groupSize)
-	g.nsAddrs = make([]string, groupSize)
+	g.initial = strings.Join(initial, ",")
 	for i := range groupSize {
 		g.ns[i] = g.startMember(i, "127.0.0.1:0")
 		g.nsAddrs[i] = g.ns[i].addr
@@ -118,8 +112,44 @@ func startGroup(t *testing.T, n int, opts ...groupOption) *group {
 	return g
 }
 
+// addName gives member i its name, Raft address and proxy.
+func (g *group) addName(i int) {
+	g.t.Helper()
+	name := fmt.Sprintf("ns%d", i+1)
+	raft := freeAddr(g.t)
+	front, err := g.net.Front(name, raft)
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	g.names = append(g.names, name)
+	g.raftAddrs = append(g.raftAddrs, raft)
+	g.fronts = append(g.fronts, front)
+	g.ns = append(g.ns, nil)
+	g.nsAddrs = append(g.nsAddrs, "")
+}
+
+// join starts a new nameserver with --join (it bootstraps nothing: bfs
+// cluster add makes it a member) and returns its index.
+func (g *group) join() int {
+	g.t.Helper()
+	i := len(g.names)
+	g.addName(i)
+	g.joined[i] = true
+	g.ns[i] = g.startMember(i, "127.0.0.1:0")
+	g.nsAddrs[i] = g.ns[i].addr
+	return i
+}
+
 // list is the group's client addresses as the tools take them.
-func (g *group) list() string { return strings.Join(g.nsAddrs, ",") }
+func (g *group) list() string {
+	var addrs []string
+	for _, a := range g.nsAddrs {
+		if a != "" {
+			addrs = append(addrs, a)
+		}
+	}
+	return strings.Join(addrs, ",")
+}
 
 // nameservers is the --nameserver of the tablet servers.
 func (g *group) nameservers() string { return g.list() }
@@ -128,6 +158,11 @@ func (g *group) startMember(i int, addr string) *process {
 	g.t.Helper()
 	args := []string{"nameserver", "--id", g.names[i], "--data", filepath.Join(g.dir, g.names[i]), "--listen", addr,
 		"--metrics", "", "--raft-listen", g.raftAddrs[i], "--raft-advertise", g.fronts[i]}
+	if g.joined[i] {
+		args = append(args, "--join")
+	} else {
+		args = append(args, "--initial-cluster", g.initial)
+	}
 	args = slices.Concat(args, g.nsFlags, g.nsExtra[i])
 	delete(g.nsExtra, i)
 	p := startDaemon(g.t, args...)
@@ -244,7 +279,7 @@ func (g *group) waitFollowing(i int) {
 // at the end of the test.
 func (g *group) nsConn() bfspb.NameServerClient {
 	g.t.Helper()
-	conn, err := nsgroup.New(nsgroup.Config{Addrs: g.nsAddrs,
+	conn, err := nsgroup.New(nsgroup.Config{Addrs: strings.Split(g.list(), ","),
 		DialOptions: []grpc.DialOption{grpc.WithTransportCredentials(certs.TransportCredentials(clientCreds))},
 		Patience:    30 * time.Second})
 	if err != nil {

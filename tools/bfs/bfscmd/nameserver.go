@@ -64,6 +64,10 @@ and is added with 'bfs cluster add NAME RAFT_ADDRESS'.`,
 	f.DurationVar(&cfg.Raft.ElectionTimeout, "raft-election-timeout", replica.DefaultElectionTimeout, "how long a candidate waits for votes")
 	f.Uint64Var(&cfg.Raft.SnapshotThreshold, "raft-snapshot-threshold", replica.DefaultSnapshotThreshold,
 		"log entries applied since the last snapshot before the next one")
+	f.DurationVar(&cfg.Raft.SnapshotInterval, "raft-snapshot-interval", replica.DefaultSnapshotInterval,
+		"how often to check whether --raft-snapshot-threshold entries were applied since the last snapshot (at random between this and twice this)")
+	f.Uint64Var(&cfg.Raft.TrailingLogs, "raft-trailing-logs", replica.DefaultTrailingLogs,
+		"log entries kept after a snapshot, for followers a little behind; one further behind is sent the snapshot")
 	f.StringVar(&cfg.MetricsAddr, "metrics", cfg.MetricsAddr, `HTTP address of the status page (/) and Prometheus metrics (/metrics); "" for none`)
 	f.BoolVar(&cfg.StatusPublic, "status-public", cfg.StatusPublic,
 		"serve the status page and its JSON to every client, not only to loopback ones (no TLS or login guards it yet)")
