@@ -29,7 +29,10 @@ type GroupMember struct {
 // GroupStatus is the nameserver group as its members describe it.
 type GroupStatus struct {
 	ClusterID string
-	// Leader is the name of the member that says it leads ("" if none).
+	// Leader is the name of the member that says it leads, or, if that
+	// member could not be asked (its client address is not published
+	// yet, a moment after the group starts), the leader the member asked
+	// first knows of from Raft; "" if none.
 	Leader  string
 	Members []GroupMember
 }
@@ -68,6 +71,13 @@ func (c *Client) GroupStatus(ctx context.Context) (GroupStatus, error) {
 			}
 		}
 		st.Members = append(st.Members, gm)
+	}
+	if st.Leader == "" && first.Leader != "" {
+		for _, m := range st.Members {
+			if m.Name == first.Leader && m.ClientAddress == "" {
+				st.Leader = m.Name
+			}
+		}
 	}
 	return st, nil
 }

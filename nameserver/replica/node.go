@@ -580,6 +580,9 @@ func (n *Node) Close() error {
 // closeStores closes the transport (or, before there is one, the
 // listener) and the log store.
 func (n *Node) closeStores() {
+	if nt, ok := n.trans.(*raft.NetworkTransport); ok {
+		nt.CloseStreams() // the pooled connections to the peers
+	}
 	if c, ok := n.trans.(io.Closer); ok {
 		c.Close()
 	} else if n.cfg.Listener != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/golang/glog"
@@ -37,6 +38,14 @@ type streamLayer struct {
 	donec   chan struct{}
 	lisDone chan struct{}
 	lisErr  error
+	// accepted are the connections handed to Raft, closed by Close:
+	// Raft's transport closes its listener but leaves the goroutines
+	// serving accepted connections reading until the peer hangs up.
+	mu struct {
+		sync.Mutex
+		accepted map[net.Conn]struct{}
+		closed   bool
+	}
 }
 
 var _ raft.StreamLayer = (*streamLayer)(nil)
@@ -57,6 +66,7 @@ func newStreamLayer(lis net.Listener, addr, name string, cluster func() string,
 	dial func(ctx context.Context, addr string) (net.Conn, error), sec TLS) *streamLayer {
 	s := &streamLayer{lis: lis, addr: addr, name: name, cluster: cluster, dial: dial, tls: sec,
 		accepts: make(chan net.Conn), donec: make(chan struct{}), lisDone: make(chan struct{})}
+	s.mu.accepted = map[net.Conn]struct{}{}
 	go s.acceptLoop()
 	return s
 }
@@ -137,7 +147,7 @@ func readLine(conn net.Conn, max int) (string, error) {
 func (s *streamLayer) Accept() (net.Conn, error) {
 	select {
 	case conn := <-s.accepts:
-		return conn, nil
+		return s.track(conn)
 	case <-s.donec:
 		return nil, net.ErrClosed
 	case <-s.lisDone:
@@ -145,13 +155,54 @@ func (s *streamLayer) Accept() (net.Conn, error) {
 	}
 }
 
+// track records an accepted connection until it is closed; after Close
+// it closes it at once.
+func (s *streamLayer) track(conn net.Conn) (net.Conn, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mu.closed {
+		conn.Close()
+		return nil, net.ErrClosed
+	}
+	t := &trackedConn{Conn: conn, s: s}
+	s.mu.accepted[t] = struct{}{}
+	return t, nil
+}
+
+// Close stops accepting and closes the connections accepted.
 func (s *streamLayer) Close() error {
 	select {
 	case <-s.donec:
 	default:
 		close(s.donec)
 	}
-	return s.lis.Close()
+	err := s.lis.Close()
+	s.mu.Lock()
+	s.mu.closed = true
+	conns := s.mu.accepted
+	s.mu.accepted = map[net.Conn]struct{}{}
+	s.mu.Unlock()
+	for c := range conns {
+		c.Close()
+	}
+	return err
+}
+
+// trackedConn is an accepted connection that leaves its stream layer's
+// set when closed.
+type trackedConn struct {
+	net.Conn
+	s    *streamLayer
+	once sync.Once
+}
+
+func (c *trackedConn) Close() error {
+	c.once.Do(func() {
+		c.s.mu.Lock()
+		delete(c.s.mu.accepted, c)
+		c.s.mu.Unlock()
+	})
+	return c.Conn.Close()
 }
 
 // Addr is the advertised address: what peers are told to dial.
