@@ -161,6 +161,9 @@ func TestPartitionedLeaderAcknowledgesNothing(t *testing.T) {
 	old := cl.LeaderIndex()
 	oldName := fmt.Sprintf("ns%d", old+1)
 	direct := bfspb.NewNameServerClient(cl.Dial(cl.NameServerAddrs()[old]))
+	st, err := direct.ClusterStatus(ctx, &bfspb.ClusterStatusRequest{})
+	require.NoError(t, err)
+	oldTerm := st.Term
 	fn.Isolate(oldName, faultnet.Fault{Blackhole: true})
 	t.Cleanup(fn.HealAll)
 	waitNewLeader(t, cl, old)
@@ -187,11 +190,13 @@ func TestPartitionedLeaderAcknowledgesNothing(t *testing.T) {
 	_, err = c.Stat(ctx, "/p/stale")
 	require.True(t, errors.Is(err, sdk.ErrNotFound), "stat /p/stale: %v", err)
 
-	// A chunkserver that has heard from the new leader refuses the old
-	// term's seal.
+	// A chunkserver that has heard from the new leader refuses a seal of
+	// the deposed leader's term. (cluster/e2e's
+	// TestGroupPartitionedLeaderAcknowledgesNothing has the deposed
+	// leader itself send one.)
 	cs := bfspb.NewChunkServerClient(cl.Dial(cl.ChunkserverAddrs()[0]))
 	require.Eventually(t, func() bool {
-		resp, err := cs.Seal(ctx, &bfspb.SealRequest{BlockId: 1 << 40, Term: 1})
+		resp, err := cs.Seal(ctx, &bfspb.SealRequest{BlockId: 1 << 40, Term: oldTerm})
 		return err == nil && resp.Status == bfspb.StatusCode_NOT_LEADER
-	}, 10*time.Second, 20*time.Millisecond, "a chunkserver accepted a seal of an old term")
+	}, 10*time.Second, 20*time.Millisecond, "a chunkserver accepted a seal of the deposed leader's term %d", oldTerm)
 }

@@ -2,11 +2,17 @@ package nameserver_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
+	"google.golang.org/grpc/status"
+
+	"github.com/bfs-go/bfs/cluster/faultnet"
+	"github.com/bfs-go/bfs/proto/bfspb"
 )
 
 // TestFollowerServesHealthAndReflection: a member that does not lead is
@@ -36,4 +42,57 @@ func TestFollowerServesHealthAndReflection(t *testing.T) {
 		require.Contains(t, names, "bfs.NameServer")
 		require.NoError(t, stream.CloseSend())
 	}
+}
+
+// TestWatchEndsWhenLeadershipEnds: a lock watch (WatchDirLocks) is the
+// leader's term's: when the leadership ends (a transfer, or the leader
+// cut off from its peers) the stream ends with UNAVAILABLE, so the
+// watcher opens it again on the new leader; a member that does not lead
+// refuses to open one, UNAVAILABLE too.
+func TestWatchEndsWhenLeadershipEnds(t *testing.T) {
+	cl, fn, c := startGroup(t)
+	ctx := context.Background()
+	require.NoError(t, c.MkdirAll(ctx, "/w", 0))
+	watch := func(i int) bfspb.NameServer_WatchDirLocksClient {
+		t.Helper()
+		wctx, cancel := context.WithCancel(ctx)
+		t.Cleanup(cancel)
+		stream, err := bfspb.NewNameServerClient(cl.Dial(cl.NameServerAddrs()[i])).WatchDirLocks(wctx, &bfspb.WatchDirLocksRequest{Prefix: "/w"})
+		require.NoError(t, err)
+		return stream
+	}
+	requireEnds := func(stream bfspb.NameServer_WatchDirLocksClient, why string) {
+		t.Helper()
+		for {
+			_, err := stream.Recv()
+			if err != nil {
+				require.Equal(t, codes.Unavailable, status.Code(err), "%s: %v", why, err)
+				return
+			}
+		}
+	}
+
+	old := cl.LeaderIndex()
+	requireEnds(watch((old+1)%3), "a watch opened on a follower")
+	stream := watch(old)
+	md, err := stream.Header()
+	require.NoError(t, err)
+	require.NotNil(t, md, "the leader registered the watch")
+	// The watch works: it sees a lock.
+	_, err = c.LockDir(ctx, "/w")
+	require.NoError(t, err)
+	ev, err := stream.Recv()
+	require.NoError(t, err)
+	require.Equal(t, "/w", ev.Lock.GetPath())
+
+	require.NoError(t, c.TransferLeader(ctx, ""))
+	requireEnds(stream, "the watch on a leader that handed its leadership over")
+	next := waitNewLeader(t, cl, old)
+
+	stream = watch(next)
+	_, err = stream.Header()
+	require.NoError(t, err)
+	fn.Isolate(fmt.Sprintf("ns%d", next+1), faultnet.Fault{Blackhole: true})
+	t.Cleanup(fn.HealAll)
+	requireEnds(stream, "the watch on a leader cut off from its peers")
 }
