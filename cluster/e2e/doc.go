@@ -18,4 +18,16 @@
 // nameserver and chunkservers as processes that can be killed and
 // restarted on their data and address; a tabletProc collects a tablet
 // server's events. Every wait has a deadline.
+//
+// The nameserver group (group_test.go, ha_*_test.go): a group is three
+// `bfs nameserver` processes, each member's Raft port behind a
+// cluster/faultnet proxy (the member advertises the proxy, so a test can
+// cut or black-hole the Raft link between two members while clients and
+// chunkservers still reach both), chunkservers given the three client
+// addresses, optionally each behind a holdProxy (holdproxy_test.go:
+// connections stalled and released, what a cut-off sender sent last
+// delivered late). Any member can be killed and restarted, a fourth
+// started with --join; the leader is found with ClusterStatus, and bfs
+// cluster status -o json is read. $BFS_HA_TRIALS caps the trial counts
+// of these tests (CI runs fewer than the full counts).
 package e2e

@@ -27,15 +27,14 @@ import (
 // tablet with a file open, and is killed: its session expires on the
 // leader, whose cleaning sends Seal to the file's replicas. Those seals
 // are held in the network (the connections between the leader and the
-// chunkservers stall in their proxies, as if the leader had paused just
-// as it sent them, and lose what it sends later), and the leader is cut
-// off. Once the others have
-// elected a new leader, the old one is asked directly, again and again,
-// for mutations, grants, sessions and keep-alives: it acknowledges none.
-// The new leader finishes the cleaning, and the chunkservers learn its
-// term; then the old leader's seals arrive: every chunkserver refuses
-// them (its log says so, naming the old term) and accepts nothing of the
-// old term.
+// chunkservers stall in their proxies), the leader pauses (SIGSTOP) and
+// is cut off. The others elect a new leader, which finishes the cleaning,
+// and the chunkservers learn its term. Then the old leader's seals
+// arrive, and the old leader resumes, believing it leads until it finds
+// out otherwise, asked directly, again and again, for mutations, grants,
+// sessions and keep-alives: it acknowledges none, and every chunkserver
+// refuses its seals (its log says so, naming the old term) and accepts
+// nothing of the old term.
 func TestGroupPartitionedLeaderAcknowledgesNothing(t *testing.T) {
 	g := startGroup(t, 3, withChunkserverProxies(), withChunkserverFlags("--vmodule", "data=1"))
 	a := startTablet(t, g, "tablet-a", "--holder", "tablet-a", "--tablet", "/part/t1",
@@ -68,24 +67,21 @@ func TestGroupPartitionedLeaderAcknowledgesNothing(t *testing.T) {
 		return true
 	})
 	for i, p := range g.csFronts {
-		p.loseLater()
 		t.Logf("held on the way to chunkserver %d: %d bytes", i, p.heldBytes())
 	}
 	lock, err := direct.GetDirLock(ctxT(t, time.Minute), &bfspb.GetDirLockRequest{Path: "/part/t1"})
 	require.NoError(t, err)
 	require.Equal(t, bfspb.LockStatus_LOCK_STATUS_CLEANING, lock.Lock.GetStatus(), "A's lock after its session expired")
 
+	// The leader pauses (a long GC, a stalled VM) and, meanwhile, is cut
+	// off from its peers.
+	g.ns[old].stop(t)
 	g.net.Isolate(g.names[old], faultnet.Fault{Blackhole: true})
 	cut := time.Now()
 	next := g.waitLeader(old)
 	_, newTerm := g.leader()
-	t.Logf("%s (term %d) cut off from its peers; %s leads in term %d, %v later", g.names[old], oldTerm, g.names[next], newTerm,
+	t.Logf("%s (term %d) paused and cut off from its peers; %s leads in term %d, %v later", g.names[old], oldTerm, g.names[next], newTerm,
 		time.Since(cut).Round(time.Millisecond))
-
-	// The old leader, asked directly, acknowledges nothing.
-	acks, asked, answers := askDeposed(t, direct, sess.SessionId, 20)
-	t.Logf("the deposed leader was asked %d times (mkdir, create, lock, open session, keep-alive): %d acknowledged; answers %v", asked, acks, answers)
-	require.Zero(t, acks, "the deposed leader acknowledged %d requests", acks)
 
 	// The new leader finishes the cleaning; every chunkserver knows its
 	// term.
@@ -104,7 +100,9 @@ func TestGroupPartitionedLeaderAcknowledgesNothing(t *testing.T) {
 	require.Empty(t, fi.WriterSession)
 	require.GreaterOrEqual(t, fi.Size, synced)
 
-	// The old leader's seals arrive now.
+	// The old leader's seals arrive now; then it resumes, believing it
+	// leads until it finds out, and is asked directly, again and again,
+	// from the moment it resumes.
 	marks := make([]int, len(g.cs))
 	for i, cs := range g.cs {
 		marks[i] = len(cs.logLines())
@@ -112,20 +110,37 @@ func TestGroupPartitionedLeaderAcknowledgesNothing(t *testing.T) {
 	for _, p := range g.csFronts {
 		p.release()
 	}
+	type asking struct {
+		acks, asked int
+		answers     map[string]int
+	}
+	askedc := make(chan asking, 1)
+	go func() {
+		var r asking
+		r.acks, r.asked, r.answers = askDeposed(t, direct, sess.SessionId, 20)
+		askedc <- r
+	}()
+	g.ns[old].cont(t)
 	refusedRE := regexp.MustCompile(fmt.Sprintf(`refused: stale leader term: from a nameserver leader of term %d;`, oldTerm))
 	acceptedRE := regexp.MustCompile(fmt.Sprintf(`accepted from the nameserver leader of term %d$`, oldTerm))
-	refused := 0
 	for i, cs := range g.cs {
 		waitFor(t, time.Minute, fmt.Sprintf("chunkserver %d to refuse the old leader's seal", i), func() bool {
 			return countLines(cs.logLines()[marks[i]:], refusedRE) > 0
 		})
-		refused += countLines(cs.logLines()[marks[i]:], refusedRE)
 	}
-	// The old leader has stepped down: it sends nothing more.
+	r := <-askedc
+	t.Logf("the deposed leader was asked %d times (mkdir, create, lock, open session, keep-alive) from the moment it resumed: %d acknowledged; answers %v",
+		r.asked, r.acks, r.answers)
+	require.Zero(t, r.acks, "the deposed leader acknowledged %d requests", r.acks)
+	// It has stepped down: it sends nothing more.
 	waitFor(t, time.Minute, g.names[old]+" to step down", func() bool {
 		st, err := g.memberStatus(old)
 		return err == nil && st.Role != "leader"
 	})
+	refused := 0
+	for i, cs := range g.cs {
+		refused += countLines(cs.logLines()[marks[i]:], refusedRE)
+	}
 	accepted := 0
 	for i, cs := range g.cs {
 		accepted += countLines(cs.logLines()[marks[i]:], acceptedRE)

@@ -31,10 +31,7 @@ type holdPipe struct {
 	in, out net.Conn
 	mu      sync.Mutex
 	gate    chan struct{}
-	// lose drops what the dialer sends from now on (the bytes held
-	// already are delivered on release).
-	lose bool
-	once sync.Once
+	once    sync.Once
 }
 
 func startHoldProxy(t *testing.T) *holdProxy {
@@ -103,19 +100,6 @@ func (p *holdProxy) hold() int {
 	return len(p.pipes)
 }
 
-// loseLater has the held connections lose whatever their dialers send
-// from now on: what is held now is all they will deliver. (A process cut
-// off from the network just after it sent.)
-func (p *holdProxy) loseLater() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for pp := range p.pipes {
-		pp.mu.Lock()
-		pp.lose = pp.gate != nil
-		pp.mu.Unlock()
-	}
-}
-
 // release lets every held connection deliver what waited, and flow.
 func (p *holdProxy) release() {
 	p.mu.Lock()
@@ -148,12 +132,6 @@ func (pp *holdPipe) wait(n int, inward bool) {
 	}
 }
 
-func (pp *holdPipe) losing() bool {
-	pp.mu.Lock()
-	defer pp.mu.Unlock()
-	return pp.lose
-}
-
 // heldBytes is how many bytes dialers sent on held connections.
 func (p *holdProxy) heldBytes() int64 { return p.held.Load() }
 
@@ -164,9 +142,6 @@ func (pp *holdPipe) copy(dst, src net.Conn, inward bool) {
 	buf := make([]byte, 64<<10)
 	for {
 		n, err := src.Read(buf)
-		if n > 0 && inward && pp.losing() {
-			n = 0
-		}
 		if n > 0 {
 			pp.wait(n, inward)
 			if _, werr := dst.Write(buf[:n]); werr != nil {

@@ -15,7 +15,9 @@
 // A call whose outcome is unknown because the transport failed once it was sent
 // is retried only if its method is in Config.Idempotent; otherwise its
 // caller decides. An answer is the caller's, whatever its status (a
-// nameserver's UNAVAILABLE included), but NOT_LEADER.
+// nameserver's UNAVAILABLE included), but NOT_LEADER. A member that held
+// a call until its time ran out (paused or stuck, its connection up) is
+// passed over: the next call tries the next member first, not it again.
 //
 // Streams are opened on the leader the same way; a stream that fails
 // later is its caller's to open again.
@@ -223,6 +225,12 @@ func (c *Conn) Invoke(parent context.Context, method string, args, reply any, op
 			unreached[addr] = true
 		} else {
 			clear(unreached)
+		}
+		if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			// The member held the call until time ran out (it is paused,
+			// or stuck, with its connection up): the next call tries
+			// another first, or it would wait on it again, and again.
+			c.Skip(addr)
 		}
 		switch {
 		case err == nil && hint == "":

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,9 +25,17 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 type member struct {
 	bfspb.UnimplementedNameServerServer
 	leader string // "" when this member leads
+	// stalling holds every call until the call's context ends: a member
+	// that stopped answering (paused, its disk stuck) with its
+	// connections still up.
+	stalling atomic.Bool
 }
 
 func (m *member) Stat(ctx context.Context, _ *bfspb.StatRequest) (*bfspb.StatResponse, error) {
+	if m.stalling.Load() {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
 	if m.leader == "" {
 		return &bfspb.StatResponse{Status: bfspb.StatusCode_OK}, nil
 	}
@@ -115,5 +124,39 @@ func TestNoMemberReachable(t *testing.T) {
 	err = stat(context.Background(), c)
 	if status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), "could be reached") {
 		t.Fatalf("got %v, want UNAVAILABLE: no nameserver could be reached", err)
+	}
+}
+
+// A member that stops answering while its connection stays up (a leader
+// paused, then deposed) holds a call for the whole patience, and the
+// call fails UNAVAILABLE; the next call must not wait on it again but
+// find the leader among the others.
+func TestStalledMemberIsPassedOver(t *testing.T) {
+	lisA, lisB := listen(t, "127.0.0.1:0"), listen(t, "127.0.0.1:0")
+	stalled := &member{}
+	serve(t, lisA, stalled)
+	serve(t, lisB, &member{})
+	c, err := New(Config{
+		Addrs:       []string{lisA.Addr().String(), lisB.Addr().String()},
+		DialOptions: []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())},
+		Patience:    300 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	if err := stat(ctx, c); err != nil {
+		t.Fatalf("A answering: %v", err)
+	}
+	stalled.stalling.Store(true)
+	if err := stat(ctx, c); status.Code(err) != codes.Unavailable {
+		t.Fatalf("A stalled: %v, want UNAVAILABLE", err)
+	}
+	if err := stat(ctx, c); err != nil {
+		t.Fatalf("the call after the stalled one: %v; it went to %s first", err, c.Leader())
+	}
+	if want := lisB.Addr().String(); c.Leader() != want {
+		t.Fatalf("calls go to %s first, want %s", c.Leader(), want)
 	}
 }
