@@ -84,14 +84,15 @@ func (s *storm) run(k int, c *sdk.Client, round int) {
 		default:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		started := time.Now()
 		if i%4 == 3 {
-			s.lockUnlock(ctx, k, c, fmt.Sprintf("/locks/c%d/d%d", k, (i/4)%stormDirs))
+			s.lockUnlock(ctx, k, c, fmt.Sprintf("/locks/c%d/d%d", k, (i/4)%stormDirs), started)
 		} else {
 			p := fmt.Sprintf("/storm/c%d/r%02d-%06d", k, round, i)
 			if err := c.Touch(ctx, p); err != nil {
 				s.failed(err)
 			} else {
-				s.ack(func() { s.mu.creates = append(s.mu.creates, p) })
+				s.ack(started, func() { s.mu.creates = append(s.mu.creates, p) })
 			}
 		}
 		cancel()
@@ -99,24 +100,25 @@ func (s *storm) run(k int, c *sdk.Client, round int) {
 }
 
 // lockUnlock locks dir and releases it: every grant is a new lock.
-func (s *storm) lockUnlock(ctx context.Context, k int, c *sdk.Client, dir string) {
+func (s *storm) lockUnlock(ctx context.Context, k int, c *sdk.Client, dir string, started time.Time) {
 	l, err := c.LockDir(ctx, dir)
 	if err != nil {
 		s.failed(err)
 		return
 	}
-	s.ack(func() { s.mu.grants = append(s.mu.grants, grant{client: k, dir: dir, epoch: l.Epoch()}) })
+	s.ack(started, func() { s.mu.grants = append(s.mu.grants, grant{client: k, dir: dir, epoch: l.Epoch()}) })
 	if err := l.Unlock(ctx); err != nil {
 		s.failed(err)
 	}
 }
 
-func (s *storm) ack(record func()) {
+// ack records an operation started at started and acknowledged.
+func (s *storm) ack(started time.Time, record func()) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	record()
 	s.mu.acks++
-	if !s.mu.mark.IsZero() && s.mu.firstAfter.IsZero() {
+	if !s.mu.mark.IsZero() && s.mu.firstAfter.IsZero() && started.After(s.mu.mark) {
 		s.mu.firstAfter = time.Now()
 	}
 	close(s.mu.changed)
@@ -157,8 +159,8 @@ func (s *storm) waitAcks(n int) {
 	}
 }
 
-// markNow starts timing: firstAck then tells when the first
-// acknowledgment after now came.
+// markNow starts timing: firstAck then tells when the first operation
+// started after now was acknowledged.
 func (s *storm) markNow() {
 	s.mu.Lock()
 	s.mu.mark, s.mu.firstAfter = time.Now(), time.Time{}
@@ -221,12 +223,12 @@ func TestGroupStormSurvivesLeaderKills(t *testing.T) {
 		s.waitAcks(120)
 		if trial < n {
 			old := g.waitLeader(-1)
-			s.markNow()
 			g.kill(old)
+			s.markNow()
 			l := g.waitLeader(old)
 			s.waitAcks(120) // the storm goes on through the new leader
 			s.stop()
-			t.Logf("trial %d: killed leader %s; %s leads; first acknowledgment %v after the kill",
+			t.Logf("trial %d: killed leader %s; %s leads; the first operation started after the kill acknowledged %v after it",
 				trial, g.names[old], g.names[l], s.firstAck().Round(time.Millisecond))
 			g.restart(old)
 			g.waitFollowing(old)
