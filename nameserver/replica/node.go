@@ -253,7 +253,7 @@ func (n *Node) transport() raft.Transport {
 		_, t := raft.NewInmemTransport(raft.ServerAddress(n.cfg.RaftAddress))
 		return t
 	}
-	return raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+	return newPipelinedTransport(&raft.NetworkTransportConfig{
 		Stream: newStreamLayer(n.cfg.Listener, n.cfg.RaftAddress, n.cfg.Name, n.store.ClusterID, n.cfg.Dial, n.cfg.TLS),
 		// Enough connections that a burst of appends does not wait for
 		// one: most of the time one or two are in use per peer.
@@ -566,7 +566,11 @@ func (n *Node) Name() string { return n.cfg.Name }
 func (n *Node) Close() error {
 	n.closeOnce.Do(func() {
 		if n.raft != nil {
-			n.closeErr = n.raft.Shutdown().Error()
+			f := n.raft.Shutdown()
+			if pt, ok := n.trans.(*pipelinedTransport); ok {
+				pt.closePipelines() // see pipelinedTransport
+			}
+			n.closeErr = f.Error()
 		}
 		close(n.notifyc)
 		if n.started.Load() {
@@ -580,7 +584,7 @@ func (n *Node) Close() error {
 // closeStores closes the transport (or, before there is one, the
 // listener) and the log store.
 func (n *Node) closeStores() {
-	if nt, ok := n.trans.(*raft.NetworkTransport); ok {
+	if nt, ok := n.trans.(*pipelinedTransport); ok {
 		nt.CloseStreams() // the pooled connections to the peers
 	}
 	if c, ok := n.trans.(io.Closer); ok {

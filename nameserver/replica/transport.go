@@ -290,3 +290,66 @@ type advertised string
 
 func (a advertised) Network() string { return "tcp" }
 func (a advertised) String() string  { return string(a) }
+
+// pipelinedTransport is Raft's network transport, keeping the append
+// pipelines it opens so that a node's Close can close them. A pipeline
+// whose responses are no longer consumed (its replication ended when a
+// response named a newer term: a leader cut off, then healed) blocks the
+// next append on it for good (hashicorp/raft's netPipeline.AppendEntries
+// waits on a channel only the pipeline's Close unblocks), and with it
+// Raft's Shutdown, which waits for the replication goroutine.
+type pipelinedTransport struct {
+	*raft.NetworkTransport
+	mu struct {
+		sync.Mutex
+		pipelines map[*trackedPipeline]struct{}
+		closed    bool
+	}
+}
+
+func newPipelinedTransport(cfg *raft.NetworkTransportConfig) *pipelinedTransport {
+	t := &pipelinedTransport{NetworkTransport: raft.NewNetworkTransportWithConfig(cfg)}
+	t.mu.pipelines = map[*trackedPipeline]struct{}{}
+	return t
+}
+
+// AppendEntriesPipeline opens a pipeline and keeps it until it is closed.
+func (t *pipelinedTransport) AppendEntriesPipeline(id raft.ServerID, target raft.ServerAddress) (raft.AppendPipeline, error) {
+	p, err := t.NetworkTransport.AppendEntriesPipeline(id, target)
+	if err != nil {
+		return nil, err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.mu.closed {
+		p.Close()
+		return nil, raft.ErrTransportShutdown
+	}
+	tp := &trackedPipeline{AppendPipeline: p, t: t}
+	t.mu.pipelines[tp] = struct{}{}
+	return tp, nil
+}
+
+// closePipelines closes every pipeline open, and every one opened later.
+func (t *pipelinedTransport) closePipelines() {
+	t.mu.Lock()
+	t.mu.closed = true
+	ps := t.mu.pipelines
+	t.mu.pipelines = map[*trackedPipeline]struct{}{}
+	t.mu.Unlock()
+	for p := range ps {
+		p.AppendPipeline.Close()
+	}
+}
+
+type trackedPipeline struct {
+	raft.AppendPipeline
+	t *pipelinedTransport
+}
+
+func (p *trackedPipeline) Close() error {
+	p.t.mu.Lock()
+	delete(p.t.mu.pipelines, p)
+	p.t.mu.Unlock()
+	return p.AppendPipeline.Close()
+}

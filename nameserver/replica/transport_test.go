@@ -85,3 +85,66 @@ type nopListener struct{}
 func (nopListener) Accept() (net.Conn, error) { return nil, net.ErrClosed }
 func (nopListener) Close() error              { return nil }
 func (nopListener) Addr() net.Addr            { return advertised("") }
+
+// TestClosePipelinesUnblocksAppends: an append pipeline whose responses
+// nobody consumes any more (Raft's replication to that peer ended on a
+// newer term) blocks the next append for good; closePipelines, which a
+// node's Close calls once Raft is shutting down, must unblock it, or the
+// shutdown waits forever.
+func TestClosePipelinesUnblocksAppends(t *testing.T) {
+	newTrans := func(name string, lis net.Listener) *pipelinedTransport {
+		addr := ""
+		if lis != nil {
+			addr = lis.Addr().String()
+		} else {
+			lis = nopListener{}
+		}
+		return newPipelinedTransport(&raft.NetworkTransportConfig{
+			Stream:  newStreamLayer(lis, addr, name, func() string { return "c" }, nil, nil),
+			MaxPool: 1, Timeout: 10 * time.Second,
+		})
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	peer := newTrans("ns2", lis)
+	defer peer.Close()
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() { // the peer answers every append
+		for {
+			select {
+			case rpc := <-peer.Consumer():
+				rpc.Respond(&raft.AppendEntriesResponse{Success: true}, nil)
+			case <-stop:
+				return
+			}
+		}
+	}()
+	leader := newTrans("ns1", nil)
+	defer leader.Close()
+	p, err := leader.AppendEntriesPipeline("ns2", raft.ServerAddress(lis.Addr().String()))
+	require.NoError(t, err)
+	// Nobody reads p.Consumer(): the responses pile up, and then an
+	// append blocks.
+	blocked := make(chan error, 1)
+	go func() {
+		for {
+			if _, err := p.AppendEntries(&raft.AppendEntriesRequest{}, &raft.AppendEntriesResponse{}); err != nil {
+				blocked <- err
+				return
+			}
+		}
+	}()
+	select {
+	case err := <-blocked:
+		t.Fatalf("an append failed before the pipeline was closed: %v", err)
+	case <-time.After(200 * time.Millisecond): // the appends are stuck by now, or never will be
+	}
+	leader.closePipelines()
+	select {
+	case err := <-blocked:
+		require.ErrorIs(t, err, raft.ErrPipelineShutdown)
+	case <-time.After(10 * time.Second):
+		t.Fatal("an append stayed blocked after closePipelines")
+	}
+}
