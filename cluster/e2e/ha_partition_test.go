@@ -110,6 +110,15 @@ func TestGroupPartitionedLeaderAcknowledgesNothing(t *testing.T) {
 	for _, p := range g.csFronts {
 		p.release()
 	}
+	// Each chunkserver has the seal, still paused, to judge before the
+	// old leader could take it back (it would reset the call on waking).
+	refusedRE := regexp.MustCompile(fmt.Sprintf(`refused: stale leader term: from a nameserver leader of term %d;`, oldTerm))
+	acceptedRE := regexp.MustCompile(fmt.Sprintf(`accepted from the nameserver leader of term %d$`, oldTerm))
+	for i, cs := range g.cs {
+		waitFor(t, time.Minute, fmt.Sprintf("chunkserver %d to refuse the old leader's seal", i), func() bool {
+			return countLines(cs.logLines()[marks[i]:], refusedRE) > 0
+		})
+	}
 	type asking struct {
 		acks, asked int
 		answers     map[string]int
@@ -121,13 +130,6 @@ func TestGroupPartitionedLeaderAcknowledgesNothing(t *testing.T) {
 		askedc <- r
 	}()
 	g.ns[old].cont(t)
-	refusedRE := regexp.MustCompile(fmt.Sprintf(`refused: stale leader term: from a nameserver leader of term %d;`, oldTerm))
-	acceptedRE := regexp.MustCompile(fmt.Sprintf(`accepted from the nameserver leader of term %d$`, oldTerm))
-	for i, cs := range g.cs {
-		waitFor(t, time.Minute, fmt.Sprintf("chunkserver %d to refuse the old leader's seal", i), func() bool {
-			return countLines(cs.logLines()[marks[i]:], refusedRE) > 0
-		})
-	}
 	r := <-askedc
 	t.Logf("the deposed leader was asked %d times (mkdir, create, lock, open session, keep-alive) from the moment it resumed: %d acknowledged; answers %v",
 		r.asked, r.acks, r.answers)
