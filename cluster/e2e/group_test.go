@@ -208,15 +208,6 @@ func (g *group) startChunkserver(i int, addr string) *process {
 	return startDaemon(g.t, slices.Concat(args, g.csFlags)...)
 }
 
-// csAddr is the address chunkserver i is known by (its proxy's, if it
-// has one).
-func (g *group) csAddr(i int) string {
-	if g.csFronts != nil {
-		return g.csFronts[i].addr()
-	}
-	return g.csAddrs[i]
-}
-
 // memberStatus asks member i about itself, directly, within a second.
 func (g *group) memberStatus(i int) (*bfspb.ClusterStatusResponse, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
