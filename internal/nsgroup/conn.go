@@ -226,10 +226,12 @@ func (c *Conn) Invoke(parent context.Context, method string, args, reply any, op
 		} else {
 			clear(unreached)
 		}
-		if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			// The member held the call until time ran out (it is paused,
-			// or stuck, with its connection up): the next call tries
-			// another first, or it would wait on it again, and again.
+		// The member held the call until time ran out (it is paused, or
+		// stuck, with its connection up; the deadline may have ended the
+		// call on its side first): the next call tries another first, or
+		// it would wait on it again, and again.
+		timedOut := err != nil && (errors.Is(ctx.Err(), context.DeadlineExceeded) || status.Code(err) == codes.DeadlineExceeded)
+		if timedOut {
 			c.Skip(addr)
 		}
 		switch {
@@ -241,7 +243,7 @@ func (c *Conn) Invoke(parent context.Context, method string, args, reply any, op
 			continue
 		case parent.Err() != nil:
 			return status.FromContextError(parent.Err()).Err()
-		case ctx.Err() != nil:
+		case ctx.Err() != nil, timedOut && patient(parent, ctx):
 			// Patience ran out, perhaps with the call under way: UNAVAILABLE
 			// (not applied, or the outcome unknown), never the deadline of a
 			// context the caller did not set.
@@ -268,6 +270,14 @@ func (c *Conn) Invoke(parent context.Context, method string, args, reply any, op
 			return status.Errorf(codes.Unavailable, "no nameserver of %v leads (last: %v)", c.cfg.Addrs, errOrNotLeader(err))
 		}
 	}
+}
+
+// patient reports whether ctx, the call's, ends with the patience rather
+// than with parent, the caller's.
+func patient(parent, ctx context.Context) bool {
+	pd, ok := parent.Deadline()
+	cd, _ := ctx.Deadline()
+	return !ok || pd.After(cd)
 }
 
 func errOrNotLeader(err error) error {
