@@ -243,7 +243,7 @@ func (c *Conn) Invoke(parent context.Context, method string, args, reply any, op
 			continue
 		case parent.Err() != nil:
 			return status.FromContextError(parent.Err()).Err()
-		case ctx.Err() != nil, timedOut && patient(parent, ctx):
+		case ctx.Err() != nil:
 			// Patience ran out, perhaps with the call under way: UNAVAILABLE
 			// (not applied, or the outcome unknown), never the deadline of a
 			// context the caller did not set.
@@ -270,14 +270,6 @@ func (c *Conn) Invoke(parent context.Context, method string, args, reply any, op
 			return status.Errorf(codes.Unavailable, "no nameserver of %v leads (last: %v)", c.cfg.Addrs, errOrNotLeader(err))
 		}
 	}
-}
-
-// patient reports whether ctx, the call's, ends with the patience rather
-// than with parent, the caller's.
-func patient(parent, ctx context.Context) bool {
-	pd, ok := parent.Deadline()
-	cd, _ := ctx.Deadline()
-	return !ok || pd.After(cd)
 }
 
 func errOrNotLeader(err error) error {
