@@ -199,9 +199,9 @@
 // a listener of its own (the sandbox). The page reads the server through
 // its own RPC handlers (listings, safe mode), its metrics registry, and a
 // watcher of every lock transition (lockFeed, on the watchers that serve
-// WatchDirLocks); it runs one goroutine, stopped in Close. Until TLS and
-// admin identities exist it answers loopback clients only, unless
-// Config.StatusPublic.
+// WatchDirLocks); it runs one goroutine, stopped in Close. Over TLS it
+// answers admin certificates only; with --insecure, loopback clients
+// only, unless Config.StatusPublic.
 //
 // Handlers decode a request, normalize its paths (bad ones get
 // INVALID_ARGUMENT), call one domain method and encode the answer; the one
