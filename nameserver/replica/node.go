@@ -265,8 +265,8 @@ func (n *Node) transport() raft.Transport {
 		// never returns (hashicorp/raft#612). One append in flight per
 		// follower costs little with batching (HashiCorp's own advice).
 		MaxRPCsInFlight: 1,
-		Timeout: 10 * time.Second,
-		Logger:  raftLogger("raft-net"),
+		Timeout:         10 * time.Second,
+		Logger:          raftLogger("raft-net"),
 	})
 }
 
