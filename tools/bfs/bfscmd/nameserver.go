@@ -156,7 +156,11 @@ func addGlogFlags(f *pflag.FlagSet) {
 // chose otherwise: a daemon's logs belong to whatever supervises it.
 func defaultLogToStderr(f *pflag.FlagSet) {
 	if f.Lookup("logtostderr") != nil && !f.Changed("logtostderr") && !f.Changed("log_dir") && !f.Changed("log-dir") {
-		_ = flag.Set("logtostderr", "true")
+		// glog reads the flag whenever it logs: set it only if it
+		// changes (a test runs daemons in-process side by side).
+		if g := flag.Lookup("logtostderr"); g != nil && g.Value.String() != "true" {
+			_ = flag.Set("logtostderr", "true")
+		}
 	}
 }
 
