@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/bfs-go/bfs/chunkserver/blockstore"
+
 	"github.com/bfs-go/bfs/internal/certs"
 	"github.com/bfs-go/bfs/internal/clock"
 	"github.com/bfs-go/bfs/internal/daemon"
@@ -84,6 +86,10 @@ type TestingKnobs struct {
 	// DiskSpace, if set, replaces the capacity and free bytes of a
 	// volume's data directory.
 	DiskSpace func(dir string) (capacity, free int64)
+	// VolumeFault, if set, is called before the disk I/O of the volume in
+	// dir (volume.TestingKnobs.Fault): an error fails the I/O as the disk
+	// would, and it may block, as a hung disk does.
+	VolumeFault func(dir string, op blockstore.Op, path string) error
 	// VolumeCheckInterval, if positive, replaces
 	// volume.DefaultCheckInterval.
 	VolumeCheckInterval time.Duration

@@ -83,7 +83,7 @@ func New(cfg Config) (*Server, error) {
 	vols, err := volume.Open(volume.Config{
 		Dirs: cfg.volumes(), FailedTolerated: cfg.FailedVolumesTolerated, Clock: cfg.Clock,
 		DiskSpace: cfg.TestingKnobs.DiskSpace, CheckInterval: cfg.TestingKnobs.VolumeCheckInterval,
-		OnChange: s.volumeChanged,
+		OnChange: s.volumeChanged, TestingKnobs: volume.TestingKnobs{Fault: cfg.TestingKnobs.VolumeFault},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("chunkserver: %w", err)

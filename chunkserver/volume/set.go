@@ -39,6 +39,24 @@ type Config struct {
 	// OnChange, if set, is called when a volume changes state. It must
 	// not block.
 	OnChange func()
+	// TestingKnobs are seams for tests; the zero value is production.
+	TestingKnobs TestingKnobs
+}
+
+// TestingKnobs let tests make a volume's disk fail.
+type TestingKnobs struct {
+	// Fault, if set, is the blockstore.TestingKnobs.Fault of the volume
+	// in dir (one of Config.Dirs): it may fail or block the volume's I/O.
+	Fault func(dir string, op blockstore.Op, path string) error
+}
+
+// storeKnobs returns the blockstore knobs of the volume in dir.
+func (c *Config) storeKnobs(dir string) blockstore.TestingKnobs {
+	fault := c.TestingKnobs.Fault
+	if fault == nil {
+		return blockstore.TestingKnobs{}
+	}
+	return blockstore.TestingKnobs{Fault: func(op blockstore.Op, path string) error { return fault(dir, op, path) }}
 }
 
 // MaxVolumes is the most volumes a chunkserver may have: the most the
@@ -126,7 +144,7 @@ func Open(cfg Config) (*Set, error) {
 	for i, dir := range cfg.Dirs {
 		v := &Volume{index: i, dir: dir, done: make(chan struct{})}
 		v.mu.since = now
-		st, err := blockstore.Open(dir)
+		st, err := blockstore.OpenWith(dir, cfg.storeKnobs(dir))
 		if err != nil {
 			glog.Errorf("volume %s did not open and is out of service: %v", dir, err)
 			v.fail(err.Error(), now)
