@@ -562,7 +562,7 @@ func (n *Node) Leader() (name, addr string) {
 func (n *Node) Name() string { return n.cfg.Name }
 
 // Close leaves Raft (without telling the group: a restart rejoins) and
-// closes the log store. Idempotent.
+// closes its connections to the peers and the log store. Idempotent.
 func (n *Node) Close() error {
 	n.closeOnce.Do(func() {
 		if n.raft != nil {
@@ -577,9 +577,16 @@ func (n *Node) Close() error {
 	return n.closeErr
 }
 
-// closeStores closes the transport (or, before there is one, the
-// listener) and the log store.
+// closeStores closes the transport and its connections (or, before there
+// is one, the listener) and the log store.
 func (n *Node) closeStores() {
+	if t, ok := n.trans.(*raft.NetworkTransport); ok {
+		// Close stops accepting, but leaves the connections this node
+		// dialed in its pool open, and with them the goroutines of the
+		// peers that read them: a member closed while the others run
+		// would leak one on each for as long as they run.
+		t.CloseStreams()
+	}
 	if c, ok := n.trans.(io.Closer); ok {
 		c.Close()
 	} else if n.cfg.Listener != nil {
