@@ -569,7 +569,7 @@ func (n *Node) Leader() (name, addr string) {
 func (n *Node) Name() string { return n.cfg.Name }
 
 // Close leaves Raft (without telling the group: a restart rejoins) and
-// closes the log store. Idempotent.
+// closes its connections to the peers and the log store. Idempotent.
 func (n *Node) Close() error {
 	n.closeOnce.Do(func() {
 		var shutdown raft.Future

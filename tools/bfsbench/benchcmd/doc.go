@@ -86,6 +86,19 @@
 //     reads after the chunkservers' files were dropped from the page
 //     cache; which side goes first alternates. The medians' ratios,
 //     plugin over SDK, are held to 0.8x.
+//   - ha: for each --voters value (1 and 3), a sandbox whose nameservers
+//     form a group of that many voters beside an embedded etcd of as many
+//     members (both in this process, data on the same disk, mutual TLS on
+//     both unless --insecure): lock+unlock cycles against both in halves of
+//     --duration (bfs, etcd, etcd, bfs) with their ratio and the CPU per
+//     cycle, creates, and stats at the most clients (the host's RPC
+//     ceiling); the leader changes during those loops are read from the
+//     members' bfs_nameserver_raft_leader_changes_total. Then --trials
+//     failovers of a group of three nameservers and three chunkservers,
+//     each a process (bfsbench run again as the bfs command, haprocs.go):
+//     the leader is killed with SIGKILL and the first OK of LockDir,
+//     KeepAlive and AddBlock after it, each retried on a connection that
+//     follows the leader as the SDK's, is timed from just before the kill.
 //   - all: each of the above on a fresh cluster, with defaults sized for
 //     under five minutes on two cores, etcd included; --plot-dir gets every
 //     chart.
