@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/bfs-go/bfs/chunkserver/blockstore"
+	"github.com/bfs-go/bfs/chunkserver/volume"
+
 	"github.com/bfs-go/bfs/internal/certs"
 	"github.com/bfs-go/bfs/internal/clock"
 	"github.com/bfs-go/bfs/internal/daemon"
@@ -23,6 +26,10 @@ type Config struct {
 	// default) serves while one volume is left: a failed disk costs the
 	// cluster that disk's replicas, not the whole machine's.
 	FailedVolumesTolerated int
+	// VolumeCheckTimeout is how long a check of a volume's disk may take
+	// before the volume is taken for hung (a disk that stalls rather than
+	// failing) and goes out of service; 0 means volume.DefaultCheckTimeout.
+	VolumeCheckTimeout time.Duration
 	// ListenAddr is where the bfs chunkserver command listens; Serve itself
 	// takes a listener.
 	ListenAddr string
@@ -84,6 +91,10 @@ type TestingKnobs struct {
 	// DiskSpace, if set, replaces the capacity and free bytes of a
 	// volume's data directory.
 	DiskSpace func(dir string) (capacity, free int64)
+	// VolumeFault, if set, is called before the disk I/O of the volume in
+	// dir (volume.TestingKnobs.Fault): an error fails the I/O as the disk
+	// would, and it may block, as a hung disk does.
+	VolumeFault func(dir string, op blockstore.Op, path string) error
 	// VolumeCheckInterval, if positive, replaces
 	// volume.DefaultCheckInterval.
 	VolumeCheckInterval time.Duration
@@ -114,6 +125,7 @@ func DefaultConfig() Config {
 	return Config{
 		DataDir:                "bfs-data/chunkserver",
 		FailedVolumesTolerated: -1,
+		VolumeCheckTimeout:     volume.DefaultCheckTimeout,
 		ListenAddr:             "127.0.0.1:8830",
 		NameServerAddr:         "127.0.0.1:8828",
 		MetricsAddr:            "127.0.0.1:8831",
@@ -131,6 +143,9 @@ func (c *Config) validate() error {
 	}
 	if err := daemon.CheckSecurity(c.TLS, c.Insecure); err != nil {
 		return fmt.Errorf("chunkserver: %w", err)
+	}
+	if c.VolumeCheckTimeout < 0 {
+		return fmt.Errorf("chunkserver: negative volume check timeout %v", c.VolumeCheckTimeout)
 	}
 	if c.ScrubRate < 0 {
 		return fmt.Errorf("chunkserver: negative scrub rate %d", c.ScrubRate)

@@ -14,9 +14,17 @@
 // reported names its volume. A volume that fails its check after an I/O
 // error is out of service at once: its replicas are no longer served or
 // reported, and a heartbeat goes out at once so that the nameserver
-// stops counting them. A full one takes no new replica until space is
+// stops counting them. So is one whose disk hangs: a check that does not
+// finish within Config.VolumeCheckTimeout (--volume-check-timeout,
+// default 30 s) fails it, and its stalled readers are let go (see
+// chunkserver/volume). A full one takes no new replica until space is
 // freed. Past --failed-volumes-tolerated failed volumes (default -1:
-// while one is left) Serve stops with an error.
+// while one is left) Serve stops with an error saying how many failed
+// and why, and the daemon exits non-zero. HDFS's default
+// (dfs.datanode.failed.volumes.tolerated) is 0, a datanode stopping at
+// its first failed disk: that turns the loss of one disk into that of
+// every disk of the machine, all to be re-replicated, while the failed
+// disk's replicas are re-made either way.
 //
 // With Config.TLS both its ports take only peers with a certificate of
 // the cluster's CA (internal/daemon), each RPC's context carrying the

@@ -82,8 +82,8 @@ func New(cfg Config) (*Server, error) {
 	s.copies = newCopier(cfg.MaxCopies, cfg.CopyRate, s.clients, cfg.TLS)
 	vols, err := volume.Open(volume.Config{
 		Dirs: cfg.volumes(), FailedTolerated: cfg.FailedVolumesTolerated, Clock: cfg.Clock,
-		DiskSpace: cfg.TestingKnobs.DiskSpace, CheckInterval: cfg.TestingKnobs.VolumeCheckInterval,
-		OnChange: s.volumeChanged,
+		DiskSpace: cfg.TestingKnobs.DiskSpace, CheckInterval: cfg.TestingKnobs.VolumeCheckInterval, CheckTimeout: cfg.VolumeCheckTimeout,
+		OnChange: s.volumeChanged, TestingKnobs: volume.TestingKnobs{Fault: cfg.TestingKnobs.VolumeFault},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("chunkserver: %w", err)

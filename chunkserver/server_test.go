@@ -9,6 +9,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bfs-go/bfs/chunkserver/volume"
 	"github.com/bfs-go/bfs/proto/bfspb"
 )
 
@@ -23,6 +24,9 @@ func TestConfig(t *testing.T) {
 	require.Error(t, err)
 	_, err = New(Config{DataDir: t.TempDir(), HeartbeatInterval: -1, Insecure: true})
 	require.Error(t, err)
+	_, err = New(Config{DataDir: t.TempDir(), VolumeCheckTimeout: -1, Insecure: true})
+	require.ErrorContains(t, err, "negative volume check timeout")
+	require.Equal(t, volume.DefaultCheckTimeout, DefaultConfig().VolumeCheckTimeout)
 }
 
 func TestLifecycle(t *testing.T) {

@@ -3,6 +3,7 @@ package nameserver_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/bfs-go/bfs/cluster/faultnet"
 	"github.com/bfs-go/bfs/proto/bfspb"
+	"github.com/bfs-go/bfs/sdk"
 )
 
 // TestFollowerServesHealthAndReflection: a member that does not lead is
@@ -85,7 +87,10 @@ func TestWatchEndsWhenLeadershipEnds(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "/w", ev.Lock.GetPath())
 
-	require.NoError(t, c.TransferLeader(ctx, ""))
+	admin, err := sdk.Dial(ctx, strings.Join(cl.NameServerAddrs(), ","), cl.AsAdmin())
+	require.NoError(t, err)
+	defer admin.Close()
+	require.NoError(t, admin.TransferLeader(ctx, ""))
 	requireEnds(stream, "the watch on a leader that handed its leadership over")
 	next := waitNewLeader(t, cl, old)
 

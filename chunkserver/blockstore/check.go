@@ -49,7 +49,10 @@ func (s *Store) probe() error {
 	path := filepath.Join(s.dir, checkFile)
 	want := make([]byte, checkRead)
 	rand.Read(want)
-	err := writeSynced(path, want)
+	err := inject(s.fault, OpCheck, path)
+	if err == nil {
+		err = writeSynced(path, want)
+	}
 	if err != nil {
 		os.Remove(path)
 		if noSpace(err) {

@@ -33,6 +33,8 @@ type metaLog struct {
 	dir   string
 	limit int64
 	hook  func(records int)
+	// fault is TestingKnobs.Fault.
+	fault func(op Op, path string) error
 	// checkpoint writes the meta files of blocks (Store.checkpoint).
 	checkpoint func(blocks []*block) error
 	// retired is the newest generation whose log has been removed: a
@@ -86,7 +88,7 @@ type fullLog struct {
 // new log leaves it to be created by the first commit that finds room.
 func openLog(dir string, gen uint64, o options, checkpoint func([]*block) error, pending []fullLog) (*metaLog, error) {
 	l := &metaLog{
-		dir: dir, limit: o.logLimit, hook: o.beforeFrame, checkpoint: checkpoint,
+		dir: dir, limit: o.logLimit, hook: o.beforeFrame, fault: o.fault, checkpoint: checkpoint,
 		commitc: make(chan struct{}, 1), fullc: make(chan struct{}, 1), stopc: make(chan struct{}),
 		gen: gen, blocks: make(map[*block]struct{}),
 	}
@@ -222,7 +224,13 @@ func (l *metaLog) write(batch []*commit) error {
 	if cap(frame) <= 2*maxBatch {
 		l.frame = frame
 	}
+	if err := inject(l.fault, OpLogWrite, l.f.Name()); err != nil {
+		return l.undo(err)
+	}
 	if _, err := l.f.Write(frame); err != nil {
+		return l.undo(err)
+	}
+	if err := inject(l.fault, OpLogSync, l.f.Name()); err != nil {
 		return l.undo(err)
 	}
 	if err := fdatasync(l.f); err != nil {

@@ -75,12 +75,12 @@ func (s *Store) syncFilesLocked(b *block, data *os.File) error {
 		if data == nil {
 			return nil
 		}
-		return fdatasync(data)
+		return s.syncData(data)
 	}
 	var datac chan error
 	if data != nil {
 		datac = make(chan error, 1)
-		go func() { datac <- fdatasync(data) }()
+		go func() { datac <- s.syncData(data) }()
 	}
 	err := b.mu.entry.sync(s.blockDir(b.id), b.mu.ticket)
 	if datac != nil {
@@ -92,6 +92,14 @@ func (s *Store) syncFilesLocked(b *block, data *os.File) error {
 		b.mu.entry, b.mu.ticket = nil, 0
 	}
 	return err
+}
+
+// syncData fdatasyncs a data file.
+func (s *Store) syncData(f *os.File) error {
+	if err := inject(s.fault, OpSync, f.Name()); err != nil {
+		return err
+	}
+	return fdatasync(f)
 }
 
 // dirState makes the entries of files created in a fan-out directory

@@ -133,6 +133,9 @@ func (s *Store) readInto(id BlockID, buf []byte, start int64, crcs []uint32) err
 		return fmt.Errorf("blockstore: read block %d: %w", id, err)
 	}
 	defer f.Close()
+	if err := inject(s.fault, OpRead, f.Name()); err != nil {
+		return fmt.Errorf("blockstore: read block %d at %d: %w", id, start, err)
+	}
 	if n, err := f.ReadAt(buf, start); n < len(buf) {
 		if !errors.Is(err, io.EOF) {
 			return fmt.Errorf("blockstore: read block %d at %d: %w", id, start+int64(n), err)

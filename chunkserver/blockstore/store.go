@@ -61,6 +61,8 @@ type Store struct {
 	// *dirState).
 	dirs sync.Map
 	log  *metaLog
+	// fault is TestingKnobs.Fault; nil in production.
+	fault func(op Op, path string) error
 
 	// Kept up to date on every size change, so a heartbeat reads them
 	// without visiting the blocks.
@@ -88,6 +90,8 @@ type options struct {
 	// beforeFrame, if set, is called by the committer with the number of
 	// records of each frame before it writes the frame.
 	beforeFrame func(records int)
+	// fault is TestingKnobs.Fault.
+	fault func(op Op, path string) error
 }
 
 func open(dir string, o options) (*Store, error) {
@@ -100,7 +104,7 @@ func open(dir string, o options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{dir: dir, flock: fl}
+	s := &Store{dir: dir, flock: fl, fault: o.fault}
 	s.mu.blocks = make(map[BlockID]*block)
 	gen, pending, err := s.recover()
 	if err == nil {

@@ -142,6 +142,9 @@ func (s *Store) appendLocked(b *block, p Packet, pieces []uint32) error {
 	}
 	// A failed write changes nothing we track: the packet is not applied
 	// and a retry overwrites whatever part of it reached the file.
+	if err := inject(s.fault, OpWrite, b.mu.f.Name()); err != nil {
+		return fmt.Errorf("blockstore: write block %d: %w", b.id, err)
+	}
 	if _, err := b.mu.f.WriteAt(p.Data, p.Offset); err != nil {
 		return fmt.Errorf("blockstore: write block %d: %w", b.id, err)
 	}

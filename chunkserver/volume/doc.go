@@ -28,8 +28,7 @@
 // A volume is Healthy, Full or Failed. Any error from a volume's store
 // that is not about the request itself (an I/O error on a write, a
 // fsync, a read of metadata; ENOSPC on the meta log) asks for a check
-// (blockstore.Store.Check), run by the Set's goroutine, or at once by
-// the read that met the error. A check that fails takes the volume out
+// (blockstore.Store.Check). A check that fails takes the volume out
 // of service for good (until the chunkserver restarts): Failed, its store
 // abandoned (nothing more is written there), its replicas no longer
 // listed, served or reported, and OnChange is called so that the next
@@ -40,10 +39,38 @@
 // every few seconds). Every volume is also checked every CheckInterval
 // without an error.
 //
-// A read that fails on an I/O error checks its volume before it answers:
-// if the volume fails, the replica is gone with it (ErrVolumeFailed);
-// if it passes, the replica itself is unreadable and the error wraps
-// blockstore.ErrCorrupt, so that the chunkserver reports it bad.
+// # Checks
+//
+// Each volume has a checker goroutine of its own, running its checks one
+// at a time, so that a disk that hangs holds up no other volume's checks.
+// A check asked for is one that starts after the asking: an error met
+// while a check runs, or right after one passed, has the volume checked
+// again (the check under way may have looked at the disk before it broke).
+// Requests made before a check starts share it; one nobody waits for runs
+// no sooner than a second after the last check started, so a burst of
+// errors costs one check a second at most.
+//
+// A disk can hang rather than fail: its I/O neither ends nor errs. Every
+// check runs on a goroutine of its own and is given CheckTimeout (30 s by
+// default; see DefaultCheckTimeout for why); one that has not finished by
+// then takes the volume out of service as failed ("the disk hangs"). And
+// since a hung disk returns no error to ask for a check, the checker
+// watches the volume's store calls: calls under way, none of which has
+// ended for 10 s, ask for one.
+//
+// A read that fails on an I/O error checks its volume before it answers
+// (waiting for that volume's check alone, bounded by the timeout): if
+// the volume fails, the replica is gone with it (ErrVolumeFailed); if it
+// passes, the replica itself is unreadable and the error wraps
+// blockstore.ErrCorrupt, so that the chunkserver reports it bad. A read
+// runs on a goroutine of its own, so that a reader waiting on a hung
+// disk is let go with ErrVolumeFailed once the volume goes out of service
+// (within some 45 s: the stall seen, then the check's timeout); the SDK
+// then reads another replica. The read left behind may still write into
+// the caller's buffer, which the caller must not use again. Writes,
+// seals and creates on a hung disk are not let go: they wait for the
+// disk, though the volume goes out of service all the same (its stalled
+// calls ask for the check).
 //
 // The chunkserver serves while no more than FailedTolerated volumes have
 // failed (-1: while one is left); beyond that, Fatal delivers the reason
@@ -53,7 +80,12 @@
 //
 // # Concurrency
 //
-// A Set is safe for concurrent use. It starts one goroutine (the checks),
-// and one per failed volume while its store is abandoned; Close stops and
-// waits for all of them, then closes the stores.
+// A Set is safe for concurrent use. It starts a checker goroutine per
+// volume that opened, and I/O goroutines (a check, a read, the abandoning
+// of a failed volume's store) that a hung disk may keep. Close stops the
+// checkers (a check under way ends first, within the timeout), waits for
+// the I/O goroutines for at most the check timeout, and closes the
+// stores. An I/O goroutine blocked in a system call on a hung disk
+// cannot be stopped by anyone; Close leaves it behind, saying so, so
+// that the chunkserver can still stop.
 package volume

@@ -21,7 +21,9 @@ func (s *Set) Write(p blockstore.Packet) (int64, error) {
 		return 0, fmt.Errorf("%w: block %d: no replica to write; replicas are created by the nameserver when it allocates the block (AddBlock), never by a packet",
 			blockstore.ErrNotFound, p.BlockID)
 	}
+	v.begin()
 	size, err := v.store.Write(p)
+	v.end()
 	return size, s.note(v, err)
 }
 
@@ -31,6 +33,8 @@ func (s *Set) Truncate(id blockstore.BlockID, size int64) error {
 	if v == nil {
 		return notFound(id)
 	}
+	v.begin()
+	defer v.end()
 	return s.note(v, v.store.Truncate(id, size))
 }
 
@@ -40,6 +44,8 @@ func (s *Set) Delete(id blockstore.BlockID) error {
 	if v == nil {
 		return notFound(id)
 	}
+	v.begin()
+	defer v.end()
 	return s.note(v, v.store.Delete(id))
 }
 
@@ -64,20 +70,55 @@ func (s *Set) Volume(id blockstore.BlockID) int {
 // ReadAt reads a replica (see blockstore.Store.ReadAt). A read that
 // fails on an I/O error checks the volume first: if it fails, the replica
 // went with it (ErrVolumeFailed); if not, the replica alone is unreadable,
-// and the error wraps blockstore.ErrCorrupt.
+// and the error wraps blockstore.ErrCorrupt. A read that waits on a disk
+// that hangs ends with ErrVolumeFailed once the volume goes out of
+// service (see read): p may then still be written by the read left
+// behind, so the caller must not use p again after ErrVolumeFailed.
 func (s *Set) ReadAt(id blockstore.BlockID, p []byte, off int64) (int, error) {
 	v := s.find(id)
 	if v == nil {
 		return 0, notFound(id)
 	}
-	n, err := v.store.ReadAt(id, p, off)
-	if !ioError(err) {
+	n, err := s.read(v, id, p, off)
+	if errors.Is(err, ErrVolumeFailed) || !ioError(err) {
 		return n, err
 	}
 	if cerr := s.checkNow(v); cerr != nil && !errors.Is(cerr, blockstore.ErrFull) {
 		return n, fmt.Errorf("%w: %s, which held block %d: %v", ErrVolumeFailed, v.dir, id, err)
 	}
 	return n, fmt.Errorf("%w: block %d is unreadable on %s, which passes its check: %v", blockstore.ErrCorrupt, id, v.dir, err)
+}
+
+// read reads on an I/O goroutine, so that its caller can leave a read a
+// hung disk holds once the volume goes out of service: after its check
+// timed out, a check asked for by an error or by the stall of the
+// volume's I/O (this read's among it).
+func (s *Set) read(v *Volume, id blockstore.BlockID, p []byte, off int64) (int, error) {
+	type result struct {
+		n   int
+		err error
+	}
+	done := make(chan result, 1)
+	v.begin()
+	if !s.goIO(func() {
+		n, err := v.store.ReadAt(id, p, off)
+		v.end()
+		done <- result{n, err}
+	}) {
+		v.end()
+		return 0, fmt.Errorf("%w: block %d", blockstore.ErrClosed, id)
+	}
+	select {
+	case r := <-done:
+		return r.n, r.err
+	case <-v.done:
+	}
+	select {
+	case r := <-done: // it ended as the volume failed
+		return r.n, r.err
+	default:
+	}
+	return 0, fmt.Errorf("%w: %s, which holds block %d, went out of service while the read waited on its disk", ErrVolumeFailed, v.dir, id)
 }
 
 // MarkCorrupt marks a replica corrupt (see blockstore.Store.MarkCorrupt).
@@ -104,11 +145,7 @@ func (s *Set) note(v *Volume, err error) error {
 		s.cfg.OnChange()
 	}
 	if ioError(err) {
-		v.dirty.Store(true)
-		select {
-		case s.kick <- struct{}{}:
-		default:
-		}
+		v.ask(false)
 	}
 	return err
 }

@@ -21,6 +21,20 @@ import (
 // error to ask for it.
 const DefaultCheckInterval = time.Minute
 
+// DefaultCheckTimeout is how long a check of a volume may take before
+// the volume is taken for hung and goes out of service. A healthy disk
+// checks in milliseconds, a busy one (an fdatasync behind seconds of
+// writeback on a loaded hard disk) in a few seconds; 30 s is Linux's
+// default SCSI command timeout (/sys/block/*/device/timeout), past which
+// the kernel itself gives up on the command and starts its error
+// handling. A shorter timeout would fail loaded but healthy disks; a
+// longer one keeps readers of a hung disk waiting: a reader waits at
+// most some 45 s (its stall seen in 10 to 15 s, then the timeout) before
+// it is let go and the SDK reads another replica. HDFS waits 10 minutes
+// (dfs.datanode.disk.check.timeout), its readers having timeouts of
+// their own.
+const DefaultCheckTimeout = 30 * time.Second
+
 // Config configures a Set.
 type Config struct {
 	// Dirs are the volumes' data directories, one per disk.
@@ -36,9 +50,31 @@ type Config struct {
 	// CheckInterval is how often every volume is checked; 0 means
 	// DefaultCheckInterval.
 	CheckInterval time.Duration
+	// CheckTimeout is how long a check may take before its volume is
+	// taken for hung and goes out of service; 0 means
+	// DefaultCheckTimeout.
+	CheckTimeout time.Duration
 	// OnChange, if set, is called when a volume changes state. It must
 	// not block.
 	OnChange func()
+	// TestingKnobs are seams for tests; the zero value is production.
+	TestingKnobs TestingKnobs
+}
+
+// TestingKnobs let tests make a volume's disk fail.
+type TestingKnobs struct {
+	// Fault, if set, is the blockstore.TestingKnobs.Fault of the volume
+	// in dir (one of Config.Dirs): it may fail or block the volume's I/O.
+	Fault func(dir string, op blockstore.Op, path string) error
+}
+
+// storeKnobs returns the blockstore knobs of the volume in dir.
+func (c *Config) storeKnobs(dir string) blockstore.TestingKnobs {
+	fault := c.TestingKnobs.Fault
+	if fault == nil {
+		return blockstore.TestingKnobs{}
+	}
+	return blockstore.TestingKnobs{Fault: func(op blockstore.Op, path string) error { return fault(dir, op, path) }}
 }
 
 // MaxVolumes is the most volumes a chunkserver may have: the most the
@@ -75,9 +111,14 @@ func (c *Config) validate() error {
 			c.FailedTolerated, len(c.Dirs))
 	case c.CheckInterval < 0:
 		return fmt.Errorf("volume: negative check interval %v", c.CheckInterval)
+	case c.CheckTimeout < 0:
+		return fmt.Errorf("volume: negative check timeout %v", c.CheckTimeout)
 	}
 	if c.CheckInterval == 0 {
 		c.CheckInterval = DefaultCheckInterval
+	}
+	if c.CheckTimeout == 0 {
+		c.CheckTimeout = DefaultCheckTimeout
 	}
 	if c.Clock == nil {
 		c.Clock = clock.Real{}
@@ -101,13 +142,19 @@ type Set struct {
 	// volumes and the create that follows it.
 	creates [createStripes]sync.Mutex
 
-	kick      chan struct{}
 	fatal     chan error
 	fatalOnce sync.Once
 	stopc     chan struct{}
-	donec     chan struct{}
-	// abandons are the stores of failed volumes being stopped.
-	abandons  sync.WaitGroup
+	// checkers are the volumes' checkers (watch), one per volume opened.
+	checkers sync.WaitGroup
+	// io are the goroutines that do a volume's I/O for a caller that may
+	// leave them behind on a disk that hangs: checks, reads, the
+	// abandoning of a failed volume's store. ioMu guards their start
+	// against Close's wait: none starts once ioClosed is set.
+	io       sync.WaitGroup
+	ioMu     sync.RWMutex
+	ioClosed bool
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -119,14 +166,12 @@ func Open(cfg Config) (*Set, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	s := &Set{cfg: cfg, kick: make(chan struct{}, 1), fatal: make(chan error, 1),
-		stopc: make(chan struct{}), donec: make(chan struct{})}
+	s := &Set{cfg: cfg, fatal: make(chan error, 1), stopc: make(chan struct{})}
 	s.policy.Store(&Policy{})
 	now := cfg.Clock.Now()
 	for i, dir := range cfg.Dirs {
-		v := &Volume{index: i, dir: dir, done: make(chan struct{})}
-		v.mu.since = now
-		st, err := blockstore.Open(dir)
+		v := newVolume(i, dir, now)
+		st, err := blockstore.OpenWith(dir, cfg.storeKnobs(dir))
 		if err != nil {
 			glog.Errorf("volume %s did not open and is out of service: %v", dir, err)
 			v.fail(err.Error(), now)
@@ -143,7 +188,10 @@ func Open(cfg Config) (*Set, error) {
 		return nil, err
 	}
 	s.dedupe()
-	go s.run()
+	for _, v := range s.serving() {
+		s.checkers.Add(1)
+		go s.watch(v)
+	}
 	return s, nil
 }
 
@@ -197,14 +245,18 @@ func (s *Set) dedupe() {
 	}
 }
 
-// Close stops the checks and closes the volumes' stores: those in service
-// write their meta logs into their meta files (a full one keeps its logs,
-// replayed at the next open), failed ones are abandoned.
+// Close stops the checks (a check under way ends first, within the check
+// timeout) and closes the volumes' stores: those in service write their
+// meta logs into their meta files (a full one keeps its logs, replayed at
+// the next open), failed ones are abandoned.
 func (s *Set) Close() error {
 	s.closeOnce.Do(func() {
 		close(s.stopc)
-		<-s.donec
-		s.abandons.Wait()
+		s.checkers.Wait()
+		s.ioMu.Lock()
+		s.ioClosed = true
+		s.ioMu.Unlock()
+		s.waitIO()
 		var errs []error
 		for _, v := range s.vols {
 			switch {
@@ -222,6 +274,38 @@ func (s *Set) Close() error {
 		s.closeErr = errors.Join(errs...)
 	})
 	return s.closeErr
+}
+
+// goIO runs fn on an I/O goroutine (see Set.io); false, without running
+// it, once the Set is closing.
+func (s *Set) goIO(fn func()) bool {
+	s.ioMu.RLock()
+	defer s.ioMu.RUnlock()
+	if s.ioClosed {
+		return false
+	}
+	s.io.Go(fn)
+	return true
+}
+
+// waitIO waits for the I/O goroutines to end, for at most the check
+// timeout. One blocked in a system call on a hung disk may never return,
+// and nothing can stop it: the chunkserver must still be able to stop
+// (its process exits without it), so Close leaves it behind, saying so.
+// The waiting goroutine is left with it.
+func (s *Set) waitIO() {
+	done := make(chan struct{})
+	go func() {
+		s.io.Wait()
+		close(done)
+	}()
+	t := s.cfg.Clock.NewTimer(s.cfg.CheckTimeout)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C():
+		glog.Errorf("volume: I/O blocked on a hung disk for %v after close: left behind", s.cfg.CheckTimeout)
+	}
 }
 
 // Fatal delivers, once, why the chunkserver must stop: more volumes
@@ -325,6 +409,8 @@ func (s *Set) Create(ctx context.Context, id blockstore.BlockID) error {
 		return err
 	}
 	defer unlock()
+	v.begin()
+	defer v.end()
 	return s.note(v, v.store.Create(ctx, id))
 }
 
@@ -336,7 +422,9 @@ func (s *Set) Seal(id blockstore.BlockID) (int64, uint64, error) {
 		return 0, 0, err
 	}
 	defer unlock()
+	v.begin()
 	size, version, err := v.store.Seal(id)
+	v.end()
 	return size, version, s.note(v, err)
 }
 

@@ -62,6 +62,7 @@ func TestConfigErrors(t *testing.T) {
 		{Dirs: d, FailedTolerated: -2},
 		{Dirs: d, FailedTolerated: 2},
 		{Dirs: d, CheckInterval: -time.Second},
+		{Dirs: d, CheckTimeout: -time.Second},
 		{Dirs: make([]string, MaxVolumes+1)},
 	} {
 		_, err := Open(cfg)
@@ -229,7 +230,9 @@ func TestFullVolumeComesBack(t *testing.T) {
 	disk := testdisk.New(t, 32)
 	clk := clock.NewFake(time.Unix(1e9, 0))
 	var changes atomic.Int64
-	s := open(t, Config{Dirs: []string{disk.Dir}, Clock: clk, OnChange: func() { changes.Add(1) }})
+	// The clock moves by hand, faster than the disk works: a check under
+	// way must not time out.
+	s := open(t, Config{Dirs: []string{disk.Dir}, Clock: clk, CheckTimeout: 1000 * time.Hour, OnChange: func() { changes.Add(1) }})
 	sealed(t, s, 1, "kept")
 	require.NoError(t, s.Create(context.Background(), 2))
 	filler := disk.Fill()

@@ -83,8 +83,12 @@ type Volume struct {
 	store *blockstore.Store
 	// done is closed when the volume fails.
 	done chan struct{}
-	// dirty asks the Set's goroutine for a check.
-	dirty atomic.Bool
+	// kick wakes the volume's checker (Set.watch).
+	kick chan struct{}
+	// ops counts the store calls under way on the volume and those that
+	// ended, for the checker to see a disk that hangs: it returns no
+	// error to ask for a check.
+	ops struct{ busy, ended atomic.Int64 }
 
 	mu struct {
 		sync.Mutex
@@ -94,12 +98,75 @@ type Volume struct {
 		reason string
 		since  time.Time
 	}
-	// check serializes checks and keeps the last result.
+	// check numbers the checks asked for, started and ended, and keeps
+	// the last result. A check asked for is one that starts after the
+	// asking: one under way may have looked at the disk before the error
+	// that asks, so it does not answer for it.
 	check struct {
 		sync.Mutex
-		at  time.Time
-		err error
+		wanted, started, ended uint64
+		// urgent: a caller waits for the check asked for, which runs at
+		// once rather than minCheckGap after the last one.
+		urgent bool
+		// last is when the last check started; zero before the first.
+		last time.Time
+		err  error
+		// endc is closed, and replaced, when a check ends.
+		endc chan struct{}
 	}
+}
+
+func newVolume(index int, dir string, now time.Time) *Volume {
+	v := &Volume{index: index, dir: dir, done: make(chan struct{}), kick: make(chan struct{}, 1)}
+	v.mu.since = now
+	v.check.endc = make(chan struct{})
+	return v
+}
+
+// begin and end bracket a store call on the volume (see ops).
+func (v *Volume) begin() { v.ops.busy.Add(1) }
+func (v *Volume) end()   { v.ops.ended.Add(1); v.ops.busy.Add(-1) }
+
+// ask asks for a check of the volume that starts from now on, urgent if
+// the caller waits for it, wakes the checker and returns the check's
+// number. Requests made before a check starts share it.
+func (v *Volume) ask(urgent bool) uint64 {
+	v.check.Lock()
+	n := v.check.started + 1
+	v.check.wanted = max(v.check.wanted, n)
+	v.check.urgent = v.check.urgent || urgent
+	v.check.Unlock()
+	select {
+	case v.kick <- struct{}{}:
+	default:
+	}
+	return n
+}
+
+// startCheck records that a check starts at now, and returns its number.
+func (v *Volume) startCheck(now time.Time) uint64 {
+	v.check.Lock()
+	defer v.check.Unlock()
+	v.check.started++
+	v.check.urgent = false
+	v.check.last = now
+	return v.check.started
+}
+
+// endCheck records the result of check n and wakes those waiting for it.
+func (v *Volume) endCheck(n uint64, err error) {
+	v.check.Lock()
+	defer v.check.Unlock()
+	v.check.ended, v.check.err = n, err
+	close(v.check.endc)
+	v.check.endc = make(chan struct{})
+}
+
+// failure is why the volume is out of service.
+func (v *Volume) failure() error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return fmt.Errorf("%w: %s: %s", ErrVolumeFailed, v.dir, v.mu.reason)
 }
 
 // Index is the volume's place in Config.Dirs.

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bfs-go/bfs/cluster/e2e/tablet"
+	"github.com/bfs-go/bfs/internal/certs"
 	"github.com/bfs-go/bfs/proto/bfspb"
 	"github.com/bfs-go/bfs/sdk"
 )
@@ -39,7 +40,7 @@ var cleaningPhases = []struct{ point, what string }{
 func TestGroupCleaningSurvivesLeaderKills(t *testing.T) {
 	pause := filepath.Join(t.TempDir(), "pause")
 	g := startGroup(t, 3, withNameServerFlags("--testing-pause-file", pause))
-	master := g.client(sdk.WithHolder("master"))
+	master := g.client(sdk.WithHolder("master"), sdk.WithCertsDir(certsDir, certs.AdminUser)) // forces unlocks
 	for i, phase := range cleaningPhases {
 		dir := fmt.Sprintf("/clean/t%d", i)
 		a := startTablet(t, g, fmt.Sprintf("tablet-%d", i), "--holder", fmt.Sprintf("tablet-%d", i), "--tablet", dir,

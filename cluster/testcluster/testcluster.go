@@ -20,6 +20,7 @@ import (
 	"github.com/bfs-go/bfs/chunkserver"
 	"github.com/bfs-go/bfs/cluster/faultnet"
 	"github.com/bfs-go/bfs/cluster/sandbox"
+	"github.com/bfs-go/bfs/internal/certs"
 	"github.com/bfs-go/bfs/nameserver"
 )
 
@@ -133,6 +134,47 @@ func (c *Cluster) Dial(addr string) *grpc.ClientConn {
 	}
 	c.t.Cleanup(func() { conn.Close() })
 	return conn
+}
+
+// DialAs is Dial presenting the certificate of user (certs.AdminUser,
+// or one NewClient made).
+func (c *Cluster) DialAs(addr, user string) *grpc.ClientConn {
+	c.t.Helper()
+	opt, err := c.DialOptionAs(user)
+	if err != nil {
+		c.t.Fatalf("testcluster: dial %s as %s: %v", addr, user, err)
+	}
+	conn, err := grpc.NewClient(addr, opt)
+	if err != nil {
+		c.t.Fatalf("testcluster: dial %s: %v", addr, err)
+	}
+	c.t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+// DialNode is Dial presenting the daemons' node certificate.
+func (c *Cluster) DialNode(addr string) *grpc.ClientConn {
+	c.t.Helper()
+	conn, err := grpc.NewClient(addr, c.NodeDialOption())
+	if err != nil {
+		c.t.Fatalf("testcluster: dial %s: %v", addr, err)
+	}
+	c.t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+// NewClient makes a client certificate for name (an admin's with admin)
+// and returns the user to present it as (ClientOption, DialAs).
+func (c *Cluster) NewClient(name string, admin bool) string {
+	c.t.Helper()
+	id := certs.Identity{Kind: certs.KindClient, Name: name}
+	if admin {
+		id.Kind = certs.KindAdmin
+	}
+	if err := c.CreateClient(id); err != nil {
+		c.t.Fatalf("testcluster: client certificate of %s: %v", id, err)
+	}
+	return name
 }
 
 // Metrics returns what /metrics on the HTTP port at addr of one of the

@@ -52,6 +52,20 @@ const LeaderTrailer = "bfs-leader"
 // than an election with the default timings.
 const DefaultPatience = 10 * time.Second
 
+// The pause after a round of the members in which none led grows from
+// searchPauseMin to searchPauseMax (jittered, see retry.New). The cap
+// bounds how long after a new leader takes office a call still waits
+// before it asks again: with the default timings an election takes from
+// 0.5 to 1 s after the leader's death, and a pause that doubled up to a
+// second added as much again to the failover a client saw (bfsbench ha:
+// the first LockDir came 0.2 to 1.2 s after the new leader was elected).
+// A round asks each member once, so a client sends at most a few cheap
+// calls per pause while there is no leader.
+const (
+	searchPauseMin = 50 * time.Millisecond
+	searchPauseMax = 250 * time.Millisecond
+)
+
 // Config configures a Conn.
 type Config struct {
 	// Addrs are the nameservers' client addresses, as given (at least one).
@@ -213,7 +227,7 @@ func (c *Conn) members() int {
 func (c *Conn) Invoke(parent context.Context, method string, args, reply any, opts ...grpc.CallOption) error {
 	ctx, cancel := context.WithTimeout(parent, c.cfg.Patience)
 	defer cancel()
-	backoff := retry.New(50*time.Millisecond, time.Second)
+	backoff := retry.New(searchPauseMin, searchPauseMax)
 	addr := c.Leader()
 	// unreached holds the members found unreachable since one was last
 	// reached; tried counts the moves to the next member.

@@ -38,13 +38,15 @@ type streamLayer struct {
 	donec   chan struct{}
 	lisDone chan struct{}
 	lisErr  error
-	// accepted are the connections handed to Raft, closed by Close:
-	// Raft's transport closes its listener but leaves the goroutines
-	// serving accepted connections reading until the peer hangs up.
-	mu struct {
+
+	// conns are the connections accepted or dialed and not closed yet:
+	// Close closes them. Raft's transport closes its listener on Close but
+	// neither the connections it pooled nor those it serves, so their
+	// goroutines would read on until the peer hung up.
+	conns struct {
 		sync.Mutex
-		accepted map[net.Conn]struct{}
-		closed   bool
+		set    map[net.Conn]struct{}
+		closed bool
 	}
 }
 
@@ -66,9 +68,48 @@ func newStreamLayer(lis net.Listener, addr, name string, cluster func() string,
 	dial func(ctx context.Context, addr string) (net.Conn, error), sec TLS) *streamLayer {
 	s := &streamLayer{lis: lis, addr: addr, name: name, cluster: cluster, dial: dial, tls: sec,
 		accepts: make(chan net.Conn), donec: make(chan struct{}), lisDone: make(chan struct{})}
-	s.mu.accepted = map[net.Conn]struct{}{}
+	s.conns.set = make(map[net.Conn]struct{})
 	go s.acceptLoop()
 	return s
+}
+
+// track records raw until it is closed, and reports false (having closed
+// it) if the layer is closed already.
+func (s *streamLayer) track(raw net.Conn) bool {
+	s.conns.Lock()
+	defer s.conns.Unlock()
+	if s.conns.closed {
+		raw.Close()
+		return false
+	}
+	s.conns.set[raw] = struct{}{}
+	return true
+}
+
+// tracked is a connection handed to Raft: closing it forgets its raw
+// connection.
+type tracked struct {
+	net.Conn
+	s   *streamLayer
+	raw net.Conn
+}
+
+func (c tracked) Close() error {
+	c.s.conns.Lock()
+	delete(c.s.conns.set, c.raw)
+	c.s.conns.Unlock()
+	return c.Conn.Close()
+}
+
+// closeConns closes every connection still open, and any tracked later.
+func (s *streamLayer) closeConns() {
+	s.conns.Lock()
+	defer s.conns.Unlock()
+	s.conns.closed = true
+	for c := range s.conns.set {
+		c.Close()
+	}
+	clear(s.conns.set)
 }
 
 // acceptLoop accepts connections and hands on those whose hello is of
@@ -82,11 +123,14 @@ func (s *streamLayer) acceptLoop() {
 			close(s.lisDone)
 			return
 		}
-		go s.admit(conn)
+		if s.track(conn) {
+			go s.admit(conn)
+		}
 	}
 }
 
-func (s *streamLayer) admit(conn net.Conn) {
+func (s *streamLayer) admit(raw net.Conn) {
+	conn := raw
 	err := s.checkHello(conn)
 	if err == nil && s.tls != nil {
 		var tc net.Conn
@@ -94,6 +138,7 @@ func (s *streamLayer) admit(conn net.Conn) {
 			conn = tc
 		}
 	}
+	conn = tracked{conn, s, raw}
 	if err != nil {
 		glog.Warningf("raft: refused a connection from %s: %v", conn.RemoteAddr(), err)
 		conn.Close()
@@ -147,7 +192,7 @@ func readLine(conn net.Conn, max int) (string, error) {
 func (s *streamLayer) Accept() (net.Conn, error) {
 	select {
 	case conn := <-s.accepts:
-		return s.track(conn)
+		return conn, nil
 	case <-s.donec:
 		return nil, net.ErrClosed
 	case <-s.lisDone:
@@ -155,21 +200,6 @@ func (s *streamLayer) Accept() (net.Conn, error) {
 	}
 }
 
-// track records an accepted connection until it is closed; after Close
-// it closes it at once.
-func (s *streamLayer) track(conn net.Conn) (net.Conn, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.mu.closed {
-		conn.Close()
-		return nil, net.ErrClosed
-	}
-	t := &trackedConn{Conn: conn, s: s}
-	s.mu.accepted[t] = struct{}{}
-	return t, nil
-}
-
-// Close stops accepting and closes the connections accepted.
 func (s *streamLayer) Close() error {
 	select {
 	case <-s.donec:
@@ -177,32 +207,8 @@ func (s *streamLayer) Close() error {
 		close(s.donec)
 	}
 	err := s.lis.Close()
-	s.mu.Lock()
-	s.mu.closed = true
-	conns := s.mu.accepted
-	s.mu.accepted = map[net.Conn]struct{}{}
-	s.mu.Unlock()
-	for c := range conns {
-		c.Close()
-	}
+	s.closeConns()
 	return err
-}
-
-// trackedConn is an accepted connection that leaves its stream layer's
-// set when closed.
-type trackedConn struct {
-	net.Conn
-	s    *streamLayer
-	once sync.Once
-}
-
-func (c *trackedConn) Close() error {
-	c.once.Do(func() {
-		c.s.mu.Lock()
-		delete(c.s.mu.accepted, c)
-		c.s.mu.Unlock()
-	})
-	return c.Conn.Close()
 }
 
 // Addr is the advertised address: what peers are told to dial.
@@ -222,6 +228,11 @@ func (s *streamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (n
 	if err != nil {
 		return nil, err
 	}
+	if !s.track(conn) {
+		return nil, net.ErrClosed
+	}
+	raw := conn
+	conn = tracked{conn, s, raw}
 	if _, err := conn.Write([]byte(Hello{Name: s.name, Cluster: s.cluster()}.String())); err != nil {
 		conn.Close()
 		return nil, err
@@ -234,12 +245,12 @@ func (s *streamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (n
 		conn.Close()
 		return nil, err
 	}
-	tc, err := handshake(tls.Client(conn, s.tls.ClientConfig(host)))
+	tc, err := handshake(tls.Client(raw, s.tls.ClientConfig(host)))
 	if err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("raft: TLS to %s: %w", address, err)
 	}
-	return tc, nil
+	return tracked{tc, s, raw}, nil
 }
 
 // handshake completes a TLS handshake within helloTimeout.
@@ -290,66 +301,3 @@ type advertised string
 
 func (a advertised) Network() string { return "tcp" }
 func (a advertised) String() string  { return string(a) }
-
-// pipelinedTransport is Raft's network transport, keeping the append
-// pipelines it opens so that a node's Close can close them. A pipeline
-// whose responses are no longer consumed (its replication ended when a
-// response named a newer term: a leader cut off, then healed) blocks the
-// next append on it for good (hashicorp/raft's netPipeline.AppendEntries
-// waits on a channel only the pipeline's Close unblocks), and with it
-// Raft's Shutdown, which waits for the replication goroutine.
-type pipelinedTransport struct {
-	*raft.NetworkTransport
-	mu struct {
-		sync.Mutex
-		pipelines map[*trackedPipeline]struct{}
-		closed    bool
-	}
-}
-
-func newPipelinedTransport(cfg *raft.NetworkTransportConfig) *pipelinedTransport {
-	t := &pipelinedTransport{NetworkTransport: raft.NewNetworkTransportWithConfig(cfg)}
-	t.mu.pipelines = map[*trackedPipeline]struct{}{}
-	return t
-}
-
-// AppendEntriesPipeline opens a pipeline and keeps it until it is closed.
-func (t *pipelinedTransport) AppendEntriesPipeline(id raft.ServerID, target raft.ServerAddress) (raft.AppendPipeline, error) {
-	p, err := t.NetworkTransport.AppendEntriesPipeline(id, target)
-	if err != nil {
-		return nil, err
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.mu.closed {
-		p.Close()
-		return nil, raft.ErrTransportShutdown
-	}
-	tp := &trackedPipeline{AppendPipeline: p, t: t}
-	t.mu.pipelines[tp] = struct{}{}
-	return tp, nil
-}
-
-// closePipelines closes every pipeline open, and every one opened later.
-func (t *pipelinedTransport) closePipelines() {
-	t.mu.Lock()
-	t.mu.closed = true
-	ps := t.mu.pipelines
-	t.mu.pipelines = map[*trackedPipeline]struct{}{}
-	t.mu.Unlock()
-	for p := range ps {
-		p.AppendPipeline.Close()
-	}
-}
-
-type trackedPipeline struct {
-	raft.AppendPipeline
-	t *pipelinedTransport
-}
-
-func (p *trackedPipeline) Close() error {
-	p.t.mu.Lock()
-	delete(p.t.mu.pipelines, p)
-	p.t.mu.Unlock()
-	return p.AppendPipeline.Close()
-}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -12,7 +14,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/bfs-go/bfs/chunkserver"
 	"github.com/bfs-go/bfs/cluster/testcluster"
+	"github.com/bfs-go/bfs/nameserver"
+	"github.com/bfs-go/bfs/proto/bfspb"
 	"github.com/bfs-go/bfs/sdk"
 )
 
@@ -154,4 +159,181 @@ func TestAdminDecommissionReportFsck(t *testing.T) {
 	require.False(t, fsck.Healthy)
 	require.Len(t, fsck.Files, 2)
 	require.Equal(t, 1, fsck.Totals.Missing)
+}
+
+// TestFsckOverReplicated: a chunkserver that comes back after its
+// replicas were made again elsewhere leaves its blocks with one replica
+// too many until the repair trims it (held here by safe mode, which
+// lasts after a restart until an operator ends it). fsck says so in the
+// nameserver's answer, in text (OVER-REPLICATED (4 of 3), the
+// over-replicated count) and in JSON, and the file system is HEALTHY;
+// once safe mode ends the excess replica is trimmed.
+func TestFsckOverReplicated(t *testing.T) {
+	cl := testcluster.Start(t, testcluster.WithChunkservers(4), testcluster.WithNameServerConfig(func(cfg *nameserver.Config) {
+		cfg.SafeModeMinChunkservers = 5 // more than there are: safe mode lasts until left
+		cfg.RepairInterval = 100 * time.Millisecond
+	}))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c, err := sdk.Dial(ctx, cl.NameServerAddr, cl.AsAdmin())
+	require.NoError(t, err)
+	defer c.Close()
+	require.NoError(t, c.LeaveSafeMode(ctx))
+	w, err := c.Create(ctx, "/f", sdk.Replication(3))
+	require.NoError(t, err)
+	_, err = w.Write([]byte("data"))
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+	loc, err := c.Locate(ctx, "/f")
+	require.NoError(t, err)
+	block, away := loc.Blocks[0].ID, loc.Blocks[0].Replicas[0]
+	i := slices.Index(cl.ChunkserverAddrs(), away)
+	require.GreaterOrEqual(t, i, 0)
+
+	cl.StopChunkserver(i)
+	require.Eventually(t, func() bool {
+		loc, err := c.Locate(ctx, "/f")
+		require.NoError(t, err)
+		return len(loc.Blocks[0].Replicas) == 3 && !slices.Contains(loc.Blocks[0].Replicas, away)
+	}, 30*time.Second, 20*time.Millisecond, "the replica made again on the fourth chunkserver")
+	cl.RestartNameServer() // in safe mode from now on
+	cl.RestartChunkserver(i)
+
+	var files []sdk.FsckFile
+	require.Eventually(t, func() bool {
+		files = nil
+		totals, err := c.Fsck(ctx, "/", func(f sdk.FsckFile) error { files = append(files, f); return nil })
+		require.NoError(t, err)
+		return totals.OverReplicatedBlocks == 1
+	}, 30*time.Second, 20*time.Millisecond, "the block with 4 good replicas for 3")
+	totals, err := c.Fsck(ctx, "/", func(sdk.FsckFile) error { return nil })
+	require.NoError(t, err)
+	require.True(t, totals.SafeMode)
+	require.True(t, totals.Healthy())
+	require.Zero(t, totals.UnderReplicatedBlocks+totals.MissingBlocks+totals.CorruptBlocks, "%+v", totals)
+	require.Len(t, files, 1)
+	require.Equal(t, "/f", files[0].Path)
+	require.Len(t, files[0].Blocks, 1)
+	b := files[0].Blocks[0]
+	require.Equal(t, block, b.ID)
+	require.True(t, b.OverReplicated)
+	require.False(t, b.UnderReplicated || b.Missing)
+	require.Len(t, b.Replicas, 4)
+	require.Contains(t, b.Replicas, away)
+
+	r := bfs(t, cl, "fsck", "/")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, fmt.Sprintf(`(?m)^/f: 4 bytes, replication 3\n  block %d \(4 bytes\): OVER-REPLICATED \(4 of 3\); replicas \S+ \S+ \S+ \S+\n`, block), r.stdout)
+	require.Regexp(t, `Over-replicated blocks: +1\n`, r.stdout)
+	require.Regexp(t, `Under-replicated blocks: +0\n`, r.stdout)
+	require.Contains(t, r.stdout, "The file system under / is HEALTHY\n")
+	require.Contains(t, r.stderr, "the nameserver is in safe mode")
+
+	r = bfs(t, cl, "fsck", "-o", "json", "/")
+	require.Equal(t, 0, r.code, r.stderr)
+	var doc struct {
+		Healthy bool `json:"healthy"`
+		Files   []struct {
+			Path   string `json:"path"`
+			Blocks []struct {
+				ID             int64    `json:"block_id"`
+				Replicas       []string `json:"replicas"`
+				OverReplicated bool     `json:"over_replicated"`
+			} `json:"blocks"`
+		} `json:"files"`
+		Totals struct {
+			Over     int  `json:"over_replicated_blocks"`
+			SafeMode bool `json:"safe_mode"`
+		} `json:"totals"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &doc))
+	require.True(t, doc.Healthy)
+	require.Equal(t, 1, doc.Totals.Over)
+	require.True(t, doc.Totals.SafeMode)
+	require.Len(t, doc.Files, 1)
+	require.Equal(t, block, doc.Files[0].Blocks[0].ID)
+	require.True(t, doc.Files[0].Blocks[0].OverReplicated)
+	require.Len(t, doc.Files[0].Blocks[0].Replicas, 4)
+
+	// Out of safe mode the excess replica goes.
+	require.NoError(t, c.LeaveSafeMode(ctx))
+	require.Eventually(t, func() bool {
+		totals, err := c.Fsck(ctx, "/", func(sdk.FsckFile) error { return nil })
+		require.NoError(t, err)
+		return totals.OverReplicatedBlocks == 0
+	}, 30*time.Second, 20*time.Millisecond, "the excess replica trimmed")
+	r = bfs(t, cl, "fsck", "/")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, `Over-replicated blocks: +0\n`, r.stdout)
+	require.NotContains(t, r.stdout, "OVER-REPLICATED")
+}
+
+// TestReportVolumeRowsAndListCorrupt: bfs admin report in text, for a
+// chunkserver with a healthy, a full and a failed volume (it did not
+// open) on disks with other data on them: the header's volume counts and
+// non-DFS used, the chunkserver's line (capacity, non-DFS used, free, its
+// volumes and how many failed) and a line per volume with its state,
+// non-DFS used and reason. And fsck --list-corrupt's CORRUPT line for a
+// block with a corrupt replica and good ones (exit 0: it has good
+// replicas).
+func TestReportVolumeRowsAndListCorrupt(t *testing.T) {
+	const gib = 1 << 30
+	base := t.TempDir()
+	full, failed := filepath.Join(base, "full"), filepath.Join(base, "failed")
+	require.NoError(t, os.WriteFile(failed, []byte("a file, not a directory"), 0o644))
+	cl := testcluster.Start(t, testcluster.WithChunkservers(3), testcluster.WithChunkserverConfig(func(i int, cfg *chunkserver.Config) {
+		if i == 0 {
+			cfg.DataDirs = []string{cfg.DataDir, full, failed}
+		}
+		// Every disk holds 100 GiB, 60 of them other data: full holds 99,
+		// less free space than the nameserver's policy keeps (5%).
+		cfg.TestingKnobs.DiskSpace = func(dir string) (int64, int64) {
+			if dir == full {
+				return 100 * gib, 1 * gib
+			}
+			return 100 * gib, 40 * gib
+		}
+	}))
+	addr := cl.ChunkserverAddrs()[0]
+	var out string
+	require.Eventually(t, func() bool {
+		r := bfs(t, cl, "admin", "report")
+		out = r.stdout
+		return r.code == 0 && strings.Contains(out, "Volumes of live chunkservers: 3 healthy, 1 full, 1 failed\n")
+	}, 30*time.Second, 20*time.Millisecond, "the full volume reported")
+	t.Logf("bfs admin report:\n%s", out)
+	require.Contains(t, out, "Chunkservers: 3 live, 0 draining, 0 decommissioned, 0 dead\n")
+	require.Regexp(t, `(?m)^Capacity: 400\.0 GiB, used \d+ B, non-DFS used 279\.0 GiB, free 121\.0 GiB \(0\.0% used\)$`, out)
+	q := regexp.QuoteMeta
+	require.Regexp(t, `(?m)^`+q(addr)+` +\S+ +live +200\.0 GiB +\d+ B +159\.0 GiB +41\.0 GiB +0\.0% +\d+ +3 \(1 failed\) +- +\S+ ago +\S+ ago$`, out)
+	for _, a := range cl.ChunkserverAddrs()[1:] {
+		require.Regexp(t, `(?m)^`+q(a)+` +\S+ +live +100\.0 GiB +\d+ B +60\.0 GiB +40\.0 GiB +0\.0% +\d+ +1 +- `, out)
+	}
+	require.Regexp(t, `(?m)^`+q(addr)+` +`+q(cl.ChunkserverConfig(0).DataDir)+` +healthy +100\.0 GiB +\d+ B +60\.0 GiB +40\.0 GiB +\d+ +\S+ ago +-$`, out)
+	require.Regexp(t, `(?m)^`+q(addr)+` +`+q(full)+` +full +100\.0 GiB +0 B +99\.0 GiB +1\.0 GiB +0 +\S+ ago +1073741824 bytes free, no more than the 5368709120 the placement policy keeps free$`, out)
+	require.Regexp(t, `(?m)^`+q(addr)+` +`+q(failed)+` +failed +0 B +0 B +0 B +0 B +0 +\S+ ago +\S.*not a directory$`, out)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c, err := sdk.Dial(ctx, cl.NameServerAddr, cl.AsAdmin())
+	require.NoError(t, err)
+	defer c.Close()
+	w, err := c.Create(ctx, "/g", sdk.Replication(3))
+	require.NoError(t, err)
+	_, err = w.Write([]byte("data"))
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+	loc, err := c.Locate(ctx, "/g")
+	require.NoError(t, err)
+	require.Len(t, loc.Blocks[0].Replicas, 3)
+	// One replica reported corrupt: the block has two good ones, and no
+	// chunkserver to make a third on.
+	resp, err := bfspb.NewNameServerClient(cl.Dial(cl.NameServerAddr)).ReportBadReplicas(ctx, &bfspb.ReportBadReplicasRequest{
+		Replicas: []*bfspb.BadReplica{{BlockId: loc.Blocks[0].ID, Address: loc.Blocks[0].Replicas[1], Reason: "checksum mismatch"}}})
+	require.NoError(t, err)
+	require.Equal(t, bfspb.StatusCode_OK, resp.Status, resp.Message)
+	r := bfs(t, cl, "fsck", "--list-corrupt", "/")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, fmt.Sprintf("%d\tCORRUPT\t/g\n", loc.Blocks[0].ID)+"0 blocks with no good replica, 1 with a corrupt replica under /\n", r.stdout)
+	require.Contains(t, bfs(t, cl, "admin", "report").stdout, " 0 missing (no good replica), 1 corrupt replicas;")
 }

@@ -44,6 +44,8 @@ func (e *env) chunkserverCommand() *cobra.Command {
 	f.StringVar(&data, "data", data, "data directories, one per disk, comma-separated: each is a volume with its own block store and meta log")
 	f.IntVar(&cfg.FailedVolumesTolerated, "failed-volumes-tolerated", cfg.FailedVolumesTolerated,
 		"failed volumes the chunkserver keeps serving with; past it, it stops (-1: while one volume is left)")
+	f.DurationVar(&cfg.VolumeCheckTimeout, "volume-check-timeout", cfg.VolumeCheckTimeout,
+		"how long a check of a volume's disk may take before the volume is taken for hung and goes out of service")
 	f.StringVar(&cfg.ListenAddr, "listen", cfg.ListenAddr, "gRPC listen address")
 	f.StringVar(&cfg.HostID, "host-id", cfg.HostID, "machine name for placing replicas on distinct hosts (default: the advertised address's host)")
 	f.StringVar(&cfg.AdvertiseAddr, "advertise", cfg.AdvertiseAddr, "address given to the nameserver and clients (default: the listen address)")

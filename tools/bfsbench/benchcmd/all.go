@@ -30,18 +30,19 @@ type suiteEntry struct {
 func newAllCmd(c *common) *cobra.Command {
 	locks, io, seal, fence, expiry := &locksOptions{}, defaultIOOptions(), defaultSealOptions(), defaultFenceOptions(), defaultExpiryOptions()
 	capi, tera, scale, repair, tls := defaultCAPIOptions(), defaultTeraOptions(), defaultScaleOptions(), defaultRepairOptions(), defaultTLSOptions()
+	ha := defaultHAOptions()
 	var plotDir string
 	cmd := &cobra.Command{
 		Use:   "all",
-		Short: "Run meta, locks, io, seal, fence, expiry, capi, tera, scale, repair and tls, each on a fresh cluster, printing every table and a summary against the targets",
-		Long: `Run meta, locks, io, seal, fence, expiry, capi, tera, scale, repair and tls, each on a
-fresh cluster, print every table as it completes, then one summary of the
-figures the issues name against their targets. --duration applies to meta,
-locks, tls and capi's lock cycles, --clients to meta, locks and tls,
---vs-etcd to locks; the other benchmarks take their flags with a prefix
-(--io-size, --seal-blocks, --fence-files, --expiry-ttl, --capi-size,
---tera-size, --scale-locks, --repair-size, --tls-size, ...). capi and tera
-need gcc and g++. --csv gets every
+		Short: "Run meta, locks, io, seal, fence, expiry, capi, tera, scale, repair, tls and ha, each on a fresh cluster, printing every table and a summary against the targets",
+		Long: `Run meta, locks, io, seal, fence, expiry, capi, tera, scale, repair, tls and ha, each
+on a fresh cluster, print every table as it completes, then one summary of
+the figures the issues name against their targets. --duration applies to
+meta, locks, tls, ha and capi's lock cycles, --clients to meta, locks, tls
+and ha, --vs-etcd to locks; the other benchmarks take their flags with a
+prefix (--io-size, --seal-blocks, --fence-files, --expiry-ttl, --capi-size,
+--tera-size, --scale-locks, --repair-size, --tls-size, --ha-trials, ...).
+capi and tera need gcc and g++. --csv gets every
 result; --plot-dir gets every benchmark's chart as <benchmark>.png.
 A benchmark that fails does not stop the others; the exit code says so.`,
 		Args: cobra.NoArgs,
@@ -57,6 +58,7 @@ A benchmark that fails does not stop the others; the exit code says so.`,
 	scale.register(f, "scale-")
 	repair.register(f, "repair-")
 	tls.register(f, "tls-")
+	ha.register(f, "ha-")
 	f.StringVar(&plotDir, "plot-dir", "", "also draw every benchmark's chart into this directory, as <benchmark>.png")
 	suite := []suiteEntry{
 		{"meta", noValidation, runMeta, metaChart, nil},
@@ -70,6 +72,7 @@ A benchmark that fails does not stop the others; the exit code says so.`,
 		{"scale", func() error { return scale.validate("scale-") }, scale.run, scaleChart, c.scaleTarget},
 		{"repair", func() error { return repair.validate("repair-") }, repair.run, repairChart, repair.target(c)},
 		{"tls", func() error { return tls.validate("tls-") }, tls.run, tlsChart, c.tlsTargets},
+		{"ha", func() error { return ha.validate("ha-") }, ha.run, haChart, c.haTarget},
 	}
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error { return c.runSuite(cmd.Context(), suite, plotDir) }
 	return cmd

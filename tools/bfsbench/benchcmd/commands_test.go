@@ -246,8 +246,8 @@ func TestAll(t *testing.T) {
 	out, rows := run(t, "all", "--clients", "1", "--duration", "100ms", "--io-size", "1MiB", "--io-trials", "1",
 		"--seal-blocks", "1", "--fence-files", "2", "--fence-trials", "1", "--expiry-ttl", "1s", "--expiry-trials", "1",
 		"--capi-size", "1MiB", "--capi-trials", "1", "--tera-size", "1MiB", "--tera-trials", "1", "--scale-locks", "200", "--scale-sessions", "2", "--vs-etcd",
-		"--tls-size", "1MiB", "--tls-trials", "1", "--plot-dir", plots)
-	for _, s := range []string{"meta", "locks", "io", "seal", "fence", "expiry", "capi", "tera", "scale", "tls"} {
+		"--tls-size", "1MiB", "--tls-trials", "1", "--ha-trials", "1", "--plot-dir", plots)
+	for _, s := range []string{"meta", "locks", "io", "seal", "fence", "expiry", "capi", "tera", "scale", "tls", "ha"} {
 		if !strings.Contains(out, "== "+s+" (") {
 			t.Errorf("no %s table in:\n%s", s, out)
 		}
@@ -256,7 +256,8 @@ func TestAll(t *testing.T) {
 	// The summary gathers a figure of every benchmark.
 	for _, s := range []string{"== summary", "meta create+delete, 1 client", "locks bfs/etcd, 1 client", "io put / (raw write / 3)",
 		"seal sent → BlockReceived", "fence K=2", "expiry hand-over, TTL 1s", "capi libbfs/sdk lock+unlock",
-		"tera plugin/sdk write", "scale: list 200 locks through SDK iterator", "tls TLS/plaintext lock+unlock, 1 client", "tls TLS/plaintext put (median)"} {
+		"tera plugin/sdk write", "scale: list 200 locks through SDK iterator", "tls TLS/plaintext lock+unlock, 1 client", "tls TLS/plaintext put (median)",
+		"ha bfs/etcd lock+unlock, 3 voters, 1 client", "ha failover: LockDir (1 trial)"} {
 		if !strings.Contains(out, s) {
 			t.Errorf("no %q in:\n%s", s, out)
 		}
@@ -309,6 +310,9 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"scale", "--locks", "0"}, "--locks values must be in"},
 		{[]string{"scale", "--locks", "10", "--sessions", "11"}, "--sessions must be in [1, the fewest --locks]"},
 		{[]string{"all", "--scale-workers", "0"}, "--scale-workers must be in [1, 4096]"},
+		{[]string{"ha", "--voters", "1,0"}, "--voters values must be in [1, 7]"},
+		{[]string{"ha", "--trials", "-1"}, "--trials must be at least 0"},
+		{[]string{"all", "--ha-voters", "9"}, "--ha-voters values must be in [1, 7]"},
 	} {
 		var stdout, stderr bytes.Buffer
 		if code := Main(context.Background(), tc.args, &stdout, &stderr); code == 0 {
@@ -340,7 +344,7 @@ func TestAgainstRunningCluster(t *testing.T) {
 	out, rows := run(t, "all", "--nameserver", sb.NameServerAddr, "--insecure", "--clients", "1", "--duration", "100ms",
 		"--io-size", "1MiB", "--io-trials", "1", "--seal-blocks", "1", "--fence-files", "1", "--fence-trials", "1",
 		"--expiry-ttl", "1s", "--expiry-trials", "1", "--scale-locks", "100", "--scale-sessions", "2",
-		"--tls-size", "1MiB", "--tls-trials", "1")
+		"--tls-size", "1MiB", "--tls-trials", "1", "--ha-voters", "1", "--ha-trials", "1")
 	want(t, rows, "put", "1", "median", "value")
 	want(t, rows, "scale list (SDK iterator)", "1", "locks=100", "value")
 	if _, ok := rows["scale nameserver RSS|1|locks=100"]; ok {
@@ -425,5 +429,47 @@ func TestAgainstRunningSecureCluster(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	if code := Main(context.Background(), []string{"locks", "--nameserver", sb.NameServerAddr, "--insecure", "--clients", "1", "--duration", "100ms"}, &stdout, &stderr); code == 0 {
 		t.Errorf("a plaintext run against a cluster with TLS succeeded:\n%s", stdout.String())
+	}
+}
+
+// ha measures groups of one and three voters beside etcds of as many
+// members, and failovers of a group of three nameserver processes (this
+// test binary started again as bfs; see TestMain).
+func TestHA(t *testing.T) {
+	t.Parallel()
+	png := filepath.Join(t.TempDir(), "ha.png")
+	out, rows := run(t, "ha", "--voters", "1,3", "--clients", "1,2", "--duration", "400ms", "--trials", "2", "--plot", png)
+	checkPNG(t, png)
+	for _, v := range []string{"voters=1", "voters=3"} {
+		for _, n := range []string{"1", "2"} {
+			for _, name := range []string{haLocksRow, haEtcdLocksRow, haCreateRow} {
+				want(t, rows, name, n, v, "ops_per_s", "p50_ms", "p99_ms")
+			}
+			want(t, rows, haRatioRow, n, v, "value")
+			want(t, rows, haCPURow, n, v, "value")
+		}
+		want(t, rows, haStatRow, "2", v, "ops_per_s")
+		// The leader changes are counted (how many is the machine's
+		// business: a starved one may see some).
+		for _, name := range []string{haLeaderRow, haEtcdLeaderRow} {
+			rec, ok := rows[name+"|2|"+v]
+			if !ok || rec[indexOf(csvHeader, "unit")] != countUnit {
+				t.Errorf("%s, %s: %v", name, v, rec)
+			} else if n, err := strconv.ParseFloat(rec[indexOf(csvHeader, "value")], 64); err != nil || n < 0 {
+				t.Errorf("%s, %s: %q", name, v, rec[indexOf(csvHeader, "value")])
+			}
+		}
+	}
+	for _, name := range append([]string{failoverElectionRow}, failoverProbeRows...) {
+		want(t, rows, name, "1", "voters=3", "p50_ms", "p99_ms")
+		if n := rows[name+"|1|voters=3"][2]; n != "2" {
+			t.Errorf("%s: %s trials, want 2", name, n)
+		}
+	}
+	for _, s := range []string{"ha bfs/etcd lock+unlock, 1 voter, 2 clients", "ha leader changes during the closed loops, 3 voters",
+		"ha failover: AddBlock (2 trials)", "p99 ≤ 2s"} {
+		if !strings.Contains(out, s) {
+			t.Errorf("no %q in:\n%s", s, out)
+		}
 	}
 }

@@ -55,15 +55,19 @@
 //     (lockcmd.Main in this process, lines counted), each checked to see
 //     them all; the nameserver's VmRSS is read before and after the locks,
 //     and their difference divided by the locks is the RSS per lock.
-//   - repair: a sandbox of four chunkservers gets --size bytes in files of
+//   - repair: a sandbox of five chunkservers gets --size bytes in files of
 //     --file-size with replication 3; the raw disk's sequential write and
-//     read are measured as in io; the chunkservers' files are dropped from
-//     the page cache and the chunkserver holding most replicas is stopped.
-//     From the nameserver declaring it dead (a 1 s dead timeout) until
-//     every file's blocks have 3 live replicas again (SDK Stat), the bytes
-//     of the replicas it held over the time taken is the repair
-//     throughput, set against raw write / 2 (each copy reads once and
-//     writes once on the one disk).
+//     read are measured as in io, and --putters clients put files of
+//     --put-size for --put-time (put latencies without a repair). Then the
+//     chunkservers' files are dropped from the page cache and the
+//     chunkserver holding most replicas is stopped. From the nameserver
+//     declaring it dead (a 1 s dead timeout) until every file's blocks
+//     have 3 good replicas again, with no client writing, the bytes of the
+//     replicas it held over the time taken is the repair throughput, set
+//     against raw write / 2 (each copy reads once and writes once on the
+//     one disk). A second chunkserver is then stopped while the clients
+//     put files until that repair is over: put latencies during a repair,
+//     and the repair's throughput while it yields to them.
 //   - tls: two sandboxes at once, one with mutual TLS and one in plaintext
 //     (even with --nameserver, as repair); lock+unlock cycles and creates
 //     with each --clients value, alternating between them in eighths of
@@ -82,6 +86,19 @@
 //     reads after the chunkservers' files were dropped from the page
 //     cache; which side goes first alternates. The medians' ratios,
 //     plugin over SDK, are held to 0.8x.
+//   - ha: for each --voters value (1 and 3), a sandbox whose nameservers
+//     form a group of that many voters beside an embedded etcd of as many
+//     members (both in this process, data on the same disk, mutual TLS on
+//     both unless --insecure): lock+unlock cycles against both in halves of
+//     --duration (bfs, etcd, etcd, bfs) with their ratio and the CPU per
+//     cycle, creates, and stats at the most clients (the host's RPC
+//     ceiling); the leader changes during those loops are read from the
+//     members' bfs_nameserver_raft_leader_changes_total. Then --trials
+//     failovers of a group of three nameservers and three chunkservers,
+//     each a process (bfsbench run again as the bfs command, haprocs.go):
+//     the leader is killed with SIGKILL and the first OK of LockDir,
+//     KeepAlive and AddBlock after it, each retried on a connection that
+//     follows the leader as the SDK's, is timed from just before the kill.
 //   - all: each of the above on a fresh cluster, with defaults sized for
 //     under five minutes on two cores, etcd included; --plot-dir gets every
 //     chart.

@@ -1,6 +1,7 @@
 package benchcmd
 
 import (
+	"context"
 	"os"
 	"testing"
 
@@ -10,6 +11,10 @@ import (
 func TestMain(m *testing.M) {
 	// The capi benchmark runs the test binary again as its Go side.
 	if code, ok := SDKLoop(os.Args[1:], os.Stdout, os.Stderr); ok {
+		os.Exit(code)
+	}
+	if code, ok := RunBFS(context.Background(), os.Args[1:], os.Stdout, os.Stderr); ok {
+		// This test binary was started as a daemon of ha's failover group.
 		os.Exit(code)
 	}
 	if dir := os.Getenv(scaleServerEnv); dir != "" {

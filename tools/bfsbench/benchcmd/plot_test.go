@@ -14,7 +14,7 @@ func TestChartsWithoutDataFail(t *testing.T) {
 	unrelated := []bench.Result{{Name: "other", Clients: 1, Ops: 1, Elapsed: time.Second, P50: 1, P90: 1, P99: 1}}
 	for name, chart := range map[string]chartFunc{
 		"locks": locksChart, "fence": fenceChart, "meta": metaChart, "io": ioChart, "seal": sealChart, "expiry": expiryChart,
-		"capi": capiChart, "tera": teraChart,
+		"capi": capiChart, "tera": teraChart, "ha": haChart,
 	} {
 		if _, err := chart(unrelated); err == nil {
 			t.Errorf("%s: drew a chart of no data", name)
@@ -67,4 +67,21 @@ func TestZeroAxisTicks(t *testing.T) {
 			t.Errorf("zeroAxis(%v): ticks %v, want a step of %v", max, ticks, want)
 		}
 	}
+}
+
+// ha draws its failovers, or without them (--trials 0) the lock
+// throughputs beside etcd's.
+func TestHAChartWithoutFailover(t *testing.T) {
+	var rs []bench.Result
+	for _, v := range []string{"voters=1", "voters=3"} {
+		rs = append(rs,
+			bench.Result{Name: haLocksRow, Clients: 64, Param: v, Ops: 2000, Elapsed: time.Second},
+			bench.Result{Name: haEtcdLocksRow, Clients: 64, Param: v, Ops: 1000, Elapsed: time.Second},
+			bench.Result{Name: haRatioRow, Clients: 64, Param: v, Value: 2, Unit: "x"})
+	}
+	path := filepath.Join(t.TempDir(), "ha.png")
+	if err := drawChart(haChart, rs, path); err != nil {
+		t.Fatal(err)
+	}
+	checkPNG(t, path)
 }

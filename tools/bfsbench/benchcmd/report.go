@@ -61,6 +61,8 @@ func rate(r bench.Result) string {
 	switch {
 	case r.Unit == "x":
 		return fmt.Sprintf("%.2fx", r.Value)
+	case r.Unit == countUnit:
+		return fmt.Sprintf("%.0f", r.Value)
 	case r.Unit != "":
 		return fmt.Sprintf("%.1f %s", r.Value, r.Unit)
 	case r.Elapsed > 0:

@@ -23,6 +23,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if dir := os.Getenv(scaleServerEnv); dir != "" {
 		return serveScaleNameServer(dir, os.Stdin, stdout, stderr) // a process scale started
 	}
+	if code, ok := RunBFS(ctx, args, stdout, stderr); ok {
+		return code // a daemon ha started
+	}
 	// Progress and the embedded etcd's log share stderr from several
 	// goroutines.
 	stderr = &lockedWriter{w: stderr}
@@ -89,7 +92,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.PersistentPreRunE = func(*cobra.Command, []string) error { return c.startProfile() }
 	root.PersistentPostRunE = func(*cobra.Command, []string) error { return c.stopProfile() }
 	root.AddCommand(newMetaCmd(c), newLocksCmd(c), newIOCmd(c), newSealCmd(c), newFenceCmd(c),
-		newExpiryCmd(c), newCAPICmd(c), newTeraCmd(c), newScaleCmd(c), newRepairCmd(c), newTLSCmd(c), newAllCmd(c))
+		newExpiryCmd(c), newCAPICmd(c), newTeraCmd(c), newScaleCmd(c), newRepairCmd(c), newTLSCmd(c), newHACmd(c), newAllCmd(c))
 	return root
 }
 
@@ -293,7 +296,7 @@ func (c *common) measure(ctx context.Context, validate func() error, run runFunc
 // cleanUp removes what the run left in a cluster it did not start (a
 // started one goes away whole). Not measured; failures are only reported.
 func (c *common) cleanUp(ctx context.Context, cl *cluster) {
-	if c.nameserver == "" {
+	if c.nameserver == "" || cl.addr == "" { // "": ha, which starts its own clusters
 		return
 	}
 	ctx = context.WithoutCancel(ctx)

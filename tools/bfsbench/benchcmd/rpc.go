@@ -1,8 +1,10 @@
 package benchcmd
 
 import (
+	"context"
 	"errors"
 	"sync"
+	"time"
 
 	"google.golang.org/grpc"
 
@@ -53,6 +55,15 @@ func (r *rawConns) chunkserver(addr string) (bfspb.ChunkServerClient, error) {
 		return nil, err
 	}
 	return bfspb.NewChunkServerClient(cc), nil
+}
+
+// waitLeading waits until the nameserver ns leads, its term in office:
+// until then it answers NOT_LEADER.
+func waitLeading(ctx context.Context, ns bfspb.NameServerClient) error {
+	return poll(ctx, 30*time.Second, "the nameserver to lead", func() (bool, error) {
+		r, err := ns.Stat(ctx, &bfspb.StatRequest{Path: "/"})
+		return err == nil && r.Status != bfspb.StatusCode_NOT_LEADER, nil
+	})
 }
 
 func (r *rawConns) close() error {

@@ -135,6 +135,12 @@ func (o *scaleOptions) measure(ctx context.Context, c *common, cl *cluster, n in
 	if err != nil {
 		return nil, err
 	}
+	if srv != nil {
+		// It listens before it has elected itself (a group of one).
+		if err := waitLeading(ctx, ns); err != nil {
+			return nil, err
+		}
+	}
 	before, rssErr := srv.rss()
 	c.progressf("scale: making and locking %d directories under %s with %d sessions", n, root, o.sessions)
 	start := time.Now()

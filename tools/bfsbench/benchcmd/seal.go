@@ -61,7 +61,9 @@ type sealBench struct {
 	client *sdk.Client
 	ns     bfspb.NameServerClient
 	raw    *rawConns
-	dir    string
+	// term is the leader's Raft term, which every Seal carries.
+	term uint64
+	dir  string
 }
 
 func (o *sealOptions) run(ctx context.Context, c *common, cl *cluster) ([]bench.Result, error) {
@@ -79,7 +81,14 @@ func (o *sealOptions) run(ctx context.Context, c *common, cl *cluster) ([]bench.
 	if err != nil {
 		return nil, err
 	}
-	b := &sealBench{c: c, client: client, ns: ns, raw: raw, dir: c.root() + "/seal"}
+	// A chunkserver refuses a Seal of an older term than the newest
+	// leader's it has heard from (SPEC §9): the benchmark seals as the
+	// nameserver would, with its term.
+	st, err := ns.ClusterStatus(ctx, &bfspb.ClusterStatusRequest{})
+	if err != nil {
+		return nil, fmt.Errorf("the nameserver's term: %w", err)
+	}
+	b := &sealBench{c: c, client: client, ns: ns, raw: raw, term: st.Term, dir: c.root() + "/seal"}
 	if err := client.MkdirAll(ctx, b.dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -173,7 +182,7 @@ func (b *sealBench) seal(ctx context.Context, path, session string, blk sdk.Bloc
 				errs[k] = err
 				return
 			}
-			resp, err := cs.Seal(ctx, &bfspb.SealRequest{BlockId: blk.ID})
+			resp, err := cs.Seal(ctx, &bfspb.SealRequest{BlockId: blk.ID, Term: b.term})
 			rpcs[k] = time.Since(start)
 			if err == nil && resp.Status != bfspb.StatusCode_OK {
 				err = fmt.Errorf("seal block %d on %s: %v", blk.ID, addr, resp.Status)

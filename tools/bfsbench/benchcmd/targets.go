@@ -50,7 +50,7 @@ const (
 // verdicts returns the summary of results, in the order of the suite.
 func verdicts(results []bench.Result) []verdict {
 	var vs []verdict
-	for _, f := range []func([]bench.Result) []verdict{metaVerdicts, locksVerdicts, ioVerdicts, sealVerdicts, fenceVerdicts, expiryVerdicts, capiVerdicts, teraVerdicts, scaleVerdicts, repairVerdicts, tlsVerdicts} {
+	for _, f := range []func([]bench.Result) []verdict{metaVerdicts, locksVerdicts, ioVerdicts, sealVerdicts, fenceVerdicts, expiryVerdicts, capiVerdicts, teraVerdicts, scaleVerdicts, repairVerdicts, tlsVerdicts, haVerdicts} {
 		vs = append(vs, f(results)...)
 	}
 	return vs
