@@ -318,6 +318,12 @@ func (c *Conn) invokeOn(ctx context.Context, addr, method string, args, reply an
 		// Failed fast on a connection that could not be made: not sent.
 		return "", errNotSent{addr, err}
 	}
+	if err != nil && ctx.Err() == nil && closedUnder(err) {
+		// Another call found the connection failed and redialed: a call
+		// that had not reached the failed transport yet was cut off
+		// before it was sent (one that had fails UNAVAILABLE).
+		return "", errNotSent{addr, err}
+	}
 	if err != nil {
 		return "", err
 	}
@@ -358,6 +364,11 @@ func (c *Conn) connect(ctx context.Context, cc *grpc.ClientConn) (down bool, err
 		}
 	}
 }
+
+// closedUnder reports whether err is gRPC's answer to a call on a
+// connection closed under it: CANCELED while the call's context is not
+// (the caller checks that; a nameserver never answers CANCELED itself).
+func closedUnder(err error) bool { return status.Code(err) == codes.Canceled }
 
 // errNotSent: the call did not reach addr.
 type errNotSent struct {
