@@ -185,6 +185,11 @@ func (c *Config) validate() error {
 	if err := daemon.CheckSecurity(c.TLS, c.Insecure); err != nil {
 		return fmt.Errorf("nameserver: %w", err)
 	}
+	if c.TLS != nil && !c.TLS.Identity().IsNameServer() {
+		// Chunkservers would refuse every command it sends.
+		return fmt.Errorf("nameserver: the certificate in %s names %s, not a nameserver: make one with bfs cert create-node --role nameserver",
+			c.TLS.Dir(), c.TLS.Identity())
+	}
 	if c.MinSessionTTL == 0 {
 		c.MinSessionTTL = time.Second
 	}

@@ -70,7 +70,7 @@ func (c *cluster) startNameServer(addr string) *process {
 func (c *cluster) startChunkserver(i int, addr string, extra ...string) *process {
 	c.t.Helper()
 	args := []string{"chunkserver", "--data", filepath.Join(c.dir, fmt.Sprintf("chunkserver-%d", i)),
-		"--listen", addr, "--metrics", "", "--nameserver", c.nsAddr}
+		"--listen", addr, "--metrics", "", "--nameserver", c.nsAddr, "--certs-dir", csCertsDir}
 	return startDaemon(c.t, slices.Concat(args, c.csFlags, c.csExtra[i], extra)...)
 }
 
