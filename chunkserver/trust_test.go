@@ -128,7 +128,12 @@ func TestReadWriteNeedAToken(t *testing.T) {
 // TestExpiredTokenRefused: a token past its deadline is refused.
 func TestExpiredTokenRefused(t *testing.T) {
 	cl, blk, _ := written(t, testcluster.WithNameServerConfig(func(cfg *nameserver.Config) {
-		cfg.TestingKnobs.BlockTokenLifetime = -time.Minute // issued expired
+		cfg.TestingKnobs.TokenLifetime = func(a bfspb.BlockAccess) time.Duration {
+			if a == bfspb.BlockAccess_BLOCK_ACCESS_READ {
+				return -time.Minute // issued expired
+			}
+			return 0
+		}
 	}))
 	cs := bfspb.NewChunkServerClient(cl.Dial(blk.Replicas[0].Address))
 	_, code, msg := read(t, cs, blk.BlockId, blk.Token)

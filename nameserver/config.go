@@ -138,9 +138,10 @@ type RaftConfig struct {
 
 // TestingKnobs let tests hold a nameserver at chosen points.
 type TestingKnobs struct {
-	// BlockTokenLifetime, if not zero, replaces Config.BlockTokenLifetime
-	// and may be negative: tokens are then issued expired.
-	BlockTokenLifetime time.Duration
+	// TokenLifetime, if set, is asked the lifetime of every block token
+	// issued; a non-zero answer replaces Config.BlockTokenLifetime and may
+	// be negative (the token is issued expired).
+	TokenLifetime func(access bfspb.BlockAccess) time.Duration
 	// BeforeClose, if set, is called when a file being closed has been
 	// found ready (every awaited replica reported or declared dead), before
 	// its close is decided and persisted.
@@ -219,6 +220,19 @@ func (c *Config) validate() error {
 		// Chunkservers would refuse every command it sends.
 		return fmt.Errorf("nameserver: the certificate in %s names %s, not a nameserver: make one with bfs cert create-node --role nameserver",
 			c.TLS.Dir(), c.TLS.Identity())
+	}
+	if c.BlockTokenLifetime == 0 {
+		c.BlockTokenLifetime = DefaultBlockTokenLifetime
+	}
+	if c.BlockKeyRotation == 0 {
+		c.BlockKeyRotation = DefaultBlockKeyRotation
+	}
+	if c.BlockTokenLifetime < 0 || c.BlockKeyRotation < 2*c.BlockTokenLifetime {
+		return fmt.Errorf("nameserver: block keys rotate every %v, block tokens live %v: the rotation must be at least twice the lifetime",
+			c.BlockKeyRotation, c.BlockTokenLifetime)
+	}
+	if c.UnallocatedGrace == 0 {
+		c.UnallocatedGrace = DefaultUnallocatedGrace
 	}
 	if c.MinSessionTTL == 0 {
 		c.MinSessionTTL = time.Second
