@@ -123,9 +123,9 @@ func NewKeyring(c clock.Clock) *Keyring { return &Keyring{clock: c} }
 
 // Set replaces the keys with those of an answer of the nameserver and
 // learns its clock. An answer without keys (a nameserver of an older
-// version) changes nothing.
+// version) changes nothing, nor does a nil Keyring.
 func (k *Keyring) Set(ks *bfspb.BlockKeys) {
-	if len(ks.GetKeys()) == 0 {
+	if k == nil || len(ks.GetKeys()) == 0 {
 		return
 	}
 	keys := make(map[uint64][]byte, len(ks.Keys))
