@@ -43,7 +43,7 @@ func (srv *Server) Register(ctx context.Context, req *bfspb.RegisterRequest) (*b
 	u := blockmap.Usage{Host: req.HostId, Capacity: req.CapacityBytes, Used: req.UsedBytes, Free: req.FreeBytes, Volumes: vols}
 	now := s.cfg.Clock.Now()
 	id := s.blocks.Register(req.Address, u, now)
-	s.regs.record(id, req.Address, holder)
+	s.regs.record(req.Address, holder)
 	s.dead.registered(req.Address, u.Host, now)
 	glog.Infof("chunkserver %s registered as %d with %d volumes (%s)", req.Address, id, max(len(vols), 1), volumeSummary(vols))
 	s.peers.Reset(req.Address) // it is listening: seals and truncates need not wait to reconnect
@@ -68,7 +68,7 @@ func (srv *Server) HeartBeat(ctx context.Context, req *bfspb.HeartBeatRequest) (
 	if s == nil {
 		return notLeader, nil
 	}
-	if err := s.fromChunkserver(ctx, "heartbeat", req.ChunkserverId, req.Address); err != nil {
+	if err := s.fromChunkserver(ctx, "heartbeat", req.Address); err != nil {
 		code, msg := statusOf(err)
 		return &bfspb.HeartBeatResponse{Status: code, Message: msg}, nil
 	}
@@ -101,7 +101,7 @@ func (srv *Server) BlockReport(ctx context.Context, req *bfspb.BlockReportReques
 	if s == nil {
 		return notLeader, nil
 	}
-	if err := s.fromChunkserver(ctx, "block report", req.ChunkserverId, req.Address); err != nil {
+	if err := s.fromChunkserver(ctx, "block report", req.Address); err != nil {
 		code, msg := statusOf(err)
 		return &bfspb.BlockReportResponse{Status: code, Message: msg}, nil
 	}
@@ -191,7 +191,7 @@ func (srv *Server) BlockReceived(ctx context.Context, req *bfspb.BlockReceivedRe
 	if s == nil {
 		return notLeader, nil
 	}
-	if err := s.fromChunkserver(ctx, "block received", req.ChunkserverId, req.Address); err != nil {
+	if err := s.fromChunkserver(ctx, "block received", req.Address); err != nil {
 		code, msg := statusOf(err)
 		return &bfspb.BlockReceivedResponse{Status: code, Message: msg}, nil
 	}

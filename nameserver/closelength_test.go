@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bfs-go/bfs/cluster/testcluster"
+	"github.com/bfs-go/bfs/internal/blocktoken"
 	"github.com/bfs-go/bfs/nameserver"
 	"github.com/bfs-go/bfs/proto/bfspb"
 )
@@ -49,6 +50,8 @@ func rawPacket(t *testing.T, c *testcluster.Cluster, addr string, b *bfspb.Locat
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	ctx, err := blocktoken.Attach(ctx, b.Token)
+	require.NoError(t, err)
 	stream, err := bfspb.NewChunkServerClient(c.Dial(addr)).Write(ctx)
 	require.NoError(t, err)
 	p.BlockId, p.Version = b.BlockId, b.Version
@@ -87,10 +90,13 @@ func syncBlock(t *testing.T, ns bfspb.NameServerClient, path, session string, bl
 	require.Equal(t, bfspb.StatusCode_OK, r.Status, r.Message)
 }
 
-// readReplica returns every byte the replica of block at addr holds.
-func readReplica(t *testing.T, c *testcluster.Cluster, addr string, block int64) []byte {
+// readReplica returns every byte the replica of b at addr holds (b's
+// token reads: a write token reads too).
+func readReplica(t *testing.T, c *testcluster.Cluster, addr string, b *bfspb.LocatedBlock) []byte {
 	t.Helper()
-	stream, err := bfspb.NewChunkServerClient(c.Dial(addr)).Read(context.Background(), &bfspb.ReadRequest{BlockId: block})
+	ctx, err := blocktoken.Attach(context.Background(), b.Token)
+	require.NoError(t, err)
+	stream, err := bfspb.NewChunkServerClient(c.Dial(addr)).Read(ctx, &bfspb.ReadRequest{BlockId: b.BlockId})
 	require.NoError(t, err)
 	var buf bytes.Buffer
 	for {
@@ -209,7 +215,7 @@ func TestSyncClaimNeverCutsReplicas(t *testing.T) {
 					info := blockInfo(t, c, addr, b.BlockId)
 					require.True(t, info.Sealed, "replica on %s", addr)
 					require.Equal(t, tc.want, info.Size, "replica on %s (%d bytes written)", addr, tc.lens[j])
-					require.Equal(t, data[:tc.want], readReplica(t, c, addr, b.BlockId), "replica on %s", addr)
+					require.Equal(t, data[:tc.want], readReplica(t, c, addr, b), "replica on %s", addr)
 				}
 			})
 		}

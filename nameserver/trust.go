@@ -13,7 +13,6 @@ import (
 	"google.golang.org/grpc/peer"
 
 	"github.com/bfs-go/bfs/internal/certs"
-	"github.com/bfs-go/bfs/nameserver/blockmap"
 	"github.com/bfs-go/bfs/proto/bfspb"
 )
 
@@ -31,20 +30,22 @@ var errNotChunkserver = errors.New("permission denied")
 var errBadAddress = errors.New("bad chunkserver address")
 
 // registrations remembers, for the term, which certificate registered
-// each chunkserver id and address ("" on an insecure nameserver).
+// each chunkserver address ("" on an insecure nameserver). Ids need no
+// record of their own: the block map takes a call only for the id
+// registered at the address it names (and ids start again at 1 in every
+// term, so an id alone may be another's from the term before).
 type registrations struct {
 	mu     sync.Mutex
-	byID   map[blockmap.ServerID]string
 	byAddr map[string]string
 }
 
-func (r *registrations) record(id blockmap.ServerID, addr, who string) {
+func (r *registrations) record(addr, who string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.byID == nil {
-		r.byID, r.byAddr = make(map[blockmap.ServerID]string), make(map[string]string)
+	if r.byAddr == nil {
+		r.byAddr = make(map[string]string)
 	}
-	r.byID[id], r.byAddr[addr] = who, who
+	r.byAddr[addr] = who
 }
 
 // of returns who registered addr, and whether anyone did.
@@ -55,16 +56,13 @@ func (r *registrations) of(addr string) (string, bool) {
 	return w, ok
 }
 
-// check refuses who speaking for chunkserver id at addr when another
-// certificate registered either. An id and address nobody registered
-// this term pass: the call then finds no chunkserver (and a heartbeat is
-// told to register again).
-func (r *registrations) check(id blockmap.ServerID, addr, who string) error {
+// check refuses who speaking for the chunkserver at addr when another
+// certificate registered it. An address nobody registered this term
+// passes: the call then finds no chunkserver (and a heartbeat is told to
+// register again).
+func (r *registrations) check(addr, who string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if w, ok := r.byID[id]; ok && w != who {
-		return fmt.Errorf("%w: chunkserver %d was registered by %s, not %s", errNotChunkserver, id, w, who)
-	}
 	if w, ok := r.byAddr[addr]; ok && w != who {
 		return fmt.Errorf("%w: chunkserver %s was registered by %s, not %s", errNotChunkserver, addr, w, who)
 	}
@@ -87,12 +85,12 @@ func (s *Server) chunkserverPeer(ctx context.Context, op string) (string, error)
 	return id.String(), nil
 }
 
-// fromChunkserver refuses op for chunkserver id at addr unless the peer
+// fromChunkserver refuses op for the chunkserver at addr unless the peer
 // is the certificate that registered it.
-func (t *term) fromChunkserver(ctx context.Context, op string, id int64, addr string) error {
+func (t *term) fromChunkserver(ctx context.Context, op string, addr string) error {
 	w, err := t.chunkserverPeer(ctx, op)
 	if err == nil {
-		err = t.regs.check(blockmap.ServerID(id), addr, w)
+		err = t.regs.check(addr, w)
 	}
 	if err != nil && t.cfg.TLS != nil {
 		glog.Warningf("%s refused: %v", op, err)

@@ -10,6 +10,9 @@ import (
 	"io"
 	"math"
 	"net"
+	"os"
+	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -240,4 +243,32 @@ func TestUnallocatedReplicaDeletedAfterGrace(t *testing.T) {
 		info, err := cs.GetBlockInfo(ctx, &bfspb.GetBlockInfoRequest{BlockId: planted})
 		return err == nil && info.Status == bfspb.StatusCode_NOT_FOUND
 	}, 20*time.Second, 20*time.Millisecond, "the replica of a block never allocated is still there")
+}
+
+// reportOwnCorrupt has the chunkserver at addr report its own replica of
+// block corrupt, with its own certificate: its verdict, which the
+// nameserver takes as it is.
+func reportOwnCorrupt(ctx context.Context, t *testing.T, cl *testcluster.Cluster, block int64, addr string) {
+	t.Helper()
+	i := slices.Index(cl.ChunkserverAddrs(), addr)
+	require.GreaterOrEqual(t, i, 0, "no chunkserver at %s", addr)
+	ns := bfspb.NewNameServerClient(cl.DialAs(cl.NameServerAddr, cl.ChunkserverCreds(i)))
+	resp, err := ns.ReportBadReplicas(ctx, &bfspb.ReportBadReplicasRequest{ChunkserverId: int64(i + 1), Address: addr,
+		Replicas: []*bfspb.BadReplica{{BlockId: block, Address: addr, Reason: "checksum mismatch"}}})
+	require.NoError(t, err)
+	require.Equal(t, bfspb.StatusCode_OK, resp.Status, resp.Message)
+}
+
+// fakeChunkserver is a client of the nameserver with a chunkserver's
+// certificate of the cluster's CA (its own, for 127.0.0.1), for a test
+// that registers and reports as a chunkserver nobody runs.
+func fakeChunkserver(t *testing.T, cl *testcluster.Cluster) bfspb.NameServerClient {
+	t.Helper()
+	dir := cl.CertsDir()
+	if _, err := os.Stat(filepath.Join(dir, "fake-cs.crt")); err != nil {
+		require.NoError(t, cl.Authority().CreateNodeFiles(dir, "fake-cs.crt", "fake-cs.key", certs.RoleChunkserver, "fake-cs", []string{"127.0.0.1"}, certs.Options{}))
+	}
+	creds, err := certs.LoadNodeFiles(dir, "fake-cs.crt", "fake-cs.key")
+	require.NoError(t, err)
+	return bfspb.NewNameServerClient(cl.DialAs(cl.NameServerAddr, creds))
 }
