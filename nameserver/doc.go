@@ -63,9 +63,9 @@
 //
 // Chunkservers. Register is taken only from a node certificate of the
 // chunkserver role (or one made before roles): not a client's, an
-// admin's or a nameserver's (PERMISSION_DENIED). The address must be one
-// to reach a chunkserver at (a host and a port, not an unspecified IP:
-// INVALID_ARGUMENT) and, on a secure nameserver, one whose host the
+// admin's or a nameserver's (PERMISSION_DENIED). On a secure nameserver
+// the address must be one to reach a chunkserver at (a host and a port,
+// not an unspecified IP: INVALID_ARGUMENT) and one whose host the
 // certificate names (its IP or DNS SANs), so nobody registers at
 // another's address; an address a live chunkserver of another certificate
 // holds is refused too. The term records which certificate registered
