@@ -60,8 +60,11 @@ type sealBench struct {
 	c      *common
 	client *sdk.Client
 	ns     bfspb.NameServerClient
-	raw    *rawConns
-	dir    string
+	// asNS reaches the chunkservers with the nameservers' certificate,
+	// and term is the leader's: a Seal is the nameserver's command.
+	asNS *rawConns
+	term uint64
+	dir  string
 }
 
 func (o *sealOptions) run(ctx context.Context, c *common, cl *cluster) ([]bench.Result, error) {
@@ -79,7 +82,16 @@ func (o *sealOptions) run(ctx context.Context, c *common, cl *cluster) ([]bench.
 	if err != nil {
 		return nil, err
 	}
-	b := &sealBench{c: c, client: client, ns: ns, raw: raw, dir: c.root() + "/seal"}
+	asNS, err := cl.rawAsNameServer()
+	if err != nil {
+		return nil, err
+	}
+	defer asNS.close()
+	st, err := ns.ClusterStatus(ctx, &bfspb.ClusterStatusRequest{})
+	if err != nil {
+		return nil, err
+	}
+	b := &sealBench{c: c, client: client, ns: ns, asNS: asNS, term: st.Term, dir: c.root() + "/seal"}
 	if err := client.MkdirAll(ctx, b.dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -168,12 +180,12 @@ func (b *sealBench) seal(ctx context.Context, path, session string, blk sdk.Bloc
 	start := time.Now()
 	for k, addr := range blk.Replicas {
 		wg.Go(func() {
-			cs, err := b.raw.chunkserver(addr)
+			cs, err := b.asNS.chunkserver(addr)
 			if err != nil {
 				errs[k] = err
 				return
 			}
-			resp, err := cs.Seal(ctx, &bfspb.SealRequest{BlockId: blk.ID})
+			resp, err := cs.Seal(ctx, &bfspb.SealRequest{BlockId: blk.ID, Term: b.term})
 			rpcs[k] = time.Since(start)
 			if err == nil && resp.Status != bfspb.StatusCode_OK {
 				err = fmt.Errorf("seal block %d on %s: %v", blk.ID, addr, resp.Status)
