@@ -164,7 +164,7 @@ func TestForgedTokenRefused(t *testing.T) {
 	require.Equal(t, denied, code, msg)
 
 	// The client's token in a chunkserver's hands.
-	asCS := bfspb.NewChunkServerClient(cl.DialAs(blk.Replicas[0].Address, cl.ChunkserverCreds(1)))
+	asCS := bfspb.NewChunkServerClient(cl.DialCreds(blk.Replicas[0].Address, cl.ChunkserverCreds(1)))
 	_, code, msg = read(t, asCS, blk.BlockId, blk.Token)
 	require.Equal(t, denied, code, msg)
 }
@@ -179,7 +179,7 @@ func TestCommandsOnlyFromTheNameServer(t *testing.T) {
 	for who, creds := range map[string]*certs.Creds{"a client": nil, "a chunkserver": cl.ChunkserverCreds(1)} {
 		conn := cl.Dial(addr)
 		if creds != nil {
-			conn = cl.DialAs(addr, creds)
+			conn = cl.DialCreds(addr, creds)
 		}
 		cs := bfspb.NewChunkServerClient(conn)
 		ctx := ctxFor(t)
@@ -267,7 +267,7 @@ func TestCopyOnlyFromTheNamedChunkserver(t *testing.T) {
 	}
 	require.NotEmpty(t, target)
 	src := startRogue(t, cl, blk.Size)
-	cs := bfspb.NewChunkServerClient(cl.DialAs(target, cl.NameServerCreds()))
+	cs := bfspb.NewChunkServerClient(cl.DialCreds(target, cl.NameServerCreds()))
 	term := leaderTerm(t, cl)
 	for _, named := range []string{"", "chunkserver/chunkserver-0"} {
 		rr, err := cs.ReplicateBlock(ctxFor(t), &bfspb.ReplicateBlockRequest{BlockId: blk.BlockId, Source: src, Size: blk.Size, Version: blk.Version,

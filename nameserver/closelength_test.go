@@ -16,6 +16,7 @@ import (
 
 	"github.com/bfs-go/bfs/cluster/testcluster"
 	"github.com/bfs-go/bfs/internal/blocktoken"
+	"github.com/bfs-go/bfs/internal/certs"
 	"github.com/bfs-go/bfs/nameserver"
 	"github.com/bfs-go/bfs/proto/bfspb"
 )
@@ -162,7 +163,7 @@ func TestFinishWithoutPacketsCloses(t *testing.T) {
 // replicas that hold them keep them.
 func TestSyncClaimNeverCutsReplicas(t *testing.T) {
 	c := testcluster.Start(t, testcluster.WithChunkservers(3))
-	ns := bfspb.NewNameServerClient(c.Dial(c.NameServerAddr))
+	ns := bfspb.NewNameServerClient(c.DialAs(c.NameServerAddr, certs.AdminUser)) // forces unlocks
 	ctx := context.Background()
 	data := bytes.Repeat([]byte("synced bytes. "), 200)
 	for i, tc := range []struct {
@@ -250,7 +251,7 @@ func TestResumedCleaningTruncatesBeforeUnlocked(t *testing.T) {
 			}
 		}
 	}))
-	ns := bfspb.NewNameServerClient(c.Dial(c.NameServerAddr))
+	ns := bfspb.NewNameServerClient(c.DialAs(c.NameServerAddr, certs.AdminUser)) // forces unlocks
 	ctx := context.Background()
 	mkdirAll(t, ns, "/d")
 	sess := openSession(t, ns, "holder")

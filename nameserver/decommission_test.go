@@ -57,7 +57,7 @@ func TestDecommission(t *testing.T) {
 	}))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	c, err := sdk.Dial(ctx, cl.NameServerAddr, cl.AsClient())
+	c, err := sdk.Dial(ctx, cl.NameServerAddr, cl.AsAdmin())
 	require.NoError(t, err)
 	defer c.Close()
 
@@ -133,7 +133,7 @@ func TestDecommission(t *testing.T) {
 	require.Equal(t, sdk.ChunkserverLive, byAddr(t, servers, x).State, "a refused request changes nothing")
 	_, err = c.Decommission(ctx)
 	require.ErrorIs(t, err, sdk.ErrInvalidArgument)
-	ns := bfspb.NewNameServerClient(cl.Dial(cl.NameServerAddr))
+	ns := adminClient(cl)
 	resp, err := ns.Decommission(ctx, &bfspb.DecommissionRequest{Addresses: []string{""}})
 	require.NoError(t, err)
 	require.Equal(t, bfspb.StatusCode_INVALID_ARGUMENT, resp.Status, resp.Message)
@@ -152,7 +152,7 @@ func TestFsckAfterChunkserverLoss(t *testing.T) {
 	}))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	c, err := sdk.Dial(ctx, cl.NameServerAddr, cl.AsClient())
+	c, err := sdk.Dial(ctx, cl.NameServerAddr, cl.AsAdmin())
 	require.NoError(t, err)
 	defer c.Close()
 
@@ -249,7 +249,7 @@ func TestDecommissionSurvivesRestart(t *testing.T) {
 	cl := testcluster.Start(t, testcluster.WithChunkservers(4))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	c, err := sdk.Dial(ctx, cl.NameServerAddr, cl.AsClient())
+	c, err := sdk.Dial(ctx, cl.NameServerAddr, cl.AsAdmin())
 	require.NoError(t, err)
 	defer c.Close()
 	drained := cl.ChunkserverAddrs()[0]

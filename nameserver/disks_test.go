@@ -194,7 +194,7 @@ func TestShortReplicaDoesNotCount(t *testing.T) {
 	gs, err := c.GroupStatus(ctx)
 	require.NoError(t, err)
 	require.Len(t, gs.Members, 1)
-	cs := bfspb.NewChunkServerClient(cl.DialAs(short, cl.NameServerCreds()))
+	cs := bfspb.NewChunkServerClient(cl.DialCreds(short, cl.NameServerCreds()))
 	tr, err := cs.Truncate(ctx, &bfspb.TruncateRequest{BlockId: block, Size: int64(len(data) / 2), Term: gs.Members[0].Term})
 	require.NoError(t, err)
 	require.Equal(t, bfspb.StatusCode_OK, tr.Status, tr.Message)

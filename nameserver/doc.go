@@ -103,6 +103,30 @@
 // none, and a token names no holder; it still issues tokens and hands
 // keys to whoever registers.
 //
+// Identities and authorization (authz.go, conceal.go; SPEC §10). Every
+// RPC passes one pair of interceptors, after leaderOnly, that checks the
+// caller's identity against what it asks. A session is owned by the
+// identity that opened it, recorded in its SessionRecord (OpenSessionCmd)
+// as "kind/name": any request whose message has a session_id field (found
+// from the service's descriptors: every mutation, KeepAlive,
+// CloseSession, LockDir, UnlockDir, the listing and the watch that filter
+// by session) from another identity is answered PERMISSION_DENIED; an
+// admin may name any session in a filter or a forced unlock, and act for
+// none. The owner read before a command is the owner when it applies: a
+// record never changes and ids are never reused. Records stored before
+// owners were recorded have none and any identity may use them, so an
+// upgrade keeps its clients' sessions; they end with those clients.
+// Forced unlocks, operator locks, LeaveSafeMode, Decommission (and its
+// cancel), ListChunkservers, AddMember, RemoveMember and TransferLeader
+// need an admin (PublishMember a node or an admin); chunkservers are
+// nodes, not admins. Every answer and watch event goes out with the
+// session ids its caller may not see (another identity's, unless the
+// caller is an admin) cut to session.ID.Short: the fields are found from
+// the descriptors of the answers (session_id, *_session), and a message
+// with one to cut is copied first, never changed in place. An insecure
+// nameserver has no identities: every caller is an anonymous admin, and
+// owns the sessions it opens as admin/anonymous.
+//
 // Goroutines: Raft's (the replica's, stopped by its Close), the loop that
 // publishes this member's addresses in the member table, the status
 // page's sampler, and a term's: the session manager's expiry loop, the
@@ -263,9 +287,9 @@
 // a listener of its own (the sandbox). The page reads the server through
 // its own RPC handlers (listings, safe mode), its metrics registry, and a
 // watcher of every lock transition (lockFeed, on the watchers that serve
-// WatchDirLocks); it runs one goroutine, stopped in Close. Until TLS and
-// admin identities exist it answers loopback clients only, unless
-// Config.StatusPublic.
+// WatchDirLocks); it runs one goroutine, stopped in Close. Over TLS it
+// answers admins only; an insecure nameserver's answers loopback clients
+// only, unless Config.StatusPublic. It shows a prefix of every session id.
 //
 // Handlers decode a request, normalize its paths (bad ones get
 // INVALID_ARGUMENT), call one domain method and encode the answer; the one

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bfs-go/bfs/cluster/testcluster"
+	"github.com/bfs-go/bfs/internal/certs"
 	"github.com/bfs-go/bfs/nameserver"
 	"github.com/bfs-go/bfs/proto/bfspb"
 )
@@ -45,7 +46,7 @@ func TestFinishIsGatedByLocks(t *testing.T) {
 			}
 		}
 	}))
-	ns := bfspb.NewNameServerClient(c.Dial(c.NameServerAddr))
+	ns := bfspb.NewNameServerClient(c.DialAs(c.NameServerAddr, certs.AdminUser)) // forces an unlock
 	ctx := context.Background()
 	mkdirAll(t, ns, "/t")
 	a := openSession(t, ns, "tablet-a")

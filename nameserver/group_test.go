@@ -189,7 +189,7 @@ func TestPartitionedLeaderAcknowledgesNothing(t *testing.T) {
 
 	// A chunkserver that has heard from the new leader refuses the old
 	// term's seal.
-	cs := bfspb.NewChunkServerClient(cl.DialAs(cl.ChunkserverAddrs()[0], cl.NameServerCreds()))
+	cs := bfspb.NewChunkServerClient(cl.DialCreds(cl.ChunkserverAddrs()[0], cl.NameServerCreds()))
 	require.Eventually(t, func() bool {
 		resp, err := cs.Seal(ctx, &bfspb.SealRequest{BlockId: 1 << 40, Term: 1})
 		return err == nil && resp.Status == bfspb.StatusCode_NOT_LEADER

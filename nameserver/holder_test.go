@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bfs-go/bfs/cluster/testcluster"
+	"github.com/bfs-go/bfs/internal/certs"
 	"github.com/bfs-go/bfs/proto/bfspb"
 )
 
@@ -16,7 +17,7 @@ import (
 // made to lie by a holder that moves the terminal's cursor.
 func TestHoldersArePrintable(t *testing.T) {
 	c := testcluster.Start(t)
-	ns := bfspb.NewNameServerClient(c.Dial(c.NameServerAddr))
+	ns := bfspb.NewNameServerClient(c.DialAs(c.NameServerAddr, certs.AdminUser)) // takes operator locks
 	ctx := context.Background()
 	mk, err := ns.Mkdir(ctx, &bfspb.MkdirRequest{Path: "/tablet9"})
 	require.NoError(t, err)

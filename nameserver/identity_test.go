@@ -11,12 +11,18 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bfs-go/bfs/cluster/testcluster"
+	"github.com/bfs-go/bfs/internal/certs"
 	"github.com/bfs-go/bfs/proto/bfspb"
 	"github.com/bfs-go/bfs/sdk"
 )
 
 func nameServerClient(cl *testcluster.Cluster) bfspb.NameServerClient {
 	return bfspb.NewNameServerClient(cl.Dial(cl.NameServerAddr))
+}
+
+// adminClient is nameServerClient presenting the admin certificate.
+func adminClient(cl *testcluster.Cluster) bfspb.NameServerClient {
+	return bfspb.NewNameServerClient(cl.DialAs(cl.NameServerAddr, certs.AdminUser))
 }
 
 // TestRegisterChecksClusterID: the chunkservers record the nameserver's
@@ -105,7 +111,7 @@ func TestSafeModeHoldsDeletes(t *testing.T) {
 		return resp.Obsolete
 	}
 	require.Empty(t, report(gone, unknown), "obsolete answered in safe mode")
-	_, err = ns.LeaveSafeMode(ctx, &bfspb.LeaveSafeModeRequest{})
+	_, err = adminClient(cl).LeaveSafeMode(ctx, &bfspb.LeaveSafeModeRequest{})
 	require.NoError(t, err)
 	sm, err = ns.GetSafeMode(ctx, &bfspb.GetSafeModeRequest{})
 	require.NoError(t, err)

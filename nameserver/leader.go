@@ -532,8 +532,14 @@ func leading[R proto.Message](srv *Server, ctx context.Context) (*term, R) {
 // notLeaderAnswer fills resp, an empty response of the NameServer
 // service (each has a status and a message), as NOT_LEADER.
 func notLeaderAnswer(resp protoreflect.Message, msg string) protoreflect.Message {
+	return statusAnswer(resp, bfspb.StatusCode_NOT_LEADER, msg)
+}
+
+// statusAnswer fills resp, an empty response of the NameServer service,
+// with code and msg: the answer to a request refused before its handler.
+func statusAnswer(resp protoreflect.Message, code bfspb.StatusCode, msg string) protoreflect.Message {
 	fields := resp.Descriptor().Fields()
-	resp.Set(fields.ByName("status"), protoreflect.ValueOfEnum(protoreflect.EnumNumber(bfspb.StatusCode_NOT_LEADER)))
+	resp.Set(fields.ByName("status"), protoreflect.ValueOfEnum(protoreflect.EnumNumber(code)))
 	resp.Set(fields.ByName("message"), protoreflect.ValueOfString(msg))
 	return resp
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bfs-go/bfs/cluster/testcluster"
+	"github.com/bfs-go/bfs/internal/certs"
 	"github.com/bfs-go/bfs/proto/bfspb"
 	"github.com/bfs-go/bfs/sdk"
 )
@@ -77,7 +78,7 @@ func requireEnd(t *testing.T, ev *bfspb.DirLockEvent, l *bfspb.DirLock, status, 
 // ended, and a session's watch gets exactly the ends of its own locks.
 func TestUnlockWithNothingToDrainNamesTheLock(t *testing.T) {
 	c := testcluster.Start(t)
-	ns := bfspb.NewNameServerClient(c.Dial(c.NameServerAddr))
+	ns := bfspb.NewNameServerClient(c.DialAs(c.NameServerAddr, certs.AdminUser)) // forces unlocks
 	ctx := context.Background()
 	mkdirAll(t, ns, "/t/lg0")
 	mkdirAll(t, ns, "/other")
@@ -136,7 +137,7 @@ func TestCleaningEventsNameTheLock(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, w.Sync(ctx))
 
-	ns := bfspb.NewNameServerClient(c.Dial(c.NameServerAddr))
+	ns := bfspb.NewNameServerClient(c.DialAs(c.NameServerAddr, certs.AdminUser)) // forces unlocks
 	all := watchLocks(t, ns, &bfspb.WatchDirLocksRequest{Prefix: "/t"})
 	mine := watchLocks(t, ns, &bfspb.WatchDirLocksRequest{SessionId: l.SessionID()})
 	un, err := ns.UnlockDir(ctx, &bfspb.UnlockDirRequest{Path: "/t", Force: true, Wait: true})

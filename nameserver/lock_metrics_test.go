@@ -65,13 +65,13 @@ func TestLockMetrics(t *testing.T) {
 		c.DeadTimeout = time.Minute // the down chunkserver stays pending until it is back
 	}))
 	ctx := context.Background()
-	dialSDK := func(holder string) *sdk.Client {
-		c, err := sdk.Dial(ctx, cl.NameServerAddr, cl.AsClient(), sdk.WithHolder(holder))
+	dialSDK := func(holder string, as sdk.Option) *sdk.Client {
+		c, err := sdk.Dial(ctx, cl.NameServerAddr, as, sdk.WithHolder(holder))
 		require.NoError(t, err)
 		t.Cleanup(func() { c.Close() })
 		return c
 	}
-	tablet, master := dialSDK("tablet-a"), dialSDK("master")
+	tablet, master := dialSDK("tablet-a", cl.AsClient()), dialSDK("master", cl.AsAdmin())
 	require.NoError(t, tablet.MkdirAll(ctx, "/tablet", 0))
 	held, err := tablet.LockDir(ctx, "/tablet")
 	require.NoError(t, err)

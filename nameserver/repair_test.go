@@ -223,7 +223,7 @@ func restartInSafeMode(ctx context.Context, t *testing.T, cl *testcluster.Cluste
 	t.Helper()
 	cl.StopChunkserver(slices.Index(cl.ChunkserverAddrs(), gone))
 	cl.RestartNameServer()
-	ns := bfspb.NewNameServerClient(cl.Dial(cl.NameServerAddr))
+	ns := adminClient(cl) // leaves safe mode
 	require.Eventually(t, func() bool {
 		sm, err := ns.GetSafeMode(ctx, &bfspb.GetSafeModeRequest{})
 		return err == nil && sm.On && sm.ReportedBlocks == sm.KnownBlocks-1 && cl.NameServer().LiveChunkservers() == len(cl.ChunkserverAddrs())-1

@@ -55,7 +55,7 @@ func (m *metrics) repairGauges(stats func() repair.Stats) {
 		gauge("bfs_nameserver_under_replicated_blocks",
 			"Blocks with fewer counting replicas (not corrupt, not on a draining chunkserver) than their file's replication, those of files open for write included.",
 			func(s repair.Stats) int { return s.UnderReplicated }),
-		gauge("bfs_nameserver_missing_blocks", "Blocks of closed files with no replica on any live chunkserver.",
+		gauge("bfs_nameserver_missing_blocks", "Blocks of closed files with no good replica (sealed at the block's length, on a volume in service of a live chunkserver, not known corrupt).",
 			func(s repair.Stats) int { return s.Missing }),
 		gauge("bfs_nameserver_repair_queue_length", "Under-replicated blocks waiting for a repair copy.",
 			func(s repair.Stats) int { return s.Queued }),

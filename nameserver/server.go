@@ -135,8 +135,10 @@ func newServer(cfg Config, dataLock *os.File) (*Server, error) {
 		return nil, err
 	}
 	s.grpc = grpc.NewServer(append(daemon.ServerOptions(cfg.TLS),
-		grpc.ChainUnaryInterceptor(s.metrics.rpcs.Unary, s.leaderOnly, s.metrics.countRefusals),
-		grpc.ChainStreamInterceptor(s.metrics.rpcs.Stream, s.leaderOnlyStream),
+		// Who may ask what is checked on the leader only (authz.go): a
+		// follower answers NOT_LEADER, whoever asks.
+		grpc.ChainUnaryInterceptor(s.metrics.rpcs.Unary, s.leaderOnly, s.authorize, s.metrics.countRefusals),
+		grpc.ChainStreamInterceptor(s.metrics.rpcs.Stream, s.leaderOnlyStream, s.authorizeStream),
 		// No message limit of its own: gRPC's default 4 MiB holds a page
 		// of a block report (chunkserver.DefaultReportPage replicas).
 		grpc.WaitForHandlers(true),

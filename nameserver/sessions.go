@@ -21,6 +21,7 @@ func (st sessionStore) PutSession(_ context.Context, sess session.Session) error
 	_, err := st.s.propose(&bfspb.Command{
 		Op: &bfspb.Command_OpenSession{OpenSession: &bfspb.OpenSessionCmd{Session: &bfspb.SessionRecord{
 			SessionId: string(sess.ID), Holder: sess.Holder, TtlMs: sess.TTL.Milliseconds(), OpenedNs: sess.Opened.UnixNano(),
+			Owner: sess.Owner,
 		}}},
 	})
 	return err
@@ -45,6 +46,7 @@ func sessionFromRecord(r *bfspb.SessionRecord) session.Session {
 		Holder: r.Holder,
 		TTL:    time.Duration(r.TtlMs) * time.Millisecond,
 		Opened: time.Unix(0, r.OpenedNs),
+		Owner:  r.Owner,
 	}
 }
 
@@ -81,11 +83,17 @@ func (srv *Server) OpenSession(ctx context.Context, req *bfspb.OpenSessionReques
 	if s == nil {
 		return notLeader, nil
 	}
+	// The session belongs to whoever opens it (authz.go).
+	owner, known := srv.callerOf(ctx)
+	if !known {
+		code, msg := statusOf(&deniedError{what: "open a session", need: "a session belongs to a verified identity"})
+		return &bfspb.OpenSessionResponse{Status: code, Message: msg}, nil
+	}
 	ttl, ok := millis.Duration(req.TtlMs)
 	var sess session.Session
 	var err error
 	if ok {
-		sess, err = s.sessions.Open(ctx, req.Holder, ttl)
+		sess, err = s.sessions.Open(ctx, req.Holder, ttl, owner.String())
 	} else {
 		err = fmt.Errorf("session ttl of %d ms is beyond what a duration holds (%d ms): %w", req.TtlMs, millis.Max, session.ErrInvalidTTL)
 	}

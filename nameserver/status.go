@@ -45,6 +45,7 @@ var statusTable = statuscode.Table{
 	{Err: replica.ErrNotLeader, Code: bfspb.StatusCode_NOT_LEADER},
 	{Err: errNotLeading, Code: bfspb.StatusCode_NOT_LEADER},
 	{Err: replica.ErrUnavailable, Code: bfspb.StatusCode_UNAVAILABLE},
+	{Err: errDenied, Code: bfspb.StatusCode_PERMISSION_DENIED},
 	{Err: dirlock.ErrLocked, Code: bfspb.StatusCode_LOCKED},
 	{Err: dirlock.ErrCleaning, Code: bfspb.StatusCode_CLEANING},
 	{Err: dirlock.ErrUnlocked, Code: bfspb.StatusCode_UNLOCKED},

@@ -25,7 +25,7 @@ import (
 	"github.com/bfs-go/bfs/sdk"
 )
 
-var denied = bfspb.StatusCode_PERMISSION_DENIED
+var permissionDenied = bfspb.StatusCode_PERMISSION_DENIED
 
 func trustCtx(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -90,17 +90,17 @@ func TestRegisterOnlyFromAChunkserver(t *testing.T) {
 	}
 	for who, conn := range map[string]bfspb.NameServerClient{
 		"a client":     bfspb.NewNameServerClient(cl.Dial(cl.NameServerAddr)),
-		"an admin":     bfspb.NewNameServerClient(cl.DialAs(cl.NameServerAddr, admin)),
-		"a nameserver": bfspb.NewNameServerClient(cl.DialAs(cl.NameServerAddr, cl.NameServerCreds())),
+		"an admin":     bfspb.NewNameServerClient(cl.DialCreds(cl.NameServerAddr, admin)),
+		"a nameserver": bfspb.NewNameServerClient(cl.DialCreds(cl.NameServerAddr, cl.NameServerCreds())),
 	} {
 		resp, err := conn.Register(ctx, req("127.0.0.1:1"))
 		require.NoError(t, err)
-		require.Equal(t, denied, resp.Status, "register from %s: %s", who, resp.Message)
+		require.Equal(t, permissionDenied, resp.Status, "register from %s: %s", who, resp.Message)
 	}
-	cs := bfspb.NewNameServerClient(cl.DialAs(cl.NameServerAddr, cl.ChunkserverCreds(0)))
+	cs := bfspb.NewNameServerClient(cl.DialCreds(cl.NameServerAddr, cl.ChunkserverCreds(0)))
 	for addr, want := range map[string]bfspb.StatusCode{
-		"10.9.9.9:8830": denied, // not in its certificate
-		"example.com:1": denied,
+		"10.9.9.9:8830": permissionDenied, // not in its certificate
+		"example.com:1": permissionDenied,
 		"127.0.0.1":     bfspb.StatusCode_INVALID_ARGUMENT,
 		"127.0.0.1:0":   bfspb.StatusCode_INVALID_ARGUMENT,
 		"0.0.0.0:8830":  bfspb.StatusCode_INVALID_ARGUMENT,
@@ -122,7 +122,7 @@ func TestForgedBlockReceivedRefused(t *testing.T) {
 	victim := cl.ChunkserverAddrs()[0]
 	for who, ns := range map[string]bfspb.NameServerClient{
 		"a client":            bfspb.NewNameServerClient(cl.Dial(cl.NameServerAddr)),
-		"another chunkserver": bfspb.NewNameServerClient(cl.DialAs(cl.NameServerAddr, cl.ChunkserverCreds(1))),
+		"another chunkserver": bfspb.NewNameServerClient(cl.DialCreds(cl.NameServerAddr, cl.ChunkserverCreds(1))),
 	} {
 		for id := int64(1); id <= 8; id++ {
 			for _, addr := range blk.Replicas {
@@ -132,16 +132,16 @@ func TestForgedBlockReceivedRefused(t *testing.T) {
 				resp, err := ns.BlockReceived(ctx, &bfspb.BlockReceivedRequest{ChunkserverId: id, Address: addr,
 					Blocks: []*bfspb.ReportedBlock{{BlockId: blk.ID, Size: 1, Version: blk.Version, Sealed: true}}})
 				require.NoError(t, err)
-				require.Equal(t, denied, resp.Status, "BlockReceived from %s as %d at %s: %s", who, id, addr, resp.Message)
+				require.Equal(t, permissionDenied, resp.Status, "BlockReceived from %s as %d at %s: %s", who, id, addr, resp.Message)
 			}
 		}
 		resp, err := ns.BlockReport(ctx, &bfspb.BlockReportRequest{ChunkserverId: 1, Address: victim})
 		require.NoError(t, err)
-		require.Equal(t, denied, resp.Status, "BlockReport from %s: %s", who, resp.Message)
+		require.Equal(t, permissionDenied, resp.Status, "BlockReport from %s: %s", who, resp.Message)
 		hb, err := ns.HeartBeat(ctx, &bfspb.HeartBeatRequest{ChunkserverId: 1, Address: victim,
 			Volumes: []*bfspb.VolumeInfo{{State: bfspb.VolumeState_VOLUME_STATE_FAILED}}})
 		require.NoError(t, err)
-		require.Equal(t, denied, hb.Status, "HeartBeat from %s: %s", who, hb.Message)
+		require.Equal(t, permissionDenied, hb.Status, "HeartBeat from %s: %s", who, hb.Message)
 	}
 	requireIntact(t, cl, c, data)
 }
@@ -169,7 +169,7 @@ func TestFalseBadReplicaReportDeletesNothing(t *testing.T) {
 			req.Replicas = append(req.Replicas, &bfspb.BadReplica{BlockId: blk.ID, Address: a, Reason: "lies"})
 		}
 	}
-	resp, err = bfspb.NewNameServerClient(cl.DialAs(cl.NameServerAddr, cl.ChunkserverCreds(1))).ReportBadReplicas(ctx, req)
+	resp, err = bfspb.NewNameServerClient(cl.DialCreds(cl.NameServerAddr, cl.ChunkserverCreds(1))).ReportBadReplicas(ctx, req)
 	require.NoError(t, err)
 	require.Equal(t, bfspb.StatusCode_OK, resp.Status, resp.Message)
 	requireIntact(t, cl, c, data)
@@ -196,12 +196,12 @@ func TestFreeSpaceClaimIsCapped(t *testing.T) {
 			CapacityBytes: 100 << 30, FreeBytes: 1 << 62})
 	}
 	vols[3].CapacityBytes = 1 << 62
-	resp, err := bfspb.NewNameServerClient(cl.DialAs(cl.NameServerAddr, liar)).Register(ctx, &bfspb.RegisterRequest{
+	resp, err := bfspb.NewNameServerClient(cl.DialCreds(cl.NameServerAddr, liar)).Register(ctx, &bfspb.RegisterRequest{
 		Address: addr, CapacityBytes: math.MaxInt64, FreeBytes: math.MaxInt64, UsedBytes: -5, Volumes: vols})
 	require.NoError(t, err)
 	require.Equal(t, bfspb.StatusCode_OK, resp.Status, resp.Message)
 
-	list, err := bfspb.NewNameServerClient(cl.Dial(cl.NameServerAddr)).ListChunkservers(ctx, &bfspb.ListChunkserversRequest{})
+	list, err := bfspb.NewNameServerClient(cl.DialAs(cl.NameServerAddr, certs.AdminUser)).ListChunkservers(ctx, &bfspb.ListChunkserversRequest{})
 	require.NoError(t, err)
 	require.Len(t, list.Chunkservers, 3)
 	var capacity, free int64
@@ -231,7 +231,7 @@ func TestUnallocatedReplicaDeletedAfterGrace(t *testing.T) {
 	ctx := trustCtx(t)
 	st, err := bfspb.NewNameServerClient(cl.Dial(cl.NameServerAddr)).ClusterStatus(ctx, &bfspb.ClusterStatusRequest{})
 	require.NoError(t, err)
-	cs := bfspb.NewChunkServerClient(cl.DialAs(cl.ChunkserverAddrs()[0], cl.NameServerCreds()))
+	cs := bfspb.NewChunkServerClient(cl.DialCreds(cl.ChunkserverAddrs()[0], cl.NameServerCreds()))
 	const planted = 1 << 40
 	cr, err := cs.CreateBlock(ctx, &bfspb.CreateBlockRequest{BlockId: planted})
 	require.NoError(t, err)
@@ -252,7 +252,7 @@ func reportOwnCorrupt(ctx context.Context, t *testing.T, cl *testcluster.Cluster
 	t.Helper()
 	i := slices.Index(cl.ChunkserverAddrs(), addr)
 	require.GreaterOrEqual(t, i, 0, "no chunkserver at %s", addr)
-	ns := bfspb.NewNameServerClient(cl.DialAs(cl.NameServerAddr, cl.ChunkserverCreds(i)))
+	ns := bfspb.NewNameServerClient(cl.DialCreds(cl.NameServerAddr, cl.ChunkserverCreds(i)))
 	resp, err := ns.ReportBadReplicas(ctx, &bfspb.ReportBadReplicasRequest{ChunkserverId: int64(i + 1), Address: addr,
 		Replicas: []*bfspb.BadReplica{{BlockId: block, Address: addr, Reason: "checksum mismatch"}}})
 	require.NoError(t, err)
@@ -270,5 +270,5 @@ func fakeChunkserver(t *testing.T, cl *testcluster.Cluster) bfspb.NameServerClie
 	}
 	creds, err := certs.LoadNodeFiles(dir, "fake-cs.crt", "fake-cs.key")
 	require.NoError(t, err)
-	return bfspb.NewNameServerClient(cl.DialAs(cl.NameServerAddr, creds))
+	return bfspb.NewNameServerClient(cl.DialCreds(cl.NameServerAddr, creds))
 }

@@ -53,7 +53,23 @@
 // UNLOCKED, and from a new session, until the client locks the directory,
 // or one above it, again. A lock the client let go itself (Lock.Unlock,
 // UnlockDir, deleting the directory) does not fence; Unlock of a handle
-// already lost does not lift its fence.
+// already lost does not lift its fence. The client tells its own releases
+// from the calls it made, not from the reason the nameserver gives for a
+// lock's end: an end its lock watch reports while none of its unlocks or
+// deletes of that directory (or one above) is in flight fences it, even
+// one the nameserver calls the holder's (a session id is all another
+// process of the same identity would need, or a bug).
+//
+// # Identities
+//
+// The session belongs to the identity of the client certificate
+// (WithCertsDir's user): the nameserver refuses any use of it by another
+// identity with ErrPermissionDenied, and shows its id whole only to that
+// identity and to admins (others see a prefix, "3f2a9c1d…", in
+// listings, lock states and watch events). Force, LockDirOperator,
+// LeaveSafeMode, Decommission, CancelDecommission, AllChunkservers,
+// BlockHealth, AddMember, RemoveMember and TransferLeader need an admin
+// certificate; other identities get ErrPermissionDenied.
 //
 // # Listings
 //

@@ -55,7 +55,7 @@ func TestSmallFileCloseAfterForcedUnlock(t *testing.T) {
 	cl, _ := dataCluster(t)
 	ctx := context.Background()
 	tablet := dial(t, cl.NameServerAddr, cl.AsClient(), sdk.WithHolder("tablet-a"))
-	master := dial(t, cl.NameServerAddr, cl.AsClient(), sdk.WithHolder("master"))
+	master := dial(t, cl.NameServerAddr, cl.AsAdmin(), sdk.WithHolder("master"))
 	require.NoError(t, tablet.Mkdir(ctx, "/t", 0))
 	l, err := tablet.LockDir(ctx, "/t")
 	require.NoError(t, err)

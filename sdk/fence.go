@@ -17,10 +17,20 @@ import (
 // with ErrStaleEpoch, from any session, until it locks the directory (or
 // one above it) again. A lock the client releases itself (Unlock,
 // UnlockDir, deleting the directory) leaves the set.
+//
+// Which ends are the client's own the client decides from the calls it
+// made, never from the reason the nameserver gives: an end its session
+// watch reports is the client's release only while one of its releases
+// of that directory or one above is in flight (releasing); every other
+// end, whatever the event says (an unlock "by the holder" that another
+// process with the session id made, a bug), keeps fencing it.
 type fences struct {
 	mu struct {
 		sync.Mutex
 		byPath map[string]fenceEntry
+		// releasing counts, by path, the client's unlocks and deletes of
+		// directories in flight.
+		releasing map[string]int
 	}
 }
 
@@ -67,6 +77,52 @@ func (f *fences) released(path string, epoch uint64) {
 	if e, ok := f.mu.byPath[path]; !ok || e.lost || (epoch != 0 && e.epoch != epoch) {
 		return
 	}
+	for p, e := range f.mu.byPath {
+		if !e.lost && fspath.Within(p, path) {
+			delete(f.mu.byPath, p)
+		}
+	}
+}
+
+// releasing notes a release of path (an unlock, a delete) about to be
+// sent; done, called once its answer has been acted on (released or
+// releasedWithin), forgets it.
+func (f *fences) releasing(path string) (done func()) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.mu.releasing == nil {
+		f.mu.releasing = make(map[string]int)
+	}
+	f.mu.releasing[path]++
+	return func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if f.mu.releasing[path]--; f.mu.releasing[path] == 0 {
+			delete(f.mu.releasing, path)
+		}
+	}
+}
+
+// ownEnd reports whether an end of the lock of path is the client's own
+// release: one of its releases of path or of a directory above is in
+// flight (an unlock ends the nested locks too, a delete every lock in
+// the subtree).
+func (f *fences) ownEnd(path string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for p := range f.mu.releasing {
+		if fspath.Within(path, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// releasedWithin forgets the locks the client held at or under path: it
+// deleted the directory, and them with it. Lost ones keep fencing.
+func (f *fences) releasedWithin(path string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	for p, e := range f.mu.byPath {
 		if !e.lost && fspath.Within(p, path) {
 			delete(f.mu.byPath, p)

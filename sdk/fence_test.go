@@ -44,7 +44,7 @@ func TestLostLockFencesForGood(t *testing.T) {
 	ctx := context.Background()
 	a := dial(t, cl.NameServerAddr, cl.AsClient(), sdk.WithHolder("tablet-a"))
 	b := dial(t, cl.NameServerAddr, cl.AsClient(), sdk.WithHolder("tablet-b"))
-	master := dial(t, cl.NameServerAddr, cl.AsClient())
+	master := dial(t, cl.NameServerAddr, cl.AsAdmin())
 	require.NoError(t, a.MkdirAll(ctx, "/tera/t1/lg0", 0))
 	la, err := a.LockDir(ctx, "/tera/t1")
 	require.NoError(t, err)
@@ -123,7 +123,7 @@ func TestNestedLockFences(t *testing.T) {
 	cl := startCluster(t, 0)
 	ctx := context.Background()
 	a := dial(t, cl.NameServerAddr, cl.AsClient())
-	master := dial(t, cl.NameServerAddr, cl.AsClient())
+	master := dial(t, cl.NameServerAddr, cl.AsAdmin())
 	require.NoError(t, a.MkdirAll(ctx, "/t/lg", 0))
 	lt, err := a.LockDir(ctx, "/t")
 	require.NoError(t, err)
@@ -187,7 +187,7 @@ func TestFencedWriter(t *testing.T) {
 	cl := startCluster(t, 3)
 	ctx := context.Background()
 	a := dial(t, cl.NameServerAddr, cl.AsClient())
-	master := dial(t, cl.NameServerAddr, cl.AsClient())
+	master := dial(t, cl.NameServerAddr, cl.AsAdmin())
 	require.NoError(t, a.Mkdir(ctx, "/w", 0))
 	l, err := a.LockDir(ctx, "/w")
 	require.NoError(t, err)
@@ -205,4 +205,63 @@ func TestFencedWriter(t *testing.T) {
 	fi, err := a.Stat(ctx, "/w/log")
 	require.NoError(t, err)
 	require.Zero(t, fi.Size)
+}
+
+// TestOthersUnlockKeepsFence (attack e): a lock ended by anyone but its
+// client (here another process of the same identity that learnt the
+// session id, which the nameserver cannot tell from the holder; or a
+// bug) fences the client as a forced unlock does: the nameserver calls
+// it the holder's unlock, but the client made no such call, so its
+// next mutation in the directory is STALE_EPOCH.
+func TestOthersUnlockKeepsFence(t *testing.T) {
+	cl := startCluster(t, 0)
+	ctx := context.Background()
+	a := dial(t, cl.NameServerAddr, cl.AsClient(), sdk.WithHolder("tablet-a"))
+	require.NoError(t, a.MkdirAll(ctx, "/tera/t1", 0))
+	la, err := a.LockDir(ctx, "/tera/t1")
+	require.NoError(t, err)
+	require.NoError(t, a.Touch(ctx, "/tera/t1/sst1"))
+
+	other := bfspb.NewNameServerClient(cl.Dial(cl.NameServerAddr))
+	resp, err := other.UnlockDir(ctx, &bfspb.UnlockDirRequest{Path: "/tera/t1", SessionId: la.SessionID()})
+	require.NoError(t, err)
+	require.Equal(t, bfspb.StatusCode_UNLOCKED, resp.Status, resp.Message)
+	awaitDone(t, la)
+	require.ErrorIs(t, la.Err(), sdk.ErrLockLost)
+
+	requireStale(t, a.Touch(ctx, "/tera/t1/new"), "/tera/t1", la.Epoch(), sdk.Unlocked)
+	requireStale(t, a.Remove(ctx, "/tera/t1/sst1"), "/tera/t1", la.Epoch(), sdk.Unlocked)
+	// Locking it again lifts the fence.
+	la2, err := a.LockDir(ctx, "/tera/t1")
+	require.NoError(t, err)
+	require.NoError(t, a.Touch(ctx, "/tera/t1/new"))
+	require.NoError(t, la2.Unlock(ctx))
+	require.NoError(t, a.Touch(ctx, "/tera/t1/after"), "its own unlock fenced the client")
+}
+
+// TestOwnReleasesLiftFences: what the client lets go itself does not
+// fence it, whichever comes first, its answer or the watch's event:
+// unlocking a directory (its nested lock with it) and deleting a locked
+// one.
+func TestOwnReleasesLiftFences(t *testing.T) {
+	cl := startCluster(t, 0)
+	ctx := context.Background()
+	a := dial(t, cl.NameServerAddr, cl.AsClient(), sdk.WithHolder("tablet-a"))
+	require.NoError(t, a.MkdirAll(ctx, "/t/lg", 0))
+	lt, err := a.LockDir(ctx, "/t")
+	require.NoError(t, err)
+	lg, err := a.LockDir(ctx, "/t/lg")
+	require.NoError(t, err)
+	_, err = a.UnlockDir(ctx, "/t")
+	require.NoError(t, err)
+	awaitDone(t, lt)
+	awaitDone(t, lg)
+	require.NoError(t, a.Touch(ctx, "/t/lg/x"), "its own unlock fenced the client")
+
+	require.NoError(t, a.MkdirAll(ctx, "/gone/lg", 0))
+	lgone, err := a.LockDir(ctx, "/gone/lg")
+	require.NoError(t, err)
+	require.NoError(t, a.RemoveDir(ctx, "/gone", true))
+	awaitDone(t, lgone)
+	require.NoError(t, a.MkdirAll(ctx, "/gone/lg", 0), "its own delete fenced the client")
 }

@@ -221,10 +221,17 @@ func (c *Client) removeDir(ctx context.Context, path string, recursive bool) err
 	if err != nil {
 		return err
 	}
-	return c.mutate(ctx, func(sid string) (response, error) {
+	// The locks of the client's session in the subtree end with it: its
+	// own release (see fences).
+	defer c.fences.releasing(p)()
+	err = c.mutate(ctx, func(sid string) (response, error) {
 		resp, err := c.ns.DeleteDir(ctx, &bfspb.DeleteDirRequest{Path: p, Recursive: recursive, SessionId: sid, Fences: c.fences.of(true, p)})
 		return resp, err
 	})
+	if err == nil {
+		c.fences.releasedWithin(p)
+	}
+	return err
 }
 
 // Rename moves src to dst atomically. The parent of dst must exist. A file

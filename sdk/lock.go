@@ -346,7 +346,8 @@ type unlockOptions struct {
 }
 
 // Force unlocks a lock held by another session (the master's failover
-// unlock; an operator's).
+// unlock; an operator's). It needs an admin certificate: others get
+// ErrPermissionDenied.
 func Force() UnlockOption { return func(o *unlockOptions) { o.force = true } }
 
 // WaitUnlocked makes UnlockDir return only once the directory is UNLOCKED:
@@ -386,6 +387,9 @@ func (c *Client) unlockDir(ctx context.Context, path string, o unlockOptions) (*
 	if err := c.checkOpen(); err != nil {
 		return nil, err
 	}
+	// Until its answer lifted the fences, the ends the watch reports under
+	// p are this call's.
+	defer c.fences.releasing(p)()
 	resp, err := c.ns.UnlockDir(ctx, &bfspb.UnlockDirRequest{Path: p, SessionId: o.session, Force: o.force, Epoch: o.epoch, Wait: o.wait})
 	if err != nil {
 		return nil, transportError(ctx, err)

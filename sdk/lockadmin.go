@@ -13,7 +13,7 @@ import (
 
 // LockDirOperator takes an operator lock on path: bound to no session, it
 // outlives this client and is released only by a forced unlock. holder is
-// recorded as its holder id.
+// recorded as its holder id. It needs an admin certificate.
 func (c *Client) LockDirOperator(ctx context.Context, path, holder string) (*DirLock, error) {
 	p, err := cleanPath(path)
 	if err != nil {

@@ -365,20 +365,14 @@ func (w *sessionWatch) dispatch(ev *bfspb.DirLockEvent) {
 		}
 	}
 	w.mu.Unlock()
-	// A lock its own session unlocked, or whose directory it deleted (only
-	// the holder's session may), was let go by this client: no fence.
-	released := ev.Reason == reasonHolder || ev.Reason == reasonDeleted
+	// Let go by this client (an unlock or a delete it has in flight): no
+	// fence. Not the event's reason: "holder" says which session, not
+	// which process, and a session id may be known to another.
+	released := w.c.fences.ownEnd(d.Path)
 	for _, l := range lost {
 		l.end(fmt.Errorf("%w: %s %s (%s)", ErrLockLost, d.Path, lockStatusFromWire(d.Status), ev.Reason), released)
 	}
 }
-
-// Reasons of lock events that end a lock its holder let go: its
-// session's unlock, the deletion of its directory.
-const (
-	reasonHolder  = "holder"
-	reasonDeleted = "deleted"
-)
 
 // expect notes a LockDir of path about to be sent; settle must follow. It
 // returns the stream generation to pass to settle.

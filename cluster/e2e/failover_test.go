@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bfs-go/bfs/cluster/e2e/tablet"
+	"github.com/bfs-go/bfs/internal/certs"
 	"github.com/bfs-go/bfs/sdk"
 )
 
@@ -26,7 +27,7 @@ import (
 // hold a byte past the closed length (I3, I4, I5).
 func TestFailoverFencesFrozenTabletServer(t *testing.T) {
 	c := startCluster(t, 3)
-	master := c.client(sdk.WithHolder("master"))
+	master := c.client(sdk.WithHolder("master"), sdk.WithCertsDir(certsDir, certs.AdminUser)) // forces unlocks
 	b := c.client(sdk.WithHolder("tablet-b"))
 	a := startTablet(t, c, "tablet-a", "--holder", "tablet-a", "--tablet", "/tera/t1", "--lg", "lg0",
 		"--mode", "serve", "--ttl", "30s", "--initial", "100000", "--max-append", "48000", "--stale-rounds", "2")

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bfs-go/bfs/cluster/e2e/tablet"
+	"github.com/bfs-go/bfs/internal/certs"
 	"github.com/bfs-go/bfs/sdk"
 )
 
@@ -25,7 +26,7 @@ import (
 // locked it again. Not one attempt may be accepted.
 func TestLostLockStaysFenced(t *testing.T) {
 	c := startCluster(t, 3)
-	master := c.client(sdk.WithHolder("master"))
+	master := c.client(sdk.WithHolder("master"), sdk.WithCertsDir(certsDir, certs.AdminUser)) // forces unlocks
 	b := c.client(sdk.WithHolder("tablet-b"))
 	const ttl = 3 * time.Second
 	a := startTablet(t, c, "tablet-a", "--holder", "tablet-a", "--tablet", "/tera/t2", "--lg", "lg0",

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bfs-go/bfs/cluster/e2e/tablet"
+	"github.com/bfs-go/bfs/internal/certs"
 	"github.com/bfs-go/bfs/proto/bfspb"
 	"github.com/bfs-go/bfs/sdk"
 )
@@ -113,7 +114,7 @@ func killNameServerWhileCleaning(t *testing.T, c *cluster, outage time.Duration)
 	for _, cs := range c.cs {
 		cs.stop(t)
 	}
-	master := c.client(sdk.WithHolder("master"))
+	master := c.client(sdk.WithHolder("master"), sdk.WithCertsDir(certsDir, certs.AdminUser)) // forces unlocks
 	d, err := master.UnlockDir(ctxT(t, 10*time.Second), "/tera/t3", sdk.Force(), sdk.AtEpoch(epochs["/tera/t3"]))
 	require.NoError(t, err)
 	require.Equal(t, sdk.Cleaning, d.Status, "the unlock could not seal anything, yet did not leave the directory CLEANING")

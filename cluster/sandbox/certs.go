@@ -162,6 +162,40 @@ func (s *Sandbox) DialOption() grpc.DialOption {
 	return grpc.WithTransportCredentials(certs.TransportCredentials(s.client))
 }
 
+// DialOptionAs is DialOption presenting the certificate of user instead
+// (plaintext to an insecure sandbox).
+func (s *Sandbox) DialOptionAs(user string) (grpc.DialOption, error) {
+	if s.client == nil {
+		return s.DialOption(), nil
+	}
+	c, err := certs.LoadClient(s.CertsDir(), user)
+	if err != nil {
+		return nil, err
+	}
+	return grpc.WithTransportCredentials(certs.TransportCredentials(c)), nil
+}
+
+// NodeDialOption has a raw gRPC client present the nameservers' node
+// certificate, as a nameserver peer does (plaintext to an insecure
+// sandbox); each chunkserver has its own (ChunkserverCertFile).
+func (s *Sandbox) NodeDialOption() grpc.DialOption {
+	return grpc.WithTransportCredentials(certs.TransportCredentials(s.node))
+}
+
+// CreateClient makes a client certificate for id in the sandbox's
+// certificates directory, with the CA key the sandbox made, so tests can
+// act as more identities than the two the sandbox makes.
+func (s *Sandbox) CreateClient(id certs.Identity) error {
+	if s.cfg.Insecure {
+		return errors.New("sandbox: an insecure sandbox has no certificates")
+	}
+	ca, err := certs.LoadAuthority(s.CertsDir(), CAKey(s.cfg.Dir))
+	if err != nil {
+		return fmt.Errorf("sandbox: %w", err)
+	}
+	return ca.CreateClient(s.CertsDir(), id, certs.Options{})
+}
+
 // HTTPClient is a client of the daemons' HTTP ports (metrics): HTTPS with
 // the client certificate, or plain HTTP for an insecure sandbox. Its
 // idle connections close with CloseIdleConnections.

@@ -137,9 +137,49 @@ func (c *Cluster) Dial(addr string) *grpc.ClientConn {
 	return conn
 }
 
-// DialAs returns a raw gRPC connection to the daemon at addr presenting
-// creds (a node's certificate, say), closed when the test ends.
-func (c *Cluster) DialAs(addr string, creds *certs.Creds) *grpc.ClientConn {
+// DialAs is Dial presenting the certificate of user (certs.AdminUser,
+// or one NewClient made).
+func (c *Cluster) DialAs(addr, user string) *grpc.ClientConn {
+	c.t.Helper()
+	opt, err := c.DialOptionAs(user)
+	if err != nil {
+		c.t.Fatalf("testcluster: dial %s as %s: %v", addr, user, err)
+	}
+	conn, err := grpc.NewClient(addr, opt)
+	if err != nil {
+		c.t.Fatalf("testcluster: dial %s: %v", addr, err)
+	}
+	c.t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+// DialNode is Dial presenting the daemons' node certificate.
+func (c *Cluster) DialNode(addr string) *grpc.ClientConn {
+	c.t.Helper()
+	conn, err := grpc.NewClient(addr, c.NodeDialOption())
+	if err != nil {
+		c.t.Fatalf("testcluster: dial %s: %v", addr, err)
+	}
+	c.t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+// NewClient makes a client certificate for name (an admin's with admin)
+// and returns the user to present it as (ClientOption, DialAs).
+func (c *Cluster) NewClient(name string, admin bool) string {
+	c.t.Helper()
+	id := certs.Identity{Kind: certs.KindClient, Name: name}
+	if admin {
+		id.Kind = certs.KindAdmin
+	}
+	if err := c.CreateClient(id); err != nil {
+		c.t.Fatalf("testcluster: client certificate of %s: %v", id, err)
+	}
+	return name
+}
+
+// DialCreds is Dial presenting creds (a node's certificate, say).
+func (c *Cluster) DialCreds(addr string, creds *certs.Creds) *grpc.ClientConn {
 	c.t.Helper()
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(certs.TransportCredentials(creds)))
 	if err != nil {

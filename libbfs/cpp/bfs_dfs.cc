@@ -74,18 +74,24 @@ bool Count(int32_t len, const char* call) {
 
 class BfsFile final : public DfsFile {
  public:
-  BfsFile(bfs_file file, bool writer) : file_(file), writer_(writer), closed_(false) {}
+  // covers are the locks of the plugin over a writer's file when it
+  // created it: directory and epoch (BfsDfs::LocksOver).
+  BfsFile(bfs_fs fs, bfs_file file, bool writer, std::vector<std::pair<std::string, uint64_t> > covers)
+      : fs_(fs), file_(file), writer_(writer), covers_(std::move(covers)), closed_(false) {}
   ~BfsFile() override { CloseFile(); }
 
   int32_t Write(const char* buf, int32_t len) override {
     if (!Count(len, "write")) return -1;
     int code = bfs_write(file_, buf, static_cast<size_t>(len));
-    return code == BFS_OK ? len : Fail(code);
+    return code == BFS_OK ? len : Failed(code);
   }
 
   int32_t Flush() override { return writer_ ? Sync() : 0; }
 
-  int32_t Sync() override { return Result(bfs_sync(file_)); }
+  int32_t Sync() override {
+    int code = bfs_sync(file_);
+    return code == BFS_OK ? 0 : Failed(code);
+  }
 
   int32_t Read(char* buf, int32_t len) override {
     if (!Count(len, "read")) return -1;
@@ -112,16 +118,76 @@ class BfsFile final : public DfsFile {
   int32_t CloseFile() override {
     if (closed_.exchange(true)) return 0;
     int code = bfs_close(file_);
+    if (code == BFS_OK) return 0;
     // A writer whose file was deleted meanwhile closes fine, as a POSIX
     // file does after its unlink: Tera's leveldb deletes an obsolete log
-    // before it closes the log's writer.
-    if (code == BFS_ERR_NOT_FOUND && writer_) return 0;
-    return Result(code);
+    // before it closes the log's writer. Unless the writer was fenced.
+    if (code == BFS_ERR_NOT_FOUND && writer_) {
+      Fail(code);
+      return FencedRefusal() ? -1 : 0;
+    }
+    return Fail(code);
   }
 
  private:
+  // Failed is Fail for a call of the file, but a writer whose file is not
+  // found (deleted, its replicas gone) under a lock this plugin lost hears
+  // the fence (see FencedRefusal).
+  int32_t Failed(int code) {
+    Fail(code);
+    if (code == BFS_ERR_NOT_FOUND && writer_) FencedRefusal();
+    return Again();
+  }
+
+  // FencedRefusal is called after Fail(BFS_ERR_NOT_FOUND) of a writer. If a
+  // lock that covered the file when this plugin created it is no longer
+  // this plugin's at that epoch (the master's ClearDirOwner, the session's
+  // end), the writer was fenced: its file was sealed, and the next holder
+  // may well have deleted it since (Tera's leveldb deletes the logs it
+  // replayed), so that the writer's next packet finds no replica. Tera
+  // must hear EACCES then, as for a sealed file: ENOENT is a plain IOError,
+  // on which its DBTable retries with a new log instead of giving the
+  // tablet up. It records BFS_ERR_STALE_EPOCH and returns true if so;
+  // otherwise it leaves the failure as it is. It asks the nameserver, so
+  // it does not depend on when this client hears of its lost lock.
+  bool FencedRefusal() {
+    if (covers_.empty()) return false;
+    const std::string original = last.message;
+    std::string why;
+    for (const auto& cover : covers_) {
+      const std::string& dir = cover.first;
+      const uint64_t epoch = cover.second;
+      bfs_lock_info info;
+      memset(&info, 0, sizeof info);
+      int code = bfs_lock_status(fs_, dir.c_str(), &info);
+      if (code == BFS_ERR_NOT_FOUND) {
+        why = dir + ", which this client held locked at epoch " + std::to_string(epoch) + ", is gone";
+      } else if (code == BFS_OK && (info.status != BFS_LOCK_LOCKED || info.epoch != epoch)) {
+        why = "this client's lock of " + dir + " at epoch " + std::to_string(epoch) + " was taken away (" + dir +
+              " is now " +
+              (info.status == BFS_LOCK_LOCKED
+                   ? "locked by " + std::string(info.holder != nullptr ? info.holder : "?") + " at epoch " +
+                         std::to_string(info.epoch)
+                   : info.status == BFS_LOCK_CLEANING ? std::string("cleaning") : std::string("unlocked")) +
+              ")";
+      }
+      if (code == BFS_OK) bfs_lock_info_free(&info);
+      if (!why.empty()) break;
+    }
+    if (why.empty()) {
+      last.code = BFS_ERR_NOT_FOUND;
+      last.message = original;
+      errno = ENOENT;
+      return false;
+    }
+    Refuse(BFS_ERR_STALE_EPOCH, original + "; fenced: " + why);
+    return true;
+  }
+
+  const bfs_fs fs_;
   const bfs_file file_;
   const bool writer_;
+  const std::vector<std::pair<std::string, uint64_t> > covers_;
   std::atomic<bool> closed_;
 };
 
@@ -473,7 +539,23 @@ DfsFile* BfsDfs::OpenFile(const std::string& filename, int32_t flags) {
     Fail(code);
     return nullptr;
   }
-  return new BfsFile(file, flags == kOpenWrite);
+  return new BfsFile(fs_, file, flags == kOpenWrite,
+                     flags == kOpenWrite ? LocksOver(filename) : std::vector<std::pair<std::string, uint64_t> >());
+}
+
+std::vector<std::pair<std::string, uint64_t> > BfsDfs::LocksOver(const std::string& path) {
+  std::vector<std::pair<std::string, uint64_t> > out;
+  std::lock_guard<std::mutex> l(mu_);
+  if (held_.empty()) return out;
+  for (std::string p = Clean(path);;) {
+    auto it = held_.find(p);
+    uint64_t epoch = 0;
+    if (it != held_.end() && bfs_lock_epoch(it->second->lock, &epoch) == BFS_OK) out.emplace_back(p, epoch);
+    size_t slash = p.find_last_of('/');
+    if (slash == std::string::npos || p == "/") break;
+    p = slash == 0 ? "/" : p.substr(0, slash);
+  }
+  return out;
 }
 
 int32_t BfsDfs::Stat(const std::string& filename, struct stat* fstat) {

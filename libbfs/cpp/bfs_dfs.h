@@ -61,7 +61,10 @@
 // each locality group below it), deepest first. ClearDirOwner is the
 // master's forced unlock: the old holder is fenced (its files there
 // sealed, its later mutations refused) and the call returns once the
-// directory is unlocked, so a new tablet server can lock it at once. A
+// directory is unlocked, so a new tablet server can lock it at once. The
+// old holder's writers hear EACCES from then on, also once the new holder
+// has deleted their files (Tera's leveldb deletes the logs it replayed),
+// where a plain writer would hear ENOENT. A
 // lock lost while held is reported to the handler of SetLockLostHandler
 // and by LockStatus.
 //
@@ -78,6 +81,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bfs.h"
@@ -107,7 +111,8 @@ class DfsFile {
   virtual int32_t Seek(int64_t offset) = 0;
   // Closes the file; a writer's bytes are sealed on every replica and the
   // file closed at its length. A second call returns 0, and so does a
-  // writer whose file was deleted meanwhile (as close after unlink).
+  // writer whose file was deleted meanwhile (as close after unlink),
+  // unless the writer was fenced (EACCES).
   virtual int32_t CloseFile() = 0;
 
   DfsFile(const DfsFile&) = delete;
@@ -258,6 +263,9 @@ class BfsDfs final : public Dfs {
   BfsDfs(bfs_fs fs, const BfsDfsOptions& options);
 
   static void OnLost(bfs_lock lock, int code, const char* message, void* arg);
+  // The locks of this plugin at or above path, deepest first: directory
+  // and epoch. A writer keeps them, to tell its fence from a plain delete.
+  std::vector<std::pair<std::string, uint64_t> > LocksOver(const std::string& path);
   void Release(std::vector<HeldLock*>* held, int* first_failure);
 
   const bfs_fs fs_;

@@ -10,7 +10,8 @@
 // It checks every method, the open flags (Tera's 1 and 2), errno for each
 // kind of failure, and the failover of a tablet between tablet-server
 // processes: A locks and writes, the master clears the directory's owner,
-// B locks and reads every byte A synced, A is fenced; then a holder killed
+// B locks and reads every byte A synced, A is fenced (also when B has
+// deleted A's log meanwhile, as Tera's leveldb does); then a holder killed
 // with SIGKILL, its tablet taken over through the master and through the
 // end of its session. The tablet servers are this program run again
 // ("server" role), driven through their stdin and stdout.
@@ -633,6 +634,55 @@ void TestFailover() {
   ON(a, 0, "unlock " + tablet);
 }
 
+// TestFencedAfterDelete: the failover as Tera's own leveldb runs it. B,
+// once it has replayed A's log, deletes it (DBTable::Init deletes the logs
+// it recovered), and the chunkservers drop the log's replicas. A's writer,
+// fenced by the master's ClearDirOwner, must still hear EACCES (Tera's Env
+// makes it IOPermissionDenied: the tablet stops writing and is unloaded),
+// not ENOENT (a plain IOError, after which Tera retries with a new log).
+// A holder that deletes its own log before it closes the writer, as Tera
+// does with an obsolete log, still closes fine.
+void TestFencedAfterDelete() {
+  std::unique_ptr<Dfs> master = New(MasterConf("master"));
+  const std::string base = root + "/fenced-delete", tablet = base + "/tablet1", lg = tablet + "/0",
+                    old_log = tablet + "/H0000000000000001.log", log = tablet + "/H0000000000004106.log";
+  EXPECT(0, master->CreateDirectory(lg));
+  Server a("A", Conf("tablet-server-a:2200")), b("B", Conf("tablet-server-b:2200"));
+  ON(a, 0, "lock " + tablet);
+  ON(a, 0, "lock " + lg);
+  ON(a, 0, "create " + old_log);
+  ON(a, 1000, "write 1000");
+  ON(a, 0, "sync");
+  ON(a, 0, "delete " + old_log);
+  ON(a, 0, "close");  // its own delete: no fence
+  ON(a, 0, "create " + log);
+  ON(a, 64 * 1024, "write 65536");
+  ON(a, 0, "sync");
+
+  EXPECT(0, master->ClearDirOwner(tablet));
+  ON(b, 0, "lock " + tablet);
+  ON(b, 0, "lock " + lg);
+  Server::Reply got = b.Call("verify " + log);
+  CHECK(got.ret >= 64 * 1024);
+  ON(b, 0, "delete " + log);
+  // The nameserver sends the replicas' DeleteBlocks as it applies the
+  // delete; A's next packet then finds no replica at all.
+  usleep(1500 * 1000);
+  ON(a, 1000, "write 1000");  // buffered
+  Server::Reply synced = a.Call("sync");
+  if (synced.ret != -1 || synced.err != EACCES ||
+      (synced.status != BFS_ERR_STALE_EPOCH && synced.status != BFS_ERR_SEALED))
+    Failed(__FILE__, __LINE__, "A: sync of its log, deleted by B", "-1, errno EACCES, STALE_EPOCH or SEALED",
+           synced.ret, synced.err, synced.status, "(see the server's stderr)");
+  printf("     A's sync after B deleted its log: errno EACCES, %s\n", bfs_name(synced.status));
+  Server::Reply closed = a.Call("close");
+  if (closed.ret != -1 || closed.err != EACCES)
+    Failed(__FILE__, __LINE__, "A: close of its log, deleted by B", "-1, errno EACCES", closed.ret, closed.err,
+           closed.status, "(see the server's stderr)");
+  ON(b, 0, "unlock " + tablet);
+  EXPECT(0, master->DeleteDirectory(base));
+}
+
 // TestKilledHolder: a tablet server killed with SIGKILL while it holds
 // its tablet with a log open for write. Its session lives on until its
 // TTL: the master's ClearDirOwner hands the tablet over at once; and with
@@ -694,6 +744,7 @@ int main(int argc, char** argv) {
   Run("errno", TestErrno);
   Run("locks", TestLocks);
   Run("failover", TestFailover);
+  Run("fenced_delete", TestFencedAfterDelete);
   Run("killed_holder", TestKilledHolder);
   printf("PASS\n");
   return 0;

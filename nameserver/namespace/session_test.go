@@ -120,3 +120,26 @@ func (s *Store) checkpointCopy(t *testing.T) *Store {
 	t.Cleanup(func() { c.Close() })
 	return c
 }
+
+// TestSessionRecord: the record of a session, with its owner, reads back
+// as stored while the session lives, and not once it is closed; a record
+// stored without an owner (before owners were recorded) reads back
+// without one.
+func TestSessionRecord(t *testing.T) {
+	s := open(t, t.TempDir())
+	rec := &bfspb.SessionRecord{SessionId: "S", Holder: "h", TtlMs: 1000, OpenedNs: 7, Owner: "client/tablet"}
+	_, err := s.apply(cmdOf(1, &bfspb.OpenSessionCmd{Session: rec}))
+	require.NoError(t, err)
+	openSessions(t, s, "old")
+	got, err := s.Session("S")
+	require.NoError(t, err)
+	require.True(t, proto.Equal(rec, got), "%v", got)
+	got, err = s.Session("old")
+	require.NoError(t, err)
+	require.Empty(t, got.Owner)
+	_, err = s.Session("never-opened")
+	require.ErrorIs(t, err, ErrSessionExpired)
+	require.NoError(t, closeSession(s, "S"))
+	_, err = s.Session("S")
+	require.ErrorIs(t, err, ErrSessionExpired)
+}

@@ -1,6 +1,7 @@
 package namespace
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -34,6 +35,30 @@ func (s *Store) Sessions() ([]*bfspb.SessionRecord, error) {
 		return nil, fmt.Errorf("namespace: iterate sessions: %w", err)
 	}
 	return out, it.Close()
+}
+
+// Session returns the stored record of session id, as of the last command
+// applied: ErrSessionExpired if there is none (the session ended, or
+// never was). A record is never changed once stored, so what it says of
+// a session (its owner) holds for as long as the session lives.
+func (s *Store) Session(id string) (*bfspb.SessionRecord, error) {
+	if s.closed.Load() {
+		return nil, ErrClosed
+	}
+	key := sessionKey(id)
+	v, closer, err := s.reader().Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, ErrSessionExpired
+	}
+	if err != nil {
+		return nil, fmt.Errorf("namespace: read: %w", err)
+	}
+	defer closer.Close()
+	rec := &bfspb.SessionRecord{}
+	if err := proto.Unmarshal(v, rec); err != nil {
+		return nil, fmt.Errorf("namespace: corrupt session record %x: %w", key, err)
+	}
+	return rec, nil
 }
 
 func applyOpenSession(st *step, c *bfspb.OpenSessionCmd) (*Result, error) {

@@ -32,7 +32,7 @@
 // length (counting first, then draining, then, as a last hope for a block
 // with no other, a corrupt one: the target verifies every chunk's
 // checksum, so corrupt bytes are never copied), to a target the block map
-// picks (placement rules: free-space floor, not draining, a host without
+// picks (placement rules: free-space floor and fill ratio, not draining, a host without
 // a replica of the block where possible, never a chunkserver that holds
 // one). Several copies of one block may run at once, one per missing
 // replica. Copies in flight are bounded in total (MaxCopies) and per

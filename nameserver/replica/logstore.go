@@ -341,9 +341,9 @@ func (s *LogStore) DeleteRange(lo, hi uint64) error {
 	}
 	s.write.Lock()
 	defer s.write.Unlock()
-	if err := s.db.DeleteRange(logKey(lo), end, pebble.Sync); err != nil {
-		return fmt.Errorf("replica: delete logs %d..%d: %w", lo, hi, err)
-	}
+	// The bounds move before the entries go: a reader never finds an
+	// index within the bounds it read missing. (A delete that then fails
+	// leaves entries outside the bounds, unread; the node stops on it.)
 	first, last, err := s.boundsAfterDelete(lo, hi)
 	if err != nil {
 		return err
@@ -351,11 +351,15 @@ func (s *LogStore) DeleteRange(lo, hi uint64) error {
 	s.bounds.Lock()
 	s.bounds.first, s.bounds.last = first, last
 	s.bounds.Unlock()
+	if err := s.db.DeleteRange(logKey(lo), end, pebble.Sync); err != nil {
+		return fmt.Errorf("replica: delete logs %d..%d: %w", lo, hi, err)
+	}
 	return nil
 }
 
-// boundsAfterDelete returns the bounds once lo..hi is deleted. The caller
-// holds write, so the bounds it reads are the stored ones.
+// boundsAfterDelete returns the bounds once lo..hi is deleted, read
+// before it is. The caller holds write, so the bounds it reads are the
+// stored ones.
 func (s *LogStore) boundsAfterDelete(lo, hi uint64) (first, last uint64, err error) {
 	s.bounds.Lock()
 	first, last = s.bounds.first, s.bounds.last

@@ -258,8 +258,15 @@ func (n *Node) transport() raft.Transport {
 		// Enough connections that a burst of appends does not wait for
 		// one: most of the time one or two are in use per peer.
 		MaxPool: 4,
-		Timeout: 10 * time.Second,
-		Logger:  raftLogger("raft-net"),
+		// No pipelined replication: Raft's pipeline can deadlock when a
+		// follower fails an append or its connection breaks (the sender
+		// parks on a full in-flight channel that nobody drains), after
+		// which that follower is never replicated to again and Shutdown
+		// never returns (hashicorp/raft#612). One append in flight per
+		// follower costs little with batching (HashiCorp's own advice).
+		MaxRPCsInFlight: 1,
+		Timeout:         10 * time.Second,
+		Logger:          raftLogger("raft-net"),
 	})
 }
 
@@ -565,8 +572,16 @@ func (n *Node) Name() string { return n.cfg.Name }
 // closes the log store. Idempotent.
 func (n *Node) Close() error {
 	n.closeOnce.Do(func() {
+		var shutdown raft.Future
 		if n.raft != nil {
-			n.closeErr = n.raft.Shutdown().Error()
+			shutdown = n.raft.Shutdown()
+		}
+		// The transport closes before Raft's goroutines are waited for:
+		// one waiting on a peer that does not answer (a partition) would
+		// otherwise hold Shutdown for the transport's whole timeout.
+		n.closeTransport()
+		if shutdown != nil {
+			n.closeErr = shutdown.Error()
 		}
 		close(n.notifyc)
 		if n.started.Load() {
@@ -577,14 +592,19 @@ func (n *Node) Close() error {
 	return n.closeErr
 }
 
-// closeStores closes the transport (or, before there is one, the
-// listener) and the log store.
-func (n *Node) closeStores() {
+// closeTransport closes the transport (or, before there is one, the
+// listener).
+func (n *Node) closeTransport() {
 	if c, ok := n.trans.(io.Closer); ok {
 		c.Close()
 	} else if n.cfg.Listener != nil {
 		n.cfg.Listener.Close()
 	}
+}
+
+// closeStores closes the transport, if still open, and the log store.
+func (n *Node) closeStores() {
+	n.closeTransport()
 	if n.logs != nil {
 		if err := n.logs.Close(); err != nil && n.closeErr == nil {
 			n.closeErr = err

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/golang/glog"
@@ -37,6 +38,16 @@ type streamLayer struct {
 	donec   chan struct{}
 	lisDone chan struct{}
 	lisErr  error
+
+	// conns are the connections accepted or dialed and not closed yet:
+	// Close closes them. Raft's transport closes its listener on Close but
+	// neither the connections it pooled nor those it serves, so their
+	// goroutines would read on until the peer hung up.
+	conns struct {
+		sync.Mutex
+		set    map[net.Conn]struct{}
+		closed bool
+	}
 }
 
 var _ raft.StreamLayer = (*streamLayer)(nil)
@@ -57,8 +68,48 @@ func newStreamLayer(lis net.Listener, addr, name string, cluster func() string,
 	dial func(ctx context.Context, addr string) (net.Conn, error), sec TLS) *streamLayer {
 	s := &streamLayer{lis: lis, addr: addr, name: name, cluster: cluster, dial: dial, tls: sec,
 		accepts: make(chan net.Conn), donec: make(chan struct{}), lisDone: make(chan struct{})}
+	s.conns.set = make(map[net.Conn]struct{})
 	go s.acceptLoop()
 	return s
+}
+
+// track records raw until it is closed, and reports false (having closed
+// it) if the layer is closed already.
+func (s *streamLayer) track(raw net.Conn) bool {
+	s.conns.Lock()
+	defer s.conns.Unlock()
+	if s.conns.closed {
+		raw.Close()
+		return false
+	}
+	s.conns.set[raw] = struct{}{}
+	return true
+}
+
+// tracked is a connection handed to Raft: closing it forgets its raw
+// connection.
+type tracked struct {
+	net.Conn
+	s   *streamLayer
+	raw net.Conn
+}
+
+func (c tracked) Close() error {
+	c.s.conns.Lock()
+	delete(c.s.conns.set, c.raw)
+	c.s.conns.Unlock()
+	return c.Conn.Close()
+}
+
+// closeConns closes every connection still open, and any tracked later.
+func (s *streamLayer) closeConns() {
+	s.conns.Lock()
+	defer s.conns.Unlock()
+	s.conns.closed = true
+	for c := range s.conns.set {
+		c.Close()
+	}
+	clear(s.conns.set)
 }
 
 // acceptLoop accepts connections and hands on those whose hello is of
@@ -72,11 +123,14 @@ func (s *streamLayer) acceptLoop() {
 			close(s.lisDone)
 			return
 		}
-		go s.admit(conn)
+		if s.track(conn) {
+			go s.admit(conn)
+		}
 	}
 }
 
-func (s *streamLayer) admit(conn net.Conn) {
+func (s *streamLayer) admit(raw net.Conn) {
+	conn := raw
 	err := s.checkHello(conn)
 	if err == nil && s.tls != nil {
 		var tc net.Conn
@@ -84,6 +138,7 @@ func (s *streamLayer) admit(conn net.Conn) {
 			conn = tc
 		}
 	}
+	conn = tracked{conn, s, raw}
 	if err != nil {
 		glog.Warningf("raft: refused a connection from %s: %v", conn.RemoteAddr(), err)
 		conn.Close()
@@ -151,7 +206,9 @@ func (s *streamLayer) Close() error {
 	default:
 		close(s.donec)
 	}
-	return s.lis.Close()
+	err := s.lis.Close()
+	s.closeConns()
+	return err
 }
 
 // Addr is the advertised address: what peers are told to dial.
@@ -171,6 +228,11 @@ func (s *streamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (n
 	if err != nil {
 		return nil, err
 	}
+	if !s.track(conn) {
+		return nil, net.ErrClosed
+	}
+	raw := conn
+	conn = tracked{conn, s, raw}
 	if _, err := conn.Write([]byte(Hello{Name: s.name, Cluster: s.cluster()}.String())); err != nil {
 		conn.Close()
 		return nil, err
@@ -183,12 +245,12 @@ func (s *streamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (n
 		conn.Close()
 		return nil, err
 	}
-	tc, err := handshake(tls.Client(conn, s.tls.ClientConfig(host)))
+	tc, err := handshake(tls.Client(raw, s.tls.ClientConfig(host)))
 	if err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("raft: TLS to %s: %w", address, err)
 	}
-	return tc, nil
+	return tracked{tc, s, raw}, nil
 }
 
 // handshake completes a TLS handshake within helloTimeout.

@@ -145,10 +145,11 @@ func (c *Config) fill() error {
 	return nil
 }
 
-// Open starts a session for holder that lives ttl past each keep-alive. The
-// session is durable in the Store before it is granted and returned; if the
-// Store fails, no session exists and the error is returned.
-func (m *Manager) Open(ctx context.Context, holder string, ttl time.Duration) (Session, error) {
+// Open starts a session for holder, owned by owner, that lives ttl past
+// each keep-alive. The session is durable in the Store before it is
+// granted and returned; if the Store fails, no session exists and the
+// error is returned.
+func (m *Manager) Open(ctx context.Context, holder string, ttl time.Duration, owner string) (Session, error) {
 	if err := m.validate(holder, ttl); err != nil {
 		return Session{}, err
 	}
@@ -161,7 +162,7 @@ func (m *Manager) Open(ctx context.Context, holder string, ttl time.Duration) (S
 	}
 	// Opened drops the monotonic reading: it is display only, and this way
 	// it compares equal to what a Store gives back.
-	s := Session{ID: id, Holder: holder, TTL: ttl, Opened: m.clock.Now().Round(0)}
+	s := Session{ID: id, Holder: holder, TTL: ttl, Opened: m.clock.Now().Round(0), Owner: owner}
 	if err := m.store.PutSession(ctx, s); err != nil {
 		return Session{}, fmt.Errorf("open session for %q: persist: %w", holder, err)
 	}

@@ -188,7 +188,7 @@ func newFixture(t *testing.T, recovered []session.Session, edit func(*session.Co
 
 func (f *fixture) open(holder string, ttl time.Duration) session.Session {
 	f.t.Helper()
-	s, err := f.m.Open(context.Background(), holder, ttl)
+	s, err := f.m.Open(context.Background(), holder, ttl, "")
 	if err != nil {
 		f.t.Fatalf("Open(%q, %v): %v", holder, ttl, err)
 	}
@@ -230,11 +230,11 @@ func TestOpen(t *testing.T) {
 				t.Errorf("session %s granted before PutSession returned", s.ID)
 			}
 		}
-		s, err := f.m.Open(context.Background(), "tablet-7", 10*time.Second)
+		s, err := f.m.Open(context.Background(), "tablet-7", 10*time.Second, "client/tablet")
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := session.Session{ID: s.ID, Holder: "tablet-7", TTL: 10 * time.Second, Opened: epoch.Add(time.Minute)}
+		want := session.Session{ID: s.ID, Holder: "tablet-7", TTL: 10 * time.Second, Opened: epoch.Add(time.Minute), Owner: "client/tablet"}
 		if s != want {
 			t.Fatalf("Open = %+v, want %+v", s, want)
 		}
@@ -285,7 +285,7 @@ func TestOpenRefusesBadInput(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				f := newFixture(t, nil, nil) // MaxTTL 1h, MinTTL default 1s
-				s, err := f.m.Open(context.Background(), tc.holder, tc.ttl)
+				s, err := f.m.Open(context.Background(), tc.holder, tc.ttl, "")
 				if tc.want == nil {
 					if err != nil {
 						t.Fatalf("Open: %v", err)
@@ -311,7 +311,7 @@ func TestOpenStoreFailure(t *testing.T) {
 		f.store.putErr = disk
 		var tried session.ID
 		f.store.onPut = func(s session.Session) { tried = s.ID }
-		_, err := f.m.Open(context.Background(), "h", time.Minute)
+		_, err := f.m.Open(context.Background(), "h", time.Minute, "")
 		if !errors.Is(err, disk) {
 			t.Fatalf("Open = %v, want the store's error", err)
 		}
@@ -781,7 +781,7 @@ func TestDefaultTTLBounds(t *testing.T) {
 			session.DefaultMinTTL - 1: session.ErrInvalidTTL,
 			session.DefaultMaxTTL + 1: session.ErrInvalidTTL,
 		} {
-			if _, err := f.m.Open(context.Background(), "h", ttl); !errors.Is(err, want) || (err == nil) != (want == nil) {
+			if _, err := f.m.Open(context.Background(), "h", ttl, ""); !errors.Is(err, want) || (err == nil) != (want == nil) {
 				t.Errorf("Open(ttl %v) = %v, want %v", ttl, err, want)
 			}
 		}
@@ -798,7 +798,7 @@ func TestDuplicateIDRefused(t *testing.T) {
 		if want := session.ID(strings.Repeat("ab", 16)); s.ID != want {
 			t.Fatalf("id = %s, want %s", s.ID, want)
 		}
-		if _, err := f.m.Open(context.Background(), "second", time.Hour); err == nil {
+		if _, err := f.m.Open(context.Background(), "second", time.Hour, ""); err == nil {
 			t.Fatal("Open reused a live session's id")
 		}
 		if recs := f.store.records(); !slices.Equal(recs, []session.Session{s}) {
@@ -820,7 +820,7 @@ func TestAfterClose(t *testing.T) {
 		s := f.open("h", time.Minute)
 		f.m.Close()
 		f.m.Close() // idempotent
-		if _, err := f.m.Open(context.Background(), "h", time.Minute); !errors.Is(err, session.ErrClosed) {
+		if _, err := f.m.Open(context.Background(), "h", time.Minute, ""); !errors.Is(err, session.ErrClosed) {
 			t.Fatalf("Open after Close = %v, want ErrClosed", err)
 		}
 		if _, err := f.m.KeepAlive(s.ID); !errors.Is(err, session.ErrClosed) {
@@ -849,7 +849,7 @@ func TestCloseStopsLoop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.Open(context.Background(), "h", time.Minute); err != nil {
+	if _, err := m.Open(context.Background(), "h", time.Minute, ""); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan struct{})
@@ -886,7 +886,7 @@ func TestConcurrentUse(t *testing.T) {
 		var closed, abandoned sync.Map
 		for i := range clients {
 			wg.Go(func() {
-				s, err := f.m.Open(context.Background(), fmt.Sprint("client-", i), ttl)
+				s, err := f.m.Open(context.Background(), fmt.Sprint("client-", i), ttl, "")
 				if err != nil {
 					t.Error(err)
 					return

@@ -19,6 +19,10 @@ type Session struct {
 	Holder string        // who opened it, for display and audit
 	TTL    time.Duration // lifetime granted by each Grant or Renew
 	Opened time.Time     // wall clock, for display only; never used for expiry
+	// Owner is the identity that opened it, as the nameserver names
+	// identities: only the owner may use the session. Empty for a session
+	// stored before owners were recorded. This package only keeps it.
+	Owner string
 }
 
 // Info is a live session as listed, with the time it has left.
@@ -62,3 +66,17 @@ var (
 	// ErrClosed: the Manager has been closed.
 	ErrClosed = errors.New("session manager closed")
 )
+
+// shownLen is how much of an id Short keeps: enough to tell sessions
+// apart in a table, far too little to act as one.
+const shownLen = 8
+
+// Short is what is shown of the id to those who may not act as the
+// session: its first hex digits and an ellipsis. Shortening a short id
+// changes nothing.
+func (id ID) Short() string {
+	if len(id) <= shownLen {
+		return string(id)
+	}
+	return string(id[:shownLen]) + "…"
+}

@@ -373,3 +373,16 @@ func TestTablePage(t *testing.T) {
 		t.Fatalf("exact page: %d sessions, next %q", len(page), next)
 	}
 }
+
+func TestShort(t *testing.T) {
+	for id, want := range map[ID]string{
+		"0123456789abcdef0123456789abcdef": "01234567…",
+		"01234567":                         "01234567",
+		"":                                 "",
+		"01234567…":                        "01234567…",
+	} {
+		if got := id.Short(); got != want {
+			t.Errorf("%q.Short() = %q, want %q", id, got, want)
+		}
+	}
+}

@@ -203,7 +203,7 @@ func TestBadRequests(t *testing.T) {
 	require.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode, "read-only")
 }
 
-// TestLoopbackOnly: until an admin identity guards it, the page answers
+// TestLoopbackOnly: without TLS (no identities), the page answers
 // loopback clients only, unless the nameserver is started to serve it to
 // all; /metrics stays open to scrapers.
 func TestLoopbackOnly(t *testing.T) {
@@ -331,5 +331,35 @@ func TestSecurePageAnswersAdminsOnly(t *testing.T) {
 	if err == nil {
 		resp.Body.Close()
 		require.NotEqual(t, http.StatusOK, resp.StatusCode)
+	}
+}
+
+// TestFollowerPage: in a group, a follower's page says it follows and
+// names the leader; what only the leader knows (the summary's safe mode,
+// locks) is not made up from the follower's empty state but refused, 503,
+// naming the leader. The leader's page serves as a lone nameserver's does.
+func TestFollowerPage(t *testing.T) {
+	cl := testcluster.Start(t, testcluster.WithHTTP(), testcluster.WithNameServers(3))
+	admin, err := cl.AdminHTTPClient()
+	require.NoError(t, err)
+	leader := cl.LeaderIndex()
+	name := fmt.Sprintf("ns%d", leader+1)
+	for i, addr := range cl.NameServerHTTPAddrs() {
+		for _, path := range []string{"/", "/locks", "/api/locks"} {
+			resp, err := admin.Get(cl.URL(addr, path))
+			require.NoError(t, err)
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if i == leader {
+				require.Equal(t, http.StatusOK, resp.StatusCode, "%s on the leader: %s", path, body)
+				require.NotContains(t, string(body), "follows the leader")
+				continue
+			}
+			require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, "%s on follower ns%d", path, i+1)
+			require.Contains(t, string(body), "the leader is "+name, "%s on follower ns%d names the leader", path, i+1)
+			if path != "/api/locks" {
+				require.Contains(t, string(body), "This nameserver follows the leader, <b>"+name+"</b>")
+			}
+		}
 	}
 }

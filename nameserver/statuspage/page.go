@@ -91,8 +91,8 @@ type Config struct {
 	// and a Prometheus scrape never disagree.
 	Metrics prometheus.Gatherer
 	// Public serves the page and its JSON to every client; otherwise only
-	// to clients on a loopback address (SPEC §10: an admin identity will
-	// guard it once TLS exists).
+	// to clients on a loopback address. It matters only without TLS: over
+	// TLS the page answers admin identities only (SPEC §10).
 	Public bool
 	// SampleInterval is how often the charts' metrics are sampled, and
 	// Samples how many samples are kept (0: the defaults).

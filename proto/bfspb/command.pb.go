@@ -785,11 +785,16 @@ func (x *ChmodCmd) GetSessionId() string {
 // SessionRecord is the durable part of a session. Deadlines are never
 // stored: after a restart every recorded session gets a full TTL.
 type SessionRecord struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
-	Holder        string                 `protobuf:"bytes,2,opt,name=holder,proto3" json:"holder,omitempty"`
-	TtlMs         int64                  `protobuf:"varint,3,opt,name=ttl_ms,json=ttlMs,proto3" json:"ttl_ms,omitempty"`
-	OpenedNs      int64                  `protobuf:"varint,4,opt,name=opened_ns,json=openedNs,proto3" json:"opened_ns,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	Holder    string                 `protobuf:"bytes,2,opt,name=holder,proto3" json:"holder,omitempty"`
+	TtlMs     int64                  `protobuf:"varint,3,opt,name=ttl_ms,json=ttlMs,proto3" json:"ttl_ms,omitempty"`
+	OpenedNs  int64                  `protobuf:"varint,4,opt,name=opened_ns,json=openedNs,proto3" json:"opened_ns,omitempty"`
+	// The identity that opened the session, "kind/name" as its certificate
+	// names it ("admin/anonymous" on an insecure nameserver): only it may
+	// use the session, and only it and admins see its id. Empty in records
+	// stored before owners were recorded (see nameserver/authz.go).
+	Owner         string `protobuf:"bytes,5,opt,name=owner,proto3" json:"owner,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -850,6 +855,13 @@ func (x *SessionRecord) GetOpenedNs() int64 {
 		return x.OpenedNs
 	}
 	return 0
+}
+
+func (x *SessionRecord) GetOwner() string {
+	if x != nil {
+		return x.Owner
+	}
+	return ""
 }
 
 type OpenSessionCmd struct {
@@ -1965,13 +1977,14 @@ const file_command_proto_rawDesc = "" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x12\n" +
 	"\x04mode\x18\x02 \x01(\rR\x04mode\x12\x1d\n" +
 	"\n" +
-	"session_id\x18\x03 \x01(\tR\tsessionId\"z\n" +
+	"session_id\x18\x03 \x01(\tR\tsessionId\"\x90\x01\n" +
 	"\rSessionRecord\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x16\n" +
 	"\x06holder\x18\x02 \x01(\tR\x06holder\x12\x15\n" +
 	"\x06ttl_ms\x18\x03 \x01(\x03R\x05ttlMs\x12\x1b\n" +
-	"\topened_ns\x18\x04 \x01(\x03R\bopenedNs\">\n" +
+	"\topened_ns\x18\x04 \x01(\x03R\bopenedNs\x12\x14\n" +
+	"\x05owner\x18\x05 \x01(\tR\x05owner\">\n" +
 	"\x0eOpenSessionCmd\x12,\n" +
 	"\asession\x18\x01 \x01(\v2\x12.bfs.SessionRecordR\asession\"0\n" +
 	"\x0fCloseSessionCmd\x12\x1d\n" +

@@ -34,8 +34,12 @@ kept apart (--ca-key) and only making certificates needs it. Private keys
 are written with mode 0600; daemons and tools refuse keys others may read.
 
 A certificate names its identity in a URI: bfs://node/NAME,
-bfs://admin/NAME or bfs://client/NAME. Daemons read the files again when
-they change: replace a certificate to rotate it, no restart needed.
+bfs://admin/NAME or bfs://client/NAME. A session belongs to the identity
+that opened it: no other may use it, and only it and admins see its id.
+Only admins force unlocks, take operator locks, leave safe mode,
+decommission chunkservers and change the nameserver group (a node is no
+admin). Daemons read the files again when they change: replace a
+certificate to rotate it, no restart needed.
 
   bfs cert create-ca --certs-dir certs --ca-key safe/ca.key
   bfs cert create-node 10.0.0.7 ns1.example.com --certs-dir certs --ca-key safe/ca.key
@@ -157,7 +161,7 @@ func (e *env) createClientCommand(o *certFlags) *cobra.Command {
 			return certs.ClientCertFile(id.Name), certs.ClientKeyFile(id.Name), ca.CreateClient(dir, id, o.options())
 		}),
 	}
-	cmd.Flags().BoolVar(&admin, "admin", false, "an admin: force unlock, operator locks, safe mode, decommission")
+	cmd.Flags().BoolVar(&admin, "admin", false, "an admin: force unlock, operator locks, safe mode, decommission, the chunkserver report, the nameserver group's membership, and every session id shown whole")
 	return cmd
 }
 

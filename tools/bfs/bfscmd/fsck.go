@@ -24,7 +24,7 @@ func (e *env) fsckCommand() *cobra.Command {
 	out := outputFlag(cmd)
 	cmd.Flags().BoolVar(&listCorrupt, "list-corrupt", false,
 		"list only the blocks with no good replica (MISSING) or a corrupt one (CORRUPT), a line each: block, state, path")
-	cmd.RunE = e.withClient(func(ctx context.Context, c *sdk.Client, args []string) error {
+	cmd.RunE = e.withAdmin(func(ctx context.Context, c *sdk.Client, args []string) error {
 		path := "/"
 		if len(args) == 1 {
 			path = args[0]

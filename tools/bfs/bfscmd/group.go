@@ -37,7 +37,7 @@ majority: the members it cannot reach are shown).`,
 		Args: cobra.NoArgs,
 	}
 	out := outputFlag(cmd)
-	cmd.RunE = e.withClient(func(ctx context.Context, c *sdk.Client, _ []string) error {
+	cmd.RunE = e.withAdmin(func(ctx context.Context, c *sdk.Client, _ []string) error {
 		st, err := c.GroupStatus(ctx)
 		if err != nil {
 			return err
@@ -136,7 +136,7 @@ func (e *env) groupAddCommand() *cobra.Command {
 		Use:   "add NAME RAFT_ADDRESS",
 		Short: "Add a nameserver (started with --join) to the group: a nonvoter until it catches up, then a voter",
 		Args:  cobra.ExactArgs(2),
-		RunE: e.withClient(func(ctx context.Context, c *sdk.Client, args []string) error {
+		RunE: e.withAdmin(func(ctx context.Context, c *sdk.Client, args []string) error {
 			if err := c.AddMember(ctx, args[0], args[1]); err != nil {
 				return err
 			}
@@ -151,7 +151,7 @@ func (e *env) groupRemoveCommand() *cobra.Command {
 		Use:   "remove NAME",
 		Short: "Take a nameserver out of the group (not the leader: transfer leadership first)",
 		Args:  cobra.ExactArgs(1),
-		RunE: e.withClient(func(ctx context.Context, c *sdk.Client, args []string) error {
+		RunE: e.withAdmin(func(ctx context.Context, c *sdk.Client, args []string) error {
 			if err := c.RemoveMember(ctx, args[0]); err != nil {
 				return err
 			}
@@ -166,7 +166,7 @@ func (e *env) groupTransferCommand() *cobra.Command {
 		Use:   "transfer [NAME]",
 		Short: "Have the leader hand leadership over (to NAME, or to the most up-to-date voter)",
 		Args:  cobra.MaximumNArgs(1),
-		RunE: e.withClient(func(ctx context.Context, c *sdk.Client, args []string) error {
+		RunE: e.withAdmin(func(ctx context.Context, c *sdk.Client, args []string) error {
 			to := ""
 			if len(args) > 0 {
 				to = args[0]

@@ -95,7 +95,9 @@ $BFS_NAMESERVER, or ` + DefaultNameServer + `.
 Every connection is mutual TLS. The certificates are in --certs-dir, or
 $BFS_CERTS_DIR, or ./` + certs.SandboxDir + ` (where 'bfs sandbox' makes them);
 file commands present the client certificate of --user (default
-` + certs.ClientUser + `), 'bfs admin' and 'bfs fsck' that of --user (default ` + certs.AdminUser + `),
+` + certs.ClientUser + `), 'bfs admin', 'bfs cluster' and 'bfs fsck' that of --user (default
+` + certs.AdminUser + `: forcing unlocks, safe mode, decommission and the group's membership need
+an admin),
 daemons node.crt. --insecure speaks plaintext instead, to a cluster run
 with --insecure.`,
 		SilenceErrors: true,

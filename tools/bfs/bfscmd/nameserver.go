@@ -64,7 +64,7 @@ and is added with 'bfs cluster add NAME RAFT_ADDRESS'.`,
 		"log entries applied since the last snapshot before the next one")
 	f.StringVar(&cfg.MetricsAddr, "metrics", cfg.MetricsAddr, `HTTP address of the status page (/) and Prometheus metrics (/metrics); "" for none`)
 	f.BoolVar(&cfg.StatusPublic, "status-public", cfg.StatusPublic,
-		"serve the status page and its JSON to every client, not only to loopback ones (no TLS or login guards it yet)")
+		"with --insecure (no identities), serve the status page and its JSON to every client, not only to loopback ones; over TLS the page answers admin certificates only")
 	f.DurationVar(&cfg.DeadTimeout, "dead-timeout", cfg.DeadTimeout, "a chunkserver silent this long is declared dead")
 	f.DurationVar(&cfg.HeartbeatInterval, "heartbeat", cfg.HeartbeatInterval, "heartbeat interval chunkservers are told to use")
 	f.DurationVar(&cfg.ReportInterval, "report-interval", cfg.ReportInterval, "full block report interval chunkservers are told to use")
@@ -162,7 +162,11 @@ func addGlogFlags(f *pflag.FlagSet) {
 // chose otherwise: a daemon's logs belong to whatever supervises it.
 func defaultLogToStderr(f *pflag.FlagSet) {
 	if f.Lookup("logtostderr") != nil && !f.Changed("logtostderr") && !f.Changed("log_dir") && !f.Changed("log-dir") {
-		_ = flag.Set("logtostderr", "true")
+		// glog reads the flag whenever it logs: set it only if it
+		// changes (a test runs daemons in-process side by side).
+		if g := flag.Lookup("logtostderr"); g != nil && g.Value.String() != "true" {
+			_ = flag.Set("logtostderr", "true")
+		}
 	}
 }
 

@@ -32,7 +32,7 @@ func TestAdminReportTotalsDoNotOverflow(t *testing.T) {
 			vols = append(vols, &bfspb.VolumeInfo{Index: uint32(v), State: bfspb.VolumeState_VOLUME_STATE_HEALTHY,
 				CapacityBytes: 1 << 62, FreeBytes: 1 << 62})
 		}
-		resp, err := bfspb.NewNameServerClient(cl.DialAs(cl.NameServerAddr, creds)).Register(ctx, &bfspb.RegisterRequest{
+		resp, err := bfspb.NewNameServerClient(cl.DialCreds(cl.NameServerAddr, creds)).Register(ctx, &bfspb.RegisterRequest{
 			Address: "127.0.0.1:" + string(rune('1'+i)), CapacityBytes: math.MaxInt64, FreeBytes: math.MaxInt64, Volumes: vols})
 		require.NoError(t, err)
 		require.Equal(t, bfspb.StatusCode_OK, resp.Status, resp.Message)

@@ -55,15 +55,19 @@
 //     (lockcmd.Main in this process, lines counted), each checked to see
 //     them all; the nameserver's VmRSS is read before and after the locks,
 //     and their difference divided by the locks is the RSS per lock.
-//   - repair: a sandbox of four chunkservers gets --size bytes in files of
+//   - repair: a sandbox of five chunkservers gets --size bytes in files of
 //     --file-size with replication 3; the raw disk's sequential write and
-//     read are measured as in io; the chunkservers' files are dropped from
-//     the page cache and the chunkserver holding most replicas is stopped.
-//     From the nameserver declaring it dead (a 1 s dead timeout) until
-//     every file's blocks have 3 live replicas again (SDK Stat), the bytes
-//     of the replicas it held over the time taken is the repair
-//     throughput, set against raw write / 2 (each copy reads once and
-//     writes once on the one disk).
+//     read are measured as in io, and --putters clients put files of
+//     --put-size for --put-time (put latencies without a repair). Then the
+//     chunkservers' files are dropped from the page cache and the
+//     chunkserver holding most replicas is stopped. From the nameserver
+//     declaring it dead (a 1 s dead timeout) until every file's blocks
+//     have 3 good replicas again, with no client writing, the bytes of the
+//     replicas it held over the time taken is the repair throughput, set
+//     against raw write / 2 (each copy reads once and writes once on the
+//     one disk). A second chunkserver is then stopped while the clients
+//     put files until that repair is over: put latencies during a repair,
+//     and the repair's throughput while it yields to them.
 //   - tls: two sandboxes at once, one with mutual TLS and one in plaintext
 //     (even with --nameserver, as repair); lock+unlock cycles and creates
 //     with each --clients value, alternating between them in eighths of

@@ -166,7 +166,8 @@ func (o *repairOptions) run(ctx context.Context, c *common, cl *cluster) ([]benc
 	if !cl.local() {
 		return nil, fmt.Errorf("repair stops chunkservers: it needs a cluster it started (no --nameserver)")
 	}
-	client, err := sdk.Dial(ctx, cl.addr, cl.creds())
+	// An admin: the bench reads the block health (ListChunkservers).
+	client, err := sdk.Dial(ctx, cl.addr, cl.adminCreds())
 	if err != nil {
 		return nil, err
 	}

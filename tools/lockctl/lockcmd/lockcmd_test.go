@@ -324,3 +324,37 @@ func drain(l *lines) {
 		}
 	}
 }
+
+// TestNonAdmin: lockctl presents the admin certificate by default; with
+// another (--user), its tables show a prefix of the sessions that are not
+// that identity's, and forced unlocks and operator locks are refused.
+func TestNonAdmin(t *testing.T) {
+	ns := testcluster.Start(t)
+	require.NoError(t, dial(t, ns).MkdirAll(context.Background(), "/tera/t1", 0))
+	holder := start(t, ns, "lock", "--holder", "alice:1:1", "/tera/t1")
+	m := grantedLine.FindStringSubmatch(holder.stdout.next(t, "locked"))
+	require.NotNil(t, m, "granted line")
+	session := m[4]
+	shown := session[:8] + "…"
+
+	r := lockctl(t, ns, "--user", "bfs", "list")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Regexp(t, `(?m)^/tera/t1 +locked +alice:1:1 +\d+ +`+regexp.QuoteMeta(shown)+` `, r.stdout)
+	assert.NotContains(t, r.stdout, session)
+	r = lockctl(t, ns, "--user", "bfs", "sessions")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Regexp(t, `(?m)^`+regexp.QuoteMeta(shown)+` +alice:1:1 `, r.stdout)
+	assert.NotContains(t, r.stdout, session)
+	r = lockctl(t, ns, "list")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, session, "an admin sees it whole")
+
+	r = lockctl(t, ns, "--user", "bfs", "unlock", "--force", "/tera/t1")
+	assert.Equal(t, 1, r.code)
+	assert.Contains(t, r.stderr, "permission denied: client/bfs may not force a directory's unlock")
+	r = lockctl(t, ns, "--user", "bfs", "lock", "--operator", "--holder", "ops", "/tera")
+	assert.Equal(t, 1, r.code)
+	assert.Contains(t, r.stderr, "may not take an operator lock")
+	r = lockctl(t, ns, "status", "/tera/t1")
+	assert.Regexp(t, `(?m)^State: +locked$`, r.stdout)
+}
