@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/bfs-go/bfs/cluster/testcluster"
 	"github.com/bfs-go/bfs/internal/blocktoken"
@@ -53,7 +55,7 @@ func rawPacket(t *testing.T, c *testcluster.Cluster, addr string, b *bfspb.Locat
 	defer cancel()
 	ctx, err := blocktoken.Attach(ctx, b.Token)
 	require.NoError(t, err)
-	stream, err := bfspb.NewChunkServerClient(c.Dial(addr)).Write(ctx)
+	stream, err := bfspb.NewChunkServerClient(dialHolder(t, c, addr, b)).Write(ctx)
 	require.NoError(t, err)
 	p.BlockId, p.Version = b.BlockId, b.Version
 	p.Crc32C = crc32.Checksum(p.Data, crc32.MakeTable(crc32.Castagnoli))
@@ -68,6 +70,18 @@ func rawPacket(t *testing.T, c *testcluster.Cluster, addr string, b *bfspb.Locat
 			return
 		}
 	}
+}
+
+// dialHolder dials addr as the identity b's token was issued to (the
+// client's or the admin's certificate): a chunkserver serves no other.
+func dialHolder(t *testing.T, c *testcluster.Cluster, addr string, b *bfspb.LocatedBlock) *grpc.ClientConn {
+	t.Helper()
+	var tok bfspb.BlockToken
+	require.NoError(t, proto.Unmarshal(b.GetToken().GetToken(), &tok))
+	if tok.Holder == (certs.Identity{Kind: certs.KindAdmin, Name: certs.AdminUser}).String() {
+		return c.DialAs(addr, certs.AdminUser)
+	}
+	return c.Dial(addr)
 }
 
 func blockInfo(t *testing.T, c *testcluster.Cluster, addr string, block int64) *bfspb.GetBlockInfoResponse {
@@ -97,7 +111,7 @@ func readReplica(t *testing.T, c *testcluster.Cluster, addr string, b *bfspb.Loc
 	t.Helper()
 	ctx, err := blocktoken.Attach(context.Background(), b.Token)
 	require.NoError(t, err)
-	stream, err := bfspb.NewChunkServerClient(c.Dial(addr)).Read(ctx, &bfspb.ReadRequest{BlockId: b.BlockId})
+	stream, err := bfspb.NewChunkServerClient(dialHolder(t, c, addr, b)).Read(ctx, &bfspb.ReadRequest{BlockId: b.BlockId})
 	require.NoError(t, err)
 	var buf bytes.Buffer
 	for {
