@@ -39,7 +39,10 @@
 //     (the nameserver's Seal, not the token, ends a writer). Refusals are
 //     PERMISSION_DENIED (no token, a forged or foreign one, another block
 //     or peer, expired); a chunkserver with TLS that has no keys yet (not
-//     registered) answers UNAVAILABLE. The keys come with the answers to
+//     registered) answers UNAVAILABLE. A token whose key the chunkserver
+//     does not hold yet waits up to 3 s for it: the nameserver counts a
+//     chunkserver registered, and hands out its tokens, before the answer
+//     with the keys has reached it. The keys come with the answers to
 //     Register and to every heartbeat, with the nameserver's clock: a
 //     deadline is judged on that clock as last learned plus the time
 //     elapsed on this chunkserver's monotonic clock, never on its own

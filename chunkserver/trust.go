@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/golang/glog"
 
@@ -20,6 +21,9 @@ import (
 // errNotNameServer refuses a command from a peer whose certificate is not
 // a nameserver's.
 var errNotNameServer = errors.New("permission denied")
+
+// keyWait bounds how long a call waits for the key its token names.
+const keyWait = 3 * time.Second
 
 // errSourceNotNamed refuses a copy from a source whose certificate is not
 // the one the nameserver named.
@@ -69,6 +73,12 @@ func (s *Server) authorize(ctx context.Context, block int64, access bfspb.BlockA
 	}
 	t, err := blocktoken.FromIncoming(ctx)
 	if err == nil {
+		// The nameserver may hand out a token before this chunkserver
+		// has the key (the answer to its Register still on its way):
+		// give the key a moment to arrive.
+		wctx, cancel := context.WithTimeout(ctx, keyWait)
+		s.keys.Await(wctx, t.KeyId)
+		cancel()
 		_, err = s.keys.Check(t, want)
 	}
 	if err != nil {

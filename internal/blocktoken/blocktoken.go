@@ -115,6 +115,8 @@ type Keyring struct {
 		// were learned, at local (the chunkserver's clock, monotonic).
 		nsNow int64
 		local time.Time
+		// changed is closed (and replaced) by every Set.
+		changed chan struct{}
 	}
 }
 
@@ -137,6 +139,34 @@ func (k *Keyring) Set(ks *bfspb.BlockKeys) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.mu.keys, k.mu.nsNow, k.mu.local = keys, ks.NowUnixMs, k.clock.Now()
+	if k.mu.changed != nil {
+		close(k.mu.changed)
+		k.mu.changed = nil
+	}
+}
+
+// Await waits until the Keyring holds key id, or ctx ends; it reports
+// whether it does. A token may arrive before its key: a chunkserver the
+// nameserver counts as registered before the answer with the keys has
+// reached it, a key the chunkserver learns at its next heartbeat.
+func (k *Keyring) Await(ctx context.Context, id uint64) bool {
+	for {
+		k.mu.Lock()
+		_, ok := k.mu.keys[id]
+		if k.mu.changed == nil {
+			k.mu.changed = make(chan struct{})
+		}
+		changed := k.mu.changed
+		k.mu.Unlock()
+		if ok {
+			return true
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return false
+		}
+	}
 }
 
 // Ready reports whether the Keyring has keys.

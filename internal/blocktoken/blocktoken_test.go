@@ -105,3 +105,19 @@ func TestMetadata(t *testing.T) {
 	_, err = FromIncoming(context.Background())
 	require.ErrorIs(t, err, ErrNoToken)
 }
+
+// TestAwait: a token's key that has not arrived yet is waited for until a
+// Set brings it, or the context ends.
+func TestAwait(t *testing.T) {
+	ring := NewKeyring(clock.Real{})
+	key, err := NewKey(4, time.Now())
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	require.False(t, ring.Await(ctx, 4))
+	got := make(chan bool)
+	go func() { got <- ring.Await(context.Background(), 4) }()
+	ring.Set(&bfspb.BlockKeys{Keys: []*bfspb.BlockKey{key}})
+	require.True(t, <-got)
+	require.True(t, ring.Await(context.Background(), 4))
+}
