@@ -147,6 +147,11 @@ func (c *Config) validate() error {
 	if c.VolumeCheckTimeout < 0 {
 		return fmt.Errorf("chunkserver: negative volume check timeout %v", c.VolumeCheckTimeout)
 	}
+	if c.TLS != nil && !c.TLS.Identity().IsChunkserver() {
+		// The nameserver would refuse its registration.
+		return fmt.Errorf("chunkserver: the certificate in %s names %s, not a chunkserver: make one with bfs cert create-node --role chunkserver",
+			c.TLS.Dir(), c.TLS.Identity())
+	}
 	if c.ScrubRate < 0 {
 		return fmt.Errorf("chunkserver: negative scrub rate %d", c.ScrubRate)
 	}

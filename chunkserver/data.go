@@ -61,6 +61,9 @@ func (s *Server) applyStream(stream grpc.BidiStreamingServer[bfspb.WritePacket, 
 		// The store tells the replica's sequence numbers only to the stream
 		// that wrote its last packet.
 		writer = blockstore.WriterID(s.streams.Add(1))
+		// refused is why the stream may not write (its token), checked
+		// at its first packet: every packet is then refused with it.
+		refused error
 	)
 	for {
 		// RecvMsg into an inPacket: the codec decodes it without a copy
@@ -74,9 +77,16 @@ func (s *Server) applyStream(stream grpc.BidiStreamingServer[bfspb.WritePacket, 
 		}
 		if first {
 			block, first = in.p.BlockID, false
+			refused = s.authorize(stream.Context(), int64(block), bfspb.BlockAccess_BLOCK_ACCESS_WRITE)
 		}
 		in.p.Writer = writer
-		ack := s.applyPacket(&in.p, block)
+		var ack *bfspb.WriteAck
+		if refused != nil {
+			code, msg := statusTable.Of(refused)
+			ack = &bfspb.WriteAck{BlockId: int64(in.p.BlockID), Seq: in.p.Seq, Status: code, Message: msg}
+		} else {
+			ack = s.applyPacket(&in.p, block)
+		}
 		s.codec.release(&in)
 		acks <- ack
 	}
@@ -137,6 +147,9 @@ func (s *Server) sealed(id blockstore.BlockID) {
 func (s *Server) Read(req *bfspb.ReadRequest, stream grpc.ServerStreamingServer[bfspb.ReadChunk]) error {
 	if !req.Copy {
 		defer s.clients.start()()
+	}
+	if err := s.authorize(stream.Context(), req.BlockId, bfspb.BlockAccess_BLOCK_ACCESS_READ); err != nil {
+		return sendReadError(stream, req.Offset, err)
 	}
 	id := blockstore.BlockID(req.BlockId)
 	info, err := s.vols.Info(id)
@@ -200,8 +213,8 @@ func sendReadError(stream grpc.ServerStreamingServer[bfspb.ReadChunk], off int64
 
 // Seal stops all writing to a block (also one never seen), syncs it and
 // queues its BlockReceived report.
-func (s *Server) Seal(_ context.Context, req *bfspb.SealRequest) (*bfspb.SealResponse, error) {
-	if err := s.checkLeader("seal", "", req.Term); err != nil {
+func (s *Server) Seal(ctx context.Context, req *bfspb.SealRequest) (*bfspb.SealResponse, error) {
+	if err := s.checkLeader(ctx, "seal", "", req.Term); err != nil {
 		code, msg := statusTable.Of(err)
 		return &bfspb.SealResponse{Status: code, Message: msg}, nil
 	}
@@ -224,6 +237,10 @@ func (s *Server) Seal(_ context.Context, req *bfspb.SealRequest) (*bfspb.SealRes
 // allocated (AddBlock); a packet never creates one. Idempotent: a block
 // with any record here (created, written, sealed) is left as it is.
 func (s *Server) CreateBlock(ctx context.Context, req *bfspb.CreateBlockRequest) (*bfspb.CreateBlockResponse, error) {
+	if err := s.fromNameServer(ctx, "create block"); err != nil {
+		code, msg := statusTable.Of(err)
+		return &bfspb.CreateBlockResponse{Status: code, Message: msg}, nil
+	}
 	if hook := s.cfg.TestingKnobs.CreateBlock; hook != nil {
 		if err := hook(req.BlockId); err != nil {
 			code, msg := statusTable.Of(err)
@@ -235,8 +252,8 @@ func (s *Server) CreateBlock(ctx context.Context, req *bfspb.CreateBlockRequest)
 }
 
 // Truncate cuts a replica to the length the nameserver agreed.
-func (s *Server) Truncate(_ context.Context, req *bfspb.TruncateRequest) (*bfspb.TruncateResponse, error) {
-	if err := s.checkLeader("truncate", req.ClusterId, req.Term); err != nil {
+func (s *Server) Truncate(ctx context.Context, req *bfspb.TruncateRequest) (*bfspb.TruncateResponse, error) {
+	if err := s.checkLeader(ctx, "truncate", req.ClusterId, req.Term); err != nil {
 		code, msg := statusTable.Of(err)
 		return &bfspb.TruncateResponse{Status: code, Message: msg}, nil
 	}
@@ -245,8 +262,8 @@ func (s *Server) Truncate(_ context.Context, req *bfspb.TruncateRequest) (*bfspb
 }
 
 // DeleteBlocks removes replicas; ones already gone are not an error.
-func (s *Server) DeleteBlocks(_ context.Context, req *bfspb.DeleteBlocksRequest) (*bfspb.DeleteBlocksResponse, error) {
-	if err := s.checkLeader("delete blocks", req.ClusterId, req.Term); err != nil {
+func (s *Server) DeleteBlocks(ctx context.Context, req *bfspb.DeleteBlocksRequest) (*bfspb.DeleteBlocksResponse, error) {
+	if err := s.checkLeader(ctx, "delete blocks", req.ClusterId, req.Term); err != nil {
 		code, msg := statusTable.Of(err)
 		return &bfspb.DeleteBlocksResponse{Status: code, Message: msg}, nil
 	}
@@ -267,12 +284,16 @@ func (s *Server) GetBlockInfo(_ context.Context, req *bfspb.GetBlockInfoRequest)
 	return &bfspb.GetBlockInfoResponse{Status: code, Message: msg, Size: info.Size, Version: info.Version, Sealed: info.Sealed}, nil
 }
 
-// checkLeader refuses a destructive request that names another cluster
+// checkLeader refuses a destructive request that comes from another
+// certificate than a nameserver's (fromNameServer), names another cluster
 // than the chunkserver's, or comes from a nameserver leader of an older
 // term than the newest the chunkserver has heard of (a deposed leader).
-// A request naming no cluster (a tool) is not checked for it: the
-// nameserver always names its own.
-func (s *Server) checkLeader(op string, id string, term uint64) error {
+// A request naming no cluster is not checked for it: the nameserver
+// always names its own.
+func (s *Server) checkLeader(ctx context.Context, op string, id string, term uint64) error {
+	if err := s.fromNameServer(ctx, op); err != nil {
+		return err
+	}
 	err := s.cluster.Term(term)
 	if err == nil && id != "" {
 		err = s.cluster.Check(id)

@@ -29,7 +29,55 @@
 // With Config.TLS both its ports take only peers with a certificate of
 // the cluster's CA (internal/daemon), each RPC's context carrying the
 // peer's identity (certs.PeerIdentity), and it dials the nameserver and
-// the sources of its copies with its node certificate.
+// the sources of its copies with its node certificate, which must carry
+// the chunkserver role (bfs cert create-node --role chunkserver; one made
+// before roles is taken, with a warning; a nameserver's is refused).
+//
+// # Trust
+//
+// A chunkserver acts only on the nameserver's word (SPEC §10; trust.go).
+//
+//   - Write and Read need a block token (internal/blocktoken): a
+//     bfspb.BlockToken the nameserver signed with HMAC-SHA256, carried in
+//     the call's metadata (bfs-block-token-bin), naming the block, the
+//     access (a write token reads too), the identity it was issued to
+//     (the peer must be that one) and a deadline on the nameserver's
+//     clock. A Write stream's token is checked at its first packet, and
+//     the stream writes only that block; a stream outlives its token
+//     (the nameserver's Seal, not the token, ends a writer). Refusals are
+//     PERMISSION_DENIED (no token, a forged or foreign one, another block
+//     or peer, expired); a chunkserver with TLS that has no keys yet (not
+//     registered) answers UNAVAILABLE. A token whose key the chunkserver
+//     does not hold yet waits up to 3 s for it: the nameserver counts a
+//     chunkserver registered, and hands out its tokens, before the answer
+//     with the keys has reached it. The keys come with the answers to
+//     Register and to every heartbeat, with the nameserver's clock: a
+//     deadline is judged on that clock as last learned plus the time
+//     elapsed on this chunkserver's monotonic clock, never on its own
+//     wall clock (see internal/blocktoken, "Clocks").
+//   - CreateBlock, Seal, Truncate, DeleteBlocks, ReplicateBlock and
+//     VerifyBlock are taken only from a peer whose certificate has the
+//     nameserver role (PERMISSION_DENIED otherwise, counted by
+//     bfs_chunkserver_refused_total), before the cluster id and the
+//     leader's term are checked. All nodes' certificates are of kind node;
+//     the role (bfs://nameserver/NAME, bfs://chunkserver/NAME) is what
+//     tells a nameserver from a chunkserver, so no chunkserver, whatever
+//     it registers as, can command another.
+//   - A copy (ReplicateBlock) reads only from the source the nameserver
+//     named: the request names the identity that registered the source
+//     with the nameserver, and the target checks the certificate the
+//     source presents on the connection before it reads a byte. It reads
+//     with the read token the request carries, issued to the target.
+//   - VerifyBlock reads a replica whole for the nameserver, which asks
+//     before it believes someone else's report that the replica is bad;
+//     a replica that fails is marked and reported like the scrubber's.
+//   - GetBlockInfo answers any peer of the cluster: it tells sizes, not
+//     bytes.
+//
+// An insecure chunkserver (--insecure) knows no identities and skips
+// every check that needs one (daemon logs that loudly at start); it
+// still checks tokens once the nameserver has handed it keys, and one
+// that runs without a nameserver (no keys) serves everyone.
 //
 // # Data path
 //
@@ -87,8 +135,9 @@
 // --nameserver address or a nameserver's wrong --data directory without a
 // restart), applies no obsolete list that comes with another id, and
 // refuses (WRONG_CLUSTER) a DeleteBlocks or Truncate that names another.
-// A request naming no cluster (a tool) is not checked. A chunkserver
-// never registered has no id and nothing to protect.
+// A request naming no cluster is not checked for it (it must come from a
+// nameserver's certificate all the same: see Trust). A chunkserver never
+// registered has no id and nothing to protect.
 //
 // # Scrubber
 //
@@ -119,8 +168,9 @@
 // ReplicateBlock (replicate.go) is how the nameserver re-makes a lost
 // replica: this chunkserver, the target, asks the source for its replica's
 // info (it must be sealed at the size asked), creates an empty replica,
-// reads the source's bytes with Read and writes them through the store as
-// packets, then seals (syncing) and reports the copy with BlockReceived.
+// checks that the source's certificate is the one the nameserver named
+// (Trust), reads the source's bytes with Read (and the request's read
+// token) and writes them through the store as packets, then seals (syncing) and reports the copy with BlockReceived.
 // Every ReadChunk carries the CRC32C of its bytes, computed by the source
 // from bytes it verified against its stored checksums; the target checks
 // it on arrival, and the store computes its own chunk checksums from the

@@ -15,6 +15,7 @@ import (
 
 	"github.com/bfs-go/bfs/chunkserver/blockstore"
 	"github.com/bfs-go/bfs/chunkserver/volume"
+	"github.com/bfs-go/bfs/internal/blocktoken"
 	"github.com/bfs-go/bfs/internal/clock"
 	"github.com/bfs-go/bfs/internal/millis"
 	"github.com/bfs-go/bfs/internal/retry"
@@ -48,7 +49,9 @@ type membership struct {
 	cluster *cluster
 	clock   clock.Clock
 	metrics *metrics
-	hostID  string
+	// keys take the block-token keys of every answer that carries them.
+	keys   *blocktoken.Keyring
+	hostID string
 	// writers counts the write streams open, for heartbeats.
 	writers func() int64
 	// page is how many replicas a block report message carries
@@ -159,6 +162,7 @@ var volumeStates = map[volume.State]bfspb.VolumeState{
 }
 
 func (m *membership) adopt(resp *bfspb.RegisterResponse) {
+	m.keys.Set(resp.BlockKeys)
 	m.adoptPolicy(resp.MinFreeBytes, resp.MaxVolumeFill)
 	m.id.Store(resp.ChunkserverId)
 	m.hb = askedInterval("heartbeat", resp.HeartbeatIntervalMs, m.hb)
@@ -254,6 +258,7 @@ func (m *membership) heartbeat(ctx context.Context) bool {
 			glog.Warningf("heartbeat: %v", err)
 			return true
 		}
+		m.keys.Set(resp.BlockKeys)
 	case resp.Status != bfspb.StatusCode_OK:
 		glog.Warningf("heartbeat: %v %s", resp.Status, resp.Message)
 	}

@@ -26,6 +26,9 @@ type metrics struct {
 	// and their bytes.
 	copies *prometheus.CounterVec
 	copied prometheus.Counter
+	// refused counts the calls refused for want of the nameserver's word
+	// (a token, a nameserver's certificate), by operation.
+	refused *prometheus.CounterVec
 
 	// The scrubber's progress.
 	scrubBytes, scrubReplicas, scrubCorrupt, scrubPasses prometheus.Counter
@@ -77,6 +80,10 @@ func newMetrics(g gauges, vols *volume.Set) *metrics {
 			Name: "bfs_chunkserver_copies_total",
 			Help: "Block copies made here from another chunkserver for the nameserver (ReplicateBlock), by status code.",
 		}, []string{"status"}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "bfs_chunkserver_refused_total",
+			Help: "Calls refused for want of the nameserver's word: a Write or Read without a valid block token, a command from another certificate than a nameserver's; by operation.",
+		}, []string{"op"}),
 		copied: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "bfs_chunkserver_copied_bytes_total",
 			Help: "Bytes copied here from other chunkservers (ReplicateBlock).",
@@ -107,7 +114,7 @@ func newMetrics(g gauges, vols *volume.Set) *metrics {
 		}),
 	}
 	m.registry.MustRegister(m.packets, m.packetLatency,
-		m.written, m.read, m.seals, m.received, m.nsCalls, m.copies, m.copied,
+		m.written, m.read, m.seals, m.received, m.nsCalls, m.copies, m.copied, m.refused,
 		m.scrubBytes, m.scrubReplicas, m.scrubCorrupt, m.scrubPasses, m.scrubPassStart, m.scrubPosition,
 		gauge("bfs_chunkserver_blocks", "Replicas stored.", g.blocks),
 		gauge("bfs_chunkserver_used_bytes", "Bytes of the replicas stored.", g.bytes),

@@ -10,9 +10,11 @@ import (
 	"github.com/golang/glog"
 	"golang.org/x/time/rate"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
 	"github.com/bfs-go/bfs/chunkserver/blockstore"
+	"github.com/bfs-go/bfs/internal/blocktoken"
 	"github.com/bfs-go/bfs/internal/certs"
 	"github.com/bfs-go/bfs/internal/connpool"
 	"github.com/bfs-go/bfs/proto/bfspb"
@@ -122,8 +124,11 @@ func (s *Server) ReplicateBlock(ctx context.Context, req *bfspb.ReplicateBlockRe
 }
 
 func (s *Server) replicate(ctx context.Context, req *bfspb.ReplicateBlockRequest) (int64, error) {
-	if err := s.checkLeader("replicate block", req.ClusterId, req.Term); err != nil {
+	if err := s.checkLeader(ctx, "replicate block", req.ClusterId, req.Term); err != nil {
 		return 0, err
+	}
+	if s.cfg.TLS != nil && req.SourceIdentity == "" {
+		return 0, fmt.Errorf("%w: the request names no identity for %s", errSourceNotNamed, req.Source)
 	}
 	id := blockstore.BlockID(req.BlockId)
 	switch {
@@ -163,9 +168,19 @@ func (s *Server) copyFrom(ctx context.Context, req *bfspb.ReplicateBlockRequest)
 		return 0, fmt.Errorf("%w: %v", errSourceDown, err)
 	}
 	src := bfspb.NewChunkServerClient(conn)
-	info, err := src.GetBlockInfo(ctx, &bfspb.GetBlockInfoRequest{BlockId: req.BlockId})
+	var p peer.Peer
+	info, err := src.GetBlockInfo(ctx, &bfspb.GetBlockInfoRequest{BlockId: req.BlockId}, grpc.Peer(&p))
 	if err != nil {
 		return 0, fmt.Errorf("%w: %s: %v", errSourceDown, req.Source, status.Convert(err).Message())
+	}
+	// The source is the chunkserver the nameserver named, or nothing is
+	// read from it: a copy never takes bytes from whoever answers at an
+	// address.
+	if err := s.checkSource(req, p.AuthInfo); err != nil {
+		return 0, err
+	}
+	if ctx, err = blocktoken.Attach(ctx, req.SourceToken); err != nil {
+		return 0, err
 	}
 	if info.Status != bfspb.StatusCode_OK || !info.Sealed || info.Size != req.Size {
 		return 0, fmt.Errorf("%w: %s has no sealed replica of block %d of %d bytes (%v, sealed %v, %d bytes)",

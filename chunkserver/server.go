@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/reflection"
 
 	"github.com/bfs-go/bfs/chunkserver/volume"
+	"github.com/bfs-go/bfs/internal/blocktoken"
 	"github.com/bfs-go/bfs/internal/certs"
 	"github.com/bfs-go/bfs/internal/daemon"
 	"github.com/bfs-go/bfs/internal/nsgroup"
@@ -50,6 +51,9 @@ type Server struct {
 	copies  *copier
 	clients *clients
 
+	// keys are the block-token keys the nameserver handed out (trust.go).
+	keys *blocktoken.Keyring
+
 	// writers counts the write streams open.
 	writers atomic.Int64
 	// streams numbers the write streams: a stream's packets carry its
@@ -78,7 +82,10 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, stopc: make(chan struct{}), clients: &clients{clock: cfg.Clock}}
+	s := &Server{cfg: cfg, stopc: make(chan struct{}), clients: &clients{clock: cfg.Clock}, keys: blocktoken.NewKeyring(cfg.Clock)}
+	if cfg.TLS != nil && cfg.TLS.Identity().Role == 0 {
+		glog.Warningf("chunkserver: its certificate (%s) was made before node roles: make one with bfs cert create-node --role chunkserver", cfg.TLS.Identity())
+	}
 	s.copies = newCopier(cfg.MaxCopies, cfg.CopyRate, s.clients, cfg.TLS)
 	vols, err := volume.Open(volume.Config{
 		Dirs: cfg.volumes(), FailedTolerated: cfg.FailedVolumesTolerated, Clock: cfg.Clock,
@@ -182,7 +189,7 @@ func (s *Server) dialNameServer() error {
 	ns := bfspb.NewNameServerClient(conn)
 	s.nsConn = conn
 	s.member = &membership{
-		ns: ns, vols: s.vols, cluster: s.cluster, clock: s.cfg.Clock, metrics: s.metrics,
+		ns: ns, vols: s.vols, cluster: s.cluster, clock: s.cfg.Clock, metrics: s.metrics, keys: s.keys,
 		hostID: s.cfg.HostID, page: s.cfg.TestingKnobs.ReportPage,
 		writers: s.writers.Load, hb: s.cfg.HeartbeatInterval, reports: s.cfg.ReportInterval,
 		registered: make(chan struct{}), kick: make(chan struct{}, 1),

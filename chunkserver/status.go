@@ -7,6 +7,7 @@ import (
 
 	"github.com/bfs-go/bfs/chunkserver/blockstore"
 	"github.com/bfs-go/bfs/chunkserver/volume"
+	"github.com/bfs-go/bfs/internal/blocktoken"
 	"github.com/bfs-go/bfs/internal/statuscode"
 	"github.com/bfs-go/bfs/proto/bfspb"
 )
@@ -27,6 +28,14 @@ var statusTable = statuscode.Table{
 	{Err: blockstore.ErrCorrupt, Code: bfspb.StatusCode_CORRUPT},
 	{Err: blockstore.ErrNotFound, Code: bfspb.StatusCode_NOT_FOUND},
 	{Err: errWrongCluster, Code: bfspb.StatusCode_WRONG_CLUSTER},
+	// Who may ask (trust.go).
+	{Err: errNotNameServer, Code: bfspb.StatusCode_PERMISSION_DENIED},
+	{Err: errSourceNotNamed, Code: bfspb.StatusCode_PERMISSION_DENIED},
+	{Err: blocktoken.ErrNoToken, Code: bfspb.StatusCode_PERMISSION_DENIED},
+	{Err: blocktoken.ErrForged, Code: bfspb.StatusCode_PERMISSION_DENIED},
+	{Err: blocktoken.ErrExpired, Code: bfspb.StatusCode_PERMISSION_DENIED},
+	{Err: blocktoken.ErrNotAllowed, Code: bfspb.StatusCode_PERMISSION_DENIED},
+	{Err: blocktoken.ErrNoKeys, Code: bfspb.StatusCode_UNAVAILABLE},
 	{Err: errStaleTerm, Code: bfspb.StatusCode_NOT_LEADER},
 	{Err: errExists, Code: bfspb.StatusCode_EXISTS},
 	{Err: errCopyBusy, Code: bfspb.StatusCode_RESOURCE_EXHAUSTED},

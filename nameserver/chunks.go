@@ -24,6 +24,12 @@ func (srv *Server) Register(ctx context.Context, req *bfspb.RegisterRequest) (*b
 	if req.Address == "" {
 		return &bfspb.RegisterResponse{Status: bfspb.StatusCode_INVALID_ARGUMENT, Message: "register: empty address"}, nil
 	}
+	holder, err := s.checkRegister(ctx, req.Address)
+	if err != nil {
+		glog.Warningf("register of %s by %s refused: %v", req.Address, who(ctx), err)
+		code, msg := statusOf(err)
+		return &bfspb.RegisterResponse{Status: code, Message: msg}, nil
+	}
 	if cid := s.ns.ClusterID(); req.ClusterId != "" && req.ClusterId != cid {
 		msg := fmt.Sprintf("chunkserver %s belongs to cluster %s, this nameserver to cluster %s: "+
 			"check the nameserver's --data directory and the chunkserver's --nameserver address", req.Address, req.ClusterId, cid)
@@ -37,6 +43,7 @@ func (srv *Server) Register(ctx context.Context, req *bfspb.RegisterRequest) (*b
 	u := blockmap.Usage{Host: req.HostId, Capacity: req.CapacityBytes, Used: req.UsedBytes, Free: req.FreeBytes, Volumes: vols}
 	now := s.cfg.Clock.Now()
 	id := s.blocks.Register(req.Address, u, now)
+	s.regs.record(req.Address, holder)
 	s.dead.registered(req.Address, u.Host, now)
 	glog.Infof("chunkserver %s registered as %d with %d volumes (%s)", req.Address, id, max(len(vols), 1), volumeSummary(vols))
 	s.peers.Reset(req.Address) // it is listening: seals and truncates need not wait to reconnect
@@ -49,6 +56,7 @@ func (srv *Server) Register(ctx context.Context, req *bfspb.RegisterRequest) (*b
 		Term:                s.num,
 		MinFreeBytes:        s.cfg.MinFreeBytes,
 		MaxVolumeFill:       s.cfg.MaxVolumeFill,
+		BlockKeys:           s.keysAnswer(),
 	}, nil
 }
 
@@ -59,6 +67,10 @@ func (srv *Server) HeartBeat(ctx context.Context, req *bfspb.HeartBeatRequest) (
 	s, notLeader := leading[*bfspb.HeartBeatResponse](srv, ctx)
 	if s == nil {
 		return notLeader, nil
+	}
+	if err := s.fromChunkserver(ctx, "heartbeat", req.Address); err != nil {
+		code, msg := statusOf(err)
+		return &bfspb.HeartBeatResponse{Status: code, Message: msg}, nil
 	}
 	vols, err := volumesOf(req.Volumes)
 	if err != nil {
@@ -77,7 +89,7 @@ func (srv *Server) HeartBeat(ctx context.Context, req *bfspb.HeartBeatRequest) (
 		}
 		s.repair.Rescan()
 	}
-	return &bfspb.HeartBeatResponse{Term: s.num}, nil
+	return &bfspb.HeartBeatResponse{Term: s.num, BlockKeys: s.keysAnswer()}, nil
 }
 
 // BlockReport takes one page of a chunkserver's full block report (see
@@ -88,6 +100,10 @@ func (srv *Server) BlockReport(ctx context.Context, req *bfspb.BlockReportReques
 	s, notLeader := leading[*bfspb.BlockReportResponse](srv, ctx)
 	if s == nil {
 		return notLeader, nil
+	}
+	if err := s.fromChunkserver(ctx, "block report", req.Address); err != nil {
+		code, msg := statusOf(err)
+		return &bfspb.BlockReportResponse{Status: code, Message: msg}, nil
 	}
 	replicas := make(map[blockmap.BlockID]blockmap.Replica, len(req.Blocks))
 	resp := &bfspb.BlockReportResponse{ClusterId: s.ns.ClusterID()}
@@ -104,8 +120,15 @@ func (srv *Server) BlockReport(ctx context.Context, req *bfspb.BlockReportReques
 			glog.Warningf("block %d on %s: %v; keeping the replica", b.BlockId, req.Address, err)
 		case fate == namespace.BlockLive:
 			replicas[blockmap.BlockID(b.BlockId)] = replicaOf(b)
-		case fate == namespace.BlockUnknown:
+			s.unalloc.forget(req.Address, b.BlockId)
+		case fate == namespace.BlockUnknown && !s.unallocatedDue(req.Address, b.BlockId):
 			unknown = append(unknown, b.BlockId)
+		case fate == namespace.BlockUnknown:
+			// Never allocated, past the grace period: deleted like a
+			// block that is gone (never in safe mode, see unallocatedDue).
+			glog.Warningf("chunkserver %s: deleting block %d, never allocated by this namespace, kept %v", req.Address, b.BlockId, s.cfg.UnallocatedGrace)
+			resp.Obsolete = append(resp.Obsolete, b.BlockId)
+			s.unalloc.forget(req.Address, b.BlockId)
 		case s.safe.On():
 			// Held: the report after safe mode names it again.
 		case !s.creates.hold(req.Address, b.BlockId):
@@ -122,8 +145,8 @@ func (srv *Server) BlockReport(ctx context.Context, req *bfspb.BlockReportReques
 		}
 	}
 	if len(unknown) > 0 {
-		glog.Warningf("chunkserver %s holds %d blocks this namespace never allocated (first %d): keeping them; was the nameserver restored from an older data directory?",
-			req.Address, len(unknown), unknown[0])
+		glog.V(1).Infof("chunkserver %s holds %d blocks this namespace never allocated (first %d): kept until the grace period (%v) has passed; was the nameserver restored from an older data directory?",
+			req.Address, len(unknown), unknown[0], s.cfg.UnallocatedGrace)
 	}
 	addr := req.Address
 	page := blockmap.Page{Report: req.ReportId, Seq: req.Page, More: req.More}
@@ -168,6 +191,10 @@ func (srv *Server) BlockReceived(ctx context.Context, req *bfspb.BlockReceivedRe
 	if s == nil {
 		return notLeader, nil
 	}
+	if err := s.fromChunkserver(ctx, "block received", req.Address); err != nil {
+		code, msg := statusOf(err)
+		return &bfspb.BlockReceivedResponse{Status: code, Message: msg}, nil
+	}
 	replicas := make(map[blockmap.BlockID]blockmap.Replica, len(req.Blocks))
 	for _, b := range req.Blocks {
 		replicas[blockmap.BlockID(b.BlockId)] = replicaOf(b)
@@ -188,18 +215,18 @@ func (srv *Server) BlockReceived(ctx context.Context, req *bfspb.BlockReceivedRe
 
 // ReportBadReplicas marks replicas that failed a checksum corrupt: they
 // stop counting and readers are no longer sent to them (while a good one
-// remains). The repair copies their blocks from a good replica and then
-// deletes them; until the block has its full count elsewhere they are
-// kept (a corrupt replica may still hold the only copy of some chunks).
-// Replicas of blocks that belong to no live file are ignored.
+// remains). A chunkserver's report of its own replica is its verdict;
+// any other report (a reader's, another chunkserver's) is a hint, and the
+// replica's chunkserver is asked to verify it first (VerifyBlock): only a
+// confirmed replica is marked. The repair copies marked replicas' blocks
+// from a good replica and then deletes them; until the block has its full
+// count elsewhere they are kept (a corrupt replica may still hold the
+// only copy of some chunks). Replicas of blocks that belong to no live
+// file are ignored.
 func (srv *Server) ReportBadReplicas(ctx context.Context, req *bfspb.ReportBadReplicasRequest) (*bfspb.ReportBadReplicasResponse, error) {
 	s, notLeader := leading[*bfspb.ReportBadReplicasResponse](srv, ctx)
 	if s == nil {
 		return notLeader, nil
-	}
-	reporter := req.Address
-	if reporter == "" {
-		reporter = "a client"
 	}
 	for _, r := range req.Replicas {
 		if r.Address == "" || r.BlockId <= 0 {
@@ -207,10 +234,14 @@ func (srv *Server) ReportBadReplicas(ctx context.Context, req *bfspb.ReportBadRe
 				Message: fmt.Sprintf("report bad replicas: block %d at %q", r.BlockId, r.Address)}, nil
 		}
 	}
+	reporter := who(ctx)
 	for _, r := range req.Replicas {
 		fate, err := s.ns.Fate(r.BlockId)
 		if err != nil || fate != namespace.BlockLive {
 			glog.V(1).Infof("replica of block %d on %s reported corrupt by %s: not a live block (%v), ignored", r.BlockId, r.Address, reporter, err)
+			continue
+		}
+		if !s.ownReport(ctx, req, r.Address) && !s.confirmed(ctx, r, reporter) {
 			continue
 		}
 		if s.blocks.MarkCorrupt(blockmap.BlockID(r.BlockId), r.Address) {
@@ -220,6 +251,28 @@ func (srv *Server) ReportBadReplicas(ctx context.Context, req *bfspb.ReportBadRe
 		}
 	}
 	return &bfspb.ReportBadReplicasResponse{}, nil
+}
+
+// confirmed has the chunkserver holding the replica r names verify it,
+// and reports whether it found it corrupt. A replica the block map does
+// not place there is not asked about.
+func (s *term) confirmed(ctx context.Context, r *bfspb.BadReplica, reporter string) bool {
+	held := false
+	for _, st := range s.blocks.States(blockmap.BlockID(r.BlockId)) {
+		held = held || st.Addr == r.Address
+	}
+	if !held {
+		glog.V(1).Infof("replica of block %d on %s reported corrupt by %s: no such replica, ignored", r.BlockId, r.Address, reporter)
+		return false
+	}
+	corrupt, err := s.verifyReplica(ctx, r.Address, r.BlockId)
+	switch {
+	case err != nil:
+		glog.Warningf("replica of block %d on %s reported corrupt by %s (%s): not verified, kept: %v", r.BlockId, r.Address, reporter, r.Reason, err)
+	case !corrupt:
+		glog.Warningf("replica of block %d on %s reported corrupt by %s (%s): its chunkserver verified it sound, kept", r.BlockId, r.Address, reporter, r.Reason)
+	}
+	return corrupt
 }
 
 func (s *term) noteSealed(addr string, blocks []*bfspb.ReportedBlock) {
@@ -257,6 +310,9 @@ func (s *term) watchChunkservers() {
 			s.repair.Rescan()
 		}
 		s.closer.Recheck()
+		if err := s.rotateKeys(); err != nil {
+			glog.Warningf("term %d: block keys: %v", s.num, err)
+		}
 	}
 }
 

@@ -13,8 +13,11 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/bfs-go/bfs/cluster/testcluster"
+	"github.com/bfs-go/bfs/internal/blocktoken"
 	"github.com/bfs-go/bfs/internal/certs"
 	"github.com/bfs-go/bfs/nameserver"
 	"github.com/bfs-go/bfs/proto/bfspb"
@@ -50,7 +53,9 @@ func rawPacket(t *testing.T, c *testcluster.Cluster, addr string, b *bfspb.Locat
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	stream, err := bfspb.NewChunkServerClient(c.Dial(addr)).Write(ctx)
+	ctx, err := blocktoken.Attach(ctx, b.Token)
+	require.NoError(t, err)
+	stream, err := bfspb.NewChunkServerClient(dialHolder(t, c, addr, b)).Write(ctx)
 	require.NoError(t, err)
 	p.BlockId, p.Version = b.BlockId, b.Version
 	p.Crc32C = crc32.Checksum(p.Data, crc32.MakeTable(crc32.Castagnoli))
@@ -65,6 +70,18 @@ func rawPacket(t *testing.T, c *testcluster.Cluster, addr string, b *bfspb.Locat
 			return
 		}
 	}
+}
+
+// dialHolder dials addr as the identity b's token was issued to (the
+// client's or the admin's certificate): a chunkserver serves no other.
+func dialHolder(t *testing.T, c *testcluster.Cluster, addr string, b *bfspb.LocatedBlock) *grpc.ClientConn {
+	t.Helper()
+	var tok bfspb.BlockToken
+	require.NoError(t, proto.Unmarshal(b.GetToken().GetToken(), &tok))
+	if tok.Holder == (certs.Identity{Kind: certs.KindAdmin, Name: certs.AdminUser}).String() {
+		return c.DialAs(addr, certs.AdminUser)
+	}
+	return c.Dial(addr)
 }
 
 func blockInfo(t *testing.T, c *testcluster.Cluster, addr string, block int64) *bfspb.GetBlockInfoResponse {
@@ -88,10 +105,13 @@ func syncBlock(t *testing.T, ns bfspb.NameServerClient, path, session string, bl
 	require.Equal(t, bfspb.StatusCode_OK, r.Status, r.Message)
 }
 
-// readReplica returns every byte the replica of block at addr holds.
-func readReplica(t *testing.T, c *testcluster.Cluster, addr string, block int64) []byte {
+// readReplica returns every byte the replica of b at addr holds (b's
+// token reads: a write token reads too).
+func readReplica(t *testing.T, c *testcluster.Cluster, addr string, b *bfspb.LocatedBlock) []byte {
 	t.Helper()
-	stream, err := bfspb.NewChunkServerClient(c.Dial(addr)).Read(context.Background(), &bfspb.ReadRequest{BlockId: block})
+	ctx, err := blocktoken.Attach(context.Background(), b.Token)
+	require.NoError(t, err)
+	stream, err := bfspb.NewChunkServerClient(dialHolder(t, c, addr, b)).Read(ctx, &bfspb.ReadRequest{BlockId: b.BlockId})
 	require.NoError(t, err)
 	var buf bytes.Buffer
 	for {
@@ -210,7 +230,7 @@ func TestSyncClaimNeverCutsReplicas(t *testing.T) {
 					info := blockInfo(t, c, addr, b.BlockId)
 					require.True(t, info.Sealed, "replica on %s", addr)
 					require.Equal(t, tc.want, info.Size, "replica on %s (%d bytes written)", addr, tc.lens[j])
-					require.Equal(t, data[:tc.want], readReplica(t, c, addr, b.BlockId), "replica on %s", addr)
+					require.Equal(t, data[:tc.want], readReplica(t, c, addr, b), "replica on %s", addr)
 				}
 			})
 		}

@@ -96,11 +96,38 @@ type Config struct {
 	// RepairMaxCopiesPerServer those of one chunkserver, as source and as
 	// target together. 0 means the defaults (32, 4).
 	RepairMaxCopies, RepairMaxCopiesPerServer int
+	// BlockTokenLifetime is how long a block token the nameserver issues
+	// (AddBlock, GetFileLocation, ReplicateBlock) is good for; 0 means
+	// DefaultBlockTokenLifetime. BlockKeyRotation is how often the leader
+	// makes a new key to sign them with; 0 means DefaultBlockKeyRotation.
+	// It is at least twice the lifetime: the key before the newest is
+	// still accepted, until every token it signed has expired.
+	BlockTokenLifetime, BlockKeyRotation time.Duration
+	// UnallocatedGrace is how long a replica of a block id the namespace
+	// never allocated is kept, from the first block report that names it,
+	// before a report is answered with its deletion; 0 means
+	// DefaultUnallocatedGrace, a negative value keeps them for ever (the
+	// behaviour before, for a namespace restored from an old copy while
+	// the chunkservers hold newer blocks).
+	UnallocatedGrace time.Duration
 	// Clock is the source of time; the real clock if nil.
 	Clock clock.Clock
 	// TestingKnobs are seams for tests; the zero value is production.
 	TestingKnobs TestingKnobs
 }
+
+// Defaults of the block tokens and of unallocated replicas (see Config).
+const (
+	DefaultBlockTokenLifetime = 10 * time.Minute
+	DefaultBlockKeyRotation   = 10 * time.Hour
+	DefaultUnallocatedGrace   = time.Hour
+)
+
+// MaxVolumeBytes is the most capacity (and free space) the nameserver
+// believes of one volume of a chunkserver: 1 PiB, beyond any disk, so
+// that a figure nobody can hold places no replica and sums of a cluster's
+// volumes stay far from overflowing.
+const MaxVolumeBytes int64 = 1 << 50
 
 // RaftConfig tunes the group's timing and snapshots.
 type RaftConfig struct {
@@ -111,6 +138,10 @@ type RaftConfig struct {
 
 // TestingKnobs let tests hold a nameserver at chosen points.
 type TestingKnobs struct {
+	// TokenLifetime, if set, is asked the lifetime of every block token
+	// issued; a non-zero answer replaces Config.BlockTokenLifetime and may
+	// be negative (the token is issued expired).
+	TokenLifetime func(access bfspb.BlockAccess) time.Duration
 	// BeforeClose, if set, is called when a file being closed has been
 	// found ready (every awaited replica reported or declared dead), before
 	// its close is decided and persisted.
@@ -193,6 +224,24 @@ func (c *Config) validate() error {
 	}
 	if err := daemon.CheckSecurity(c.TLS, c.Insecure); err != nil {
 		return fmt.Errorf("nameserver: %w", err)
+	}
+	if c.TLS != nil && !c.TLS.Identity().IsNameServer() {
+		// Chunkservers would refuse every command it sends.
+		return fmt.Errorf("nameserver: the certificate in %s names %s, not a nameserver: make one with bfs cert create-node --role nameserver",
+			c.TLS.Dir(), c.TLS.Identity())
+	}
+	if c.BlockTokenLifetime == 0 {
+		c.BlockTokenLifetime = DefaultBlockTokenLifetime
+	}
+	if c.BlockKeyRotation == 0 {
+		c.BlockKeyRotation = DefaultBlockKeyRotation
+	}
+	if c.BlockTokenLifetime < 0 || c.BlockKeyRotation < 2*c.BlockTokenLifetime {
+		return fmt.Errorf("nameserver: block keys rotate every %v, block tokens live %v: the rotation must be at least twice the lifetime",
+			c.BlockKeyRotation, c.BlockTokenLifetime)
+	}
+	if c.UnallocatedGrace == 0 {
+		c.UnallocatedGrace = DefaultUnallocatedGrace
 	}
 	if c.MinSessionTTL == 0 {
 		c.MinSessionTTL = time.Second

@@ -40,8 +40,8 @@ func TestReportedCorruptReplicaIsNotLocated(t *testing.T) {
 	require.NoError(t, err)
 	defer conn.Close()
 	ns := bfspb.NewNameServerClient(conn)
+	reportOwnCorrupt(ctx, t, cl, block, bad)
 	resp, err := ns.ReportBadReplicas(ctx, &bfspb.ReportBadReplicasRequest{Replicas: []*bfspb.BadReplica{
-		{BlockId: block, Address: bad, Reason: "checksum mismatch"},
 		{BlockId: block + 1000, Address: bad, Reason: "no such block: ignored"},
 	}})
 	require.NoError(t, err)

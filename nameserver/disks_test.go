@@ -152,13 +152,9 @@ func TestEveryReplicaCorruptIsMissing(t *testing.T) {
 	writeFiles(ctx, t, c, 1)
 	loc, err := c.Locate(ctx, "/f0")
 	require.NoError(t, err)
-	var bad []*bfspb.BadReplica
 	for _, a := range loc.Blocks[0].Replicas {
-		bad = append(bad, &bfspb.BadReplica{BlockId: loc.Blocks[0].ID, Address: a, Reason: "checksum mismatch"})
+		reportOwnCorrupt(ctx, t, cl, loc.Blocks[0].ID, a)
 	}
-	resp, err := bfspb.NewNameServerClient(cl.Dial(cl.NameServerAddr)).ReportBadReplicas(ctx, &bfspb.ReportBadReplicasRequest{Replicas: bad})
-	require.NoError(t, err)
-	require.Equal(t, bfspb.StatusCode_OK, resp.Status, resp.Message)
 
 	totals, err := c.Fsck(ctx, "/", func(sdk.FsckFile) error { return nil })
 	require.NoError(t, err)
@@ -198,7 +194,7 @@ func TestShortReplicaDoesNotCount(t *testing.T) {
 	gs, err := c.GroupStatus(ctx)
 	require.NoError(t, err)
 	require.Len(t, gs.Members, 1)
-	cs := bfspb.NewChunkServerClient(cl.Dial(short))
+	cs := bfspb.NewChunkServerClient(cl.DialCreds(short, cl.NameServerCreds()))
 	tr, err := cs.Truncate(ctx, &bfspb.TruncateRequest{BlockId: block, Size: int64(len(data) / 2), Term: gs.Members[0].Term})
 	require.NoError(t, err)
 	require.Equal(t, bfspb.StatusCode_OK, tr.Status, tr.Message)

@@ -38,7 +38,70 @@
 // With Config.TLS both its ports take only peers with a certificate of
 // the cluster's CA (internal/daemon), each RPC's context carrying the
 // peer's identity (certs.PeerIdentity), and it dials chunkservers and its
-// peers with its node certificate.
+// peers with its node certificate, which must carry the nameserver role
+// (bfs cert create-node --role nameserver): chunkservers take commands
+// from no other certificate, and New refuses one without the role.
+//
+// # Trust (tokens.go, trust.go; SPEC §10)
+//
+// Block tokens. AddBlock answers a write token, GetFileLocation a read
+// token per block, ReplicateBlock carries a read token for the copy's
+// target (internal/blocktoken): block id, version, access, the identity
+// of the peer it is issued to, a deadline (now + --block-token-lifetime,
+// default 10 min, on this leader's wall clock) and, for a write, the
+// writer's session and the deepest directory lock its AddBlock was fenced
+// by, HMAC-SHA256-signed. The keys are the group's: the leader makes one
+// (BlockKeyCmd, 32 random bytes, ids that only grow) when its term starts
+// without one, and a new one every --block-key-rotation (default 10 h) in
+// its liveness loop; the store keeps the newest two (the previous one
+// verifies the tokens it signed until they expire, which the rotation
+// being at least twice the lifetime guarantees). A new key signs only
+// after three heartbeat intervals, so every live chunkserver has it
+// (Register and every HeartBeat answer the keys and this leader's clock).
+// A new leader signs with the keys in the namespace: the chunkservers
+// hold them already.
+//
+// Chunkservers. Register is taken only from a node certificate of the
+// chunkserver role (or one made before roles): not a client's, an
+// admin's or a nameserver's (PERMISSION_DENIED). On a secure nameserver
+// the address must be one to reach a chunkserver at (a host and a port,
+// not an unspecified IP: INVALID_ARGUMENT) and one whose host the
+// certificate names (its IP or DNS SANs), so nobody registers at
+// another's address; an address a live chunkserver of another certificate
+// holds is refused too. The term records which certificate registered
+// each address (registrations), and takes HeartBeat, BlockReport and
+// BlockReceived for that address only from it (PERMISSION_DENIED).
+//
+// Free space (blockmap.Usage.Sanitized). A volume's capacity, free and
+// used bytes are believed within [0, MaxVolumeBytes] (1 PiB), free and
+// used within the capacity, and the sums are recomputed from the volumes;
+// placement weighs a chunkserver at most four times the median of the
+// candidates, so one that claims more room than it has draws more new
+// replicas than the others, but not all. Totals over the cluster add with
+// saturation.
+//
+// Bad replicas. A chunkserver's report of its own replica (the identity
+// that registered the address the replica is on) is its verdict. Any
+// other report, a reader's or another chunkserver's, is a hint: the
+// nameserver has the replica's chunkserver verify it (VerifyBlock, at most
+// four at once; more hints are dropped and logged) and marks it corrupt
+// only if the chunkserver answers CORRUPT. A false report deletes nothing.
+//
+// Unallocated blocks. A replica of a block id above the namespace's id
+// counter (never allocated here) is no longer kept for ever: the term
+// records when a block report first named it, out of safe mode, and once
+// --unallocated-grace (default 1 h) has passed the next report answers it
+// obsolete. Nothing is deleted in safe mode or when a lookup fails; ids
+// are allocated by a committed command before any replica is created, so
+// a live allocation is never above the counter a leader sees. The grace
+// restarts with every term (never hastened by a leader change). A
+// nameserver restored from an old copy of its data directory sees the
+// newer blocks as unallocated: each is logged with the time it goes, and
+// a negative grace keeps them for ever while an operator decides.
+//
+// An insecure nameserver (--insecure) knows no identities: it checks
+// none, and a token names no holder; it still issues tokens and hands
+// keys to whoever registers.
 //
 // Identities and authorization (authz.go, conceal.go; SPEC §10). Every
 // RPC passes one pair of interceptors, after leaderOnly, that checks the
@@ -152,8 +215,9 @@
 // below the namespace's id counter, so the id was handed out by this
 // namespace and has since been deleted, superseded, or never committed.
 // An id above the counter was never allocated here (a namespace restored
-// from an older copy, say): the replica is kept and logged. A lookup that
-// fails keeps the replica.
+// from an older copy, or a replica planted on a chunkserver): the replica
+// is kept for the grace period (see Trust, "Unallocated blocks") and then
+// deleted. A lookup that fails keeps the replica.
 //
 // Safe mode: a nameserver starts in safe mode, holding every replica
 // deletion (no obsolete answer; every DeleteBlocks asked for meanwhile,
@@ -174,8 +238,8 @@
 // a corrupt replica while safe mode is on (repair.Config.Hold).
 //
 // Corrupt replicas: ReportBadReplicas (from a chunkserver's scrubber, or
-// from a client that read around a bad replica) marks a replica of a live
-// block corrupt in the block map: it is logged, counted by the
+// from a client that read around a bad replica, verified first: see
+// Trust) marks a replica of a live block corrupt in the block map: it is logged, counted by the
 // bfs_nameserver_corrupt_replicas gauge, stops counting and is no longer
 // given to readers by GetFileLocation (unless every replica of the block
 // is marked; see nameserver/blockmap). Block reports do not clear the

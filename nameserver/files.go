@@ -50,7 +50,11 @@ func (s *term) addBlock(ctx context.Context, req *bfspb.AddBlockRequest) (*bfspb
 		return nil, namespace.ErrNotOpen
 	}
 	if len(info.Blocks) > 0 { // a retry: the file keeps its block
-		return s.addBlockAgain(ctx, info.Blocks[0])
+		lb, err := s.addBlockAgain(ctx, info.Blocks[0])
+		if lb != nil {
+			lb.Token = s.issueWrite(info.Blocks[0], holderOf(ctx), req.SessionId, req.Fences)
+		}
+		return lb, err
 	}
 	addrs, err := s.blocks.Pick(int(info.Replication), s.placement())
 	if err != nil {
@@ -79,7 +83,9 @@ func (s *term) addBlock(ctx context.Context, req *bfspb.AddBlockRequest) (*bfspb
 	if err := s.createReplicas(ctx, meta.Id, addrs); err != nil {
 		return nil, err
 	}
-	return locate(res.Info.Blocks[0], true, nil), nil
+	lb := locate(res.Info.Blocks[0], true, nil)
+	lb.Token = s.issueWrite(meta, holderOf(ctx), req.SessionId, req.Fences)
+	return lb, nil
 }
 
 // addBlockAgain answers a retried AddBlock with the file's block, its
@@ -240,8 +246,11 @@ func (srv *Server) GetFileLocation(ctx context.Context, req *bfspb.GetFileLocati
 	}
 	s.noteLive(info)
 	open := info.WriterSession != ""
+	holder := holderOf(ctx)
 	for _, b := range info.Blocks {
-		resp.Blocks = append(resp.Blocks, locate(b, open, s.blocks.Replicas(blockmap.BlockID(b.Id))))
+		lb := locate(b, open, s.blocks.Replicas(blockmap.BlockID(b.Id)))
+		lb.Token = s.issue(b, bfspb.BlockAccess_BLOCK_ACCESS_READ, holder)
+		resp.Blocks = append(resp.Blocks, lb)
 	}
 	return resp, nil
 }

@@ -194,7 +194,7 @@ func TestPartitionedLeaderAcknowledgesNothing(t *testing.T) {
 	// the deposed leader's term. (cluster/e2e's
 	// TestGroupPartitionedLeaderAcknowledgesNothing has the deposed
 	// leader itself send one.)
-	cs := bfspb.NewChunkServerClient(cl.Dial(cl.ChunkserverAddrs()[0]))
+	cs := bfspb.NewChunkServerClient(cl.DialCreds(cl.ChunkserverAddrs()[0], cl.NameServerCreds()))
 	require.Eventually(t, func() bool {
 		resp, err := cs.Seal(ctx, &bfspb.SealRequest{BlockId: 1 << 40, Term: oldTerm})
 		return err == nil && resp.Status == bfspb.StatusCode_NOT_LEADER

@@ -44,7 +44,7 @@ func TestRegisterChecksClusterID(t *testing.T) {
 	cl.RestartNameServer()
 	require.Equal(t, id, cl.NameServer().ClusterID(), "the cluster id changed across a restart")
 
-	ns := nameServerClient(cl)
+	ns := fakeChunkserver(t, cl)
 	resp, err := ns.Register(ctx, &bfspb.RegisterRequest{Address: "127.0.0.1:1", ClusterId: "0123456789abcdef"})
 	require.NoError(t, err)
 	require.Equal(t, bfspb.StatusCode_WRONG_CLUSTER, resp.Status)
@@ -59,7 +59,8 @@ func TestRegisterChecksClusterID(t *testing.T) {
 
 // TestSafeModeHoldsDeletes: after a restart the nameserver calls nothing
 // obsolete until the reports cover the blocks it knows or an operator
-// leaves safe mode; a block id it never allocated is never obsolete.
+// leaves safe mode; a block id it never allocated is not obsolete before
+// its grace period has passed.
 func TestSafeModeHoldsDeletes(t *testing.T) {
 	cl := testcluster.Start(t, testcluster.WithChunkservers(3))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -92,8 +93,9 @@ func TestSafeModeHoldsDeletes(t *testing.T) {
 	require.InDelta(t, 0.999, sm.Threshold, 1e-9)
 
 	// A chunkserver holding only the deleted block and an id the
-	// namespace never handed out.
-	reg, err := ns.Register(ctx, &bfspb.RegisterRequest{Address: "127.0.0.1:1", ClusterId: cl.NameServer().ClusterID()})
+	// namespace never handed out (kept: its grace period is an hour).
+	cs := fakeChunkserver(t, cl)
+	reg, err := cs.Register(ctx, &bfspb.RegisterRequest{Address: "127.0.0.1:1", ClusterId: cl.NameServer().ClusterID()})
 	require.NoError(t, err)
 	require.Equal(t, bfspb.StatusCode_OK, reg.Status)
 	unknown := int64(1) << 40
@@ -102,7 +104,7 @@ func TestSafeModeHoldsDeletes(t *testing.T) {
 		for _, id := range ids {
 			req.Blocks = append(req.Blocks, &bfspb.ReportedBlock{BlockId: id, Size: 1, Version: 1, Sealed: true})
 		}
-		resp, err := ns.BlockReport(ctx, req)
+		resp, err := cs.BlockReport(ctx, req)
 		require.NoError(t, err)
 		require.Equal(t, bfspb.StatusCode_OK, resp.Status, resp.Message)
 		require.Equal(t, cl.NameServer().ClusterID(), resp.ClusterId)
@@ -120,7 +122,8 @@ func TestSafeModeHoldsDeletes(t *testing.T) {
 	// Safe mode ends by itself once the known block is reported.
 	cl.RestartNameServer()
 	ns = nameServerClient(cl)
-	reg, err = ns.Register(ctx, &bfspb.RegisterRequest{Address: "127.0.0.1:1", ClusterId: cl.NameServer().ClusterID()})
+	cs = fakeChunkserver(t, cl)
+	reg, err = cs.Register(ctx, &bfspb.RegisterRequest{Address: "127.0.0.1:1", ClusterId: cl.NameServer().ClusterID()})
 	require.NoError(t, err)
 	require.Empty(t, report(gone))
 	sm, err = ns.GetSafeMode(ctx, &bfspb.GetSafeModeRequest{})

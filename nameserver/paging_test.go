@@ -125,8 +125,8 @@ func TestDeletePages(t *testing.T) {
 }
 
 // TestMillionBlocksOverGRPC sends a full report of a million blocks (ids
-// this namespace never handed out: each is kept, none answered
-// obsolete) to a nameserver over gRPC on loopback in pages of the
+// this namespace never handed out: each is kept within its grace period,
+// none answered obsolete) to a nameserver over gRPC on loopback in pages of the
 // chunkserver's default size, then has the nameserver delete a million
 // blocks on a chunkserver: every message within the default 4 MiB limit.
 func TestMillionBlocksOverGRPC(t *testing.T) {
@@ -183,7 +183,7 @@ func TestMillionBlocksOverGRPC(t *testing.T) {
 		obsolete += len(resp.Obsolete)
 		pages++
 	}
-	require.Zero(t, obsolete, "blocks the namespace never handed out are kept")
+	require.Zero(t, obsolete, "blocks the namespace never handed out are kept for their grace period")
 
 	// The limit is gRPC's default: the same report in one message is
 	// refused.

@@ -149,12 +149,7 @@ func TestRepairReplacesCorruptReplica(t *testing.T) {
 	require.NoError(t, err)
 	block, bad := loc.Blocks[0].ID, loc.Blocks[0].Replicas[1]
 
-	ns := bfspb.NewNameServerClient(cl.Dial(cl.NameServerAddr))
-	resp, err := ns.ReportBadReplicas(ctx, &bfspb.ReportBadReplicasRequest{Replicas: []*bfspb.BadReplica{
-		{BlockId: block, Address: bad, Reason: "checksum mismatch"},
-	}})
-	require.NoError(t, err)
-	require.Equal(t, bfspb.StatusCode_OK, resp.Status, resp.Message)
+	reportOwnCorrupt(ctx, t, cl, block, bad)
 
 	waitReplicas(ctx, t, c, files, bad)
 	require.Eventually(t, func() bool { return blockInfo(t, cl, bad, block).Status == bfspb.StatusCode_NOT_FOUND },

@@ -75,8 +75,15 @@ func (c repairChunkservers) Replicate(ctx context.Context, target, source string
 	if err != nil {
 		return err
 	}
+	// The target reads the source with a token issued to the target's
+	// certificate, and only from the certificate that registered the
+	// source.
+	targetID, _ := c.s.regs.of(target)
+	sourceID, _ := c.s.regs.of(source)
+	token := c.s.issue(&bfspb.BlockMeta{Id: block, Version: version}, bfspb.BlockAccess_BLOCK_ACCESS_READ, targetID)
 	resp, err := cl.ReplicateBlock(ctx, &bfspb.ReplicateBlockRequest{
 		BlockId: block, Source: source, Size: size, Version: version, ClusterId: c.s.ns.ClusterID(), Term: c.s.num,
+		SourceToken: token, SourceIdentity: sourceID,
 	})
 	switch {
 	case err != nil:

@@ -53,6 +53,14 @@ type term struct {
 	// tasks are the term's own background work (releasing the locks of
 	// ended sessions, deletes of replicas).
 	tasks *taskgroup.Group
+	// keys sign block tokens (tokens.go); regs are the certificates that
+	// registered the chunkservers, unalloc the replicas of blocks never
+	// allocated, verifySlots the verifications of reported replicas in
+	// flight (trust.go).
+	keys        blockKeys
+	regs        registrations
+	unalloc     unallocated
+	verifySlots chan struct{}
 
 	stopc        chan struct{}
 	livenessDone chan struct{}
@@ -84,7 +92,7 @@ func (s *Server) startTerm(ctx context.Context, num uint64) (*term, error) {
 		return nil, err
 	}
 	t := &term{Server: s, num: num, tasks: taskgroup.New(), started: s.cfg.Clock.Now(),
-		stopc: make(chan struct{}), livenessDone: make(chan struct{})}
+		stopc: make(chan struct{}), livenessDone: make(chan struct{}), verifySlots: make(chan struct{}, maxVerifications)}
 	t.dead = newDeadList(t.recordChunkserver)
 	t.blocks = blockmap.New(t.started)
 	if err := t.start(); err != nil {
@@ -114,6 +122,10 @@ func (s *Server) format() error {
 // start starts the term's services in order; each one started is
 // stopped by stop.
 func (t *term) start() error {
+	// Tokens are signed from the first request on: the keys come first.
+	if err := t.rotateKeys(); err != nil {
+		return err
+	}
 	if err := t.startSafeMode(); err != nil {
 		return err
 	}

@@ -75,7 +75,11 @@ func TestReadAroundCorruptReplicaReportsIt(t *testing.T) {
 	require.NoError(t, os.WriteFile(path, raw, 0o644))
 
 	// Readers are sent to the bad replica first.
-	ns := &locatingNameServer{size: int64(len(data)), block: &bfspb.LocatedBlock{BlockId: block, Size: int64(len(data))}}
+	// With the real nameserver's read token: the chunkservers ask for one.
+	real, err := bfspb.NewNameServerClient(cl.Dial(cl.NameServerAddr)).GetFileLocation(ctx, &bfspb.GetFileLocationRequest{Path: "/f"})
+	require.NoError(t, err)
+	require.Len(t, real.Blocks, 1)
+	ns := &locatingNameServer{size: int64(len(data)), block: &bfspb.LocatedBlock{BlockId: block, Size: int64(len(data)), Token: real.Blocks[0].Token}}
 	for _, a := range loc.Blocks[0].Replicas {
 		ns.block.Replicas = append(ns.block.Replicas, &bfspb.Replica{Address: a})
 	}

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/encoding/proto"
 	"google.golang.org/grpc/mem"
 
+	"github.com/bfs-go/bfs/internal/blocktoken"
 	"github.com/bfs-go/bfs/proto/bfspb"
 )
 
@@ -73,11 +74,17 @@ func (c packetCodec) Unmarshal(data mem.BufferSlice, v any) error { return c.pro
 
 func (c packetCodec) Name() string { return proto.Name }
 
-// newFanout opens a Write stream to every address. Addresses that cannot
-// be reached start out dropped; if none can, it fails.
-func newFanout(c *Client, addrs []string, window int64) (*fanout, error) {
+// newFanout opens a Write stream to every address, each carrying the
+// block's write token. Addresses that cannot be reached start out
+// dropped; if none can, it fails.
+func newFanout(c *Client, addrs []string, token *bfspb.SignedBlockToken, window int64) (*fanout, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	f := &fanout{window: window, ctx: ctx, cancel: cancel}
+	streamCtx, err := blocktoken.Attach(ctx, token)
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("%w: %v", ErrInternal, err)
+	}
 	f.cond = sync.NewCond(&f.mu)
 	var lastErr error
 	for _, addr := range addrs {
@@ -85,7 +92,7 @@ func newFanout(c *Client, addrs []string, window int64) (*fanout, error) {
 		f.mu.replicas = append(f.mu.replicas, r)
 		cl, err := c.chunkserver(addr)
 		if err == nil {
-			r.stream, err = cl.Write(ctx, grpc.ForceCodecV2(wireCodec))
+			r.stream, err = cl.Write(streamCtx, grpc.ForceCodecV2(wireCodec))
 		}
 		if err != nil {
 			r.err, lastErr = err, err

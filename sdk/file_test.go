@@ -19,6 +19,7 @@ import (
 	"github.com/bfs-go/bfs/chunkserver"
 	"github.com/bfs-go/bfs/cluster/sandbox"
 	"github.com/bfs-go/bfs/cluster/testcluster"
+	"github.com/bfs-go/bfs/internal/blocktoken"
 	"github.com/bfs-go/bfs/proto/bfspb"
 	"github.com/bfs-go/bfs/sdk"
 )
@@ -361,7 +362,9 @@ func TestSessionExpiryClosesAbandonedFile(t *testing.T) {
 	for i, rep := range ab.Block.Replicas {
 		conn, err := grpc.NewClient(rep.Address, cl.DialOption())
 		require.NoError(t, err)
-		st, err := bfspb.NewChunkServerClient(conn).Write(ctx)
+		wctx, err := blocktoken.Attach(ctx, ab.Block.Token)
+		require.NoError(t, err)
+		st, err := bfspb.NewChunkServerClient(conn).Write(wctx)
 		require.NoError(t, err)
 		send := func(seq, off int64, b []byte, sync bool) {
 			require.NoError(t, st.Send(&bfspb.WritePacket{BlockId: ab.Block.BlockId, Seq: seq, Offset: off, Data: b,

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bfs-go/bfs/internal/blocktoken"
 	"github.com/bfs-go/bfs/proto/bfspb"
 )
 
@@ -38,6 +39,12 @@ type Reader struct {
 	streamOff  int64
 	pending    []byte
 	closed     bool
+
+	// tokenMu guards token, the read token the chunkservers ask for (from
+	// GetFileLocation; asked for again when a chunkserver refuses it, as
+	// it does once it has expired).
+	tokenMu sync.Mutex
+	token   *bfspb.SignedBlockToken
 
 	// badMu guards bad, the replicas that answered CORRUPT and are not
 	// yet reported (address to reason), and reported, those that were.
@@ -72,7 +79,7 @@ func (c *Client) open(ctx context.Context, path string) (*Reader, error) {
 		return nil, fmt.Errorf("%w: file has %d blocks; this client reads one", ErrInternal, len(resp.Blocks))
 	}
 	if len(resp.Blocks) == 1 {
-		r.block = resp.Blocks[0]
+		r.block, r.token = resp.Blocks[0], resp.Blocks[0].Token
 		if r.block.Open {
 			r.size = r.visibleLength(ctx)
 		}
@@ -141,10 +148,38 @@ func (r *Reader) readable() error {
 	return nil
 }
 
+// readToken returns the token reads carry.
+func (r *Reader) readToken() *bfspb.SignedBlockToken {
+	r.tokenMu.Lock()
+	defer r.tokenMu.Unlock()
+	return r.token
+}
+
+// renewToken asks the nameserver for a new read token after a chunkserver
+// refused the one the Reader had (it expired: a file kept open for long);
+// it reports whether it got one for the same block.
+func (r *Reader) renewToken() bool {
+	ctx, cancel := context.WithTimeout(context.Background(), renewTimeout)
+	defer cancel()
+	resp, err := r.c.ns.GetFileLocation(ctx, &bfspb.GetFileLocationRequest{Path: r.path})
+	if err != nil || resp.Status != bfspb.StatusCode_OK || len(resp.Blocks) != 1 || resp.Blocks[0].BlockId != r.block.BlockId {
+		return false
+	}
+	r.tokenMu.Lock()
+	defer r.tokenMu.Unlock()
+	r.token = resp.Blocks[0].Token
+	return true
+}
+
+// renewTimeout bounds the renewal of a read token.
+const renewTimeout = 10 * time.Second
+
 // fill receives the next chunk of the stream, opening a stream (on the
-// next replica after a failure) when there is none.
+// next replica after a failure) when there is none. A refused token is
+// renewed once.
 func (r *Reader) fill() error {
 	var lastErr error
+	renewed := false
 	for attempt := 0; attempt <= len(r.block.Replicas); attempt++ {
 		if r.stream == nil {
 			if err := r.openStream(); err != nil {
@@ -162,6 +197,12 @@ func (r *Reader) fill() error {
 		}
 		if err == nil && chunk.Status == bfspb.StatusCode_CORRUPT {
 			r.noteBad(r.streamAddr, chunk.Message)
+		}
+		if err == nil && chunk.Status == bfspb.StatusCode_PERMISSION_DENIED && !renewed && r.renewToken() {
+			renewed = true
+			r.dropStream()
+			attempt--
+			continue
 		}
 		switch {
 		case err == io.EOF:
@@ -187,7 +228,12 @@ func (r *Reader) openStream() error {
 		return err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	st, err := cl.Read(ctx, &bfspb.ReadRequest{BlockId: r.block.BlockId, Offset: r.off, Length: r.size - r.off})
+	tctx, err := blocktoken.Attach(ctx, r.readToken())
+	if err != nil {
+		cancel()
+		return err
+	}
+	st, err := cl.Read(tctx, &bfspb.ReadRequest{BlockId: r.block.BlockId, Offset: r.off, Length: r.size - r.off})
 	if err != nil {
 		cancel()
 		return err
@@ -219,9 +265,15 @@ func (r *Reader) ReadAt(p []byte, off int64) (int, error) {
 	}
 	want := min(int64(len(p)), r.size-off)
 	var lastErr error
-	for i := range r.block.Replicas {
+	renewed := false
+	for i := 0; i < len(r.block.Replicas); i++ {
 		addr := r.block.Replicas[(r.preferred+i)%len(r.block.Replicas)].Address
 		n, err := r.readAtFrom(addr, p[:want], off)
+		if errors.Is(err, ErrPermissionDenied) && !renewed && r.renewToken() {
+			renewed = true
+			i--
+			continue
+		}
 		if errors.Is(err, ErrCorrupt) {
 			r.noteBad(addr, err.Error())
 		}
@@ -244,6 +296,10 @@ func (r *Reader) readAtFrom(addr string, p []byte, off int64) (int, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	ctx, err = blocktoken.Attach(ctx, r.readToken())
+	if err != nil {
+		return 0, err
+	}
 	st, err := cl.Read(ctx, &bfspb.ReadRequest{BlockId: r.block.BlockId, Offset: off, Length: int64(len(p))})
 	if err != nil {
 		return 0, err

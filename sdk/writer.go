@@ -270,7 +270,7 @@ func (w *Writer) addBlock(ctx context.Context) error {
 	for i, r := range blk.Replicas {
 		addrs[i] = r.Address
 	}
-	fan, err := newFanout(w.c, addrs, writeWindow)
+	fan, err := newFanout(w.c, addrs, blk.Token, writeWindow)
 	if err != nil {
 		return err
 	}

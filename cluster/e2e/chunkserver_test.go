@@ -44,12 +44,12 @@ func TestChunkserverKill9(t *testing.T) {
 	c.restartChunkserver(victim)
 	addr := c.csAddrs[victim]
 
-	r := readReplica(t, addr, blk.ID)
+	r := readReplica(t, c.nsAddr, closedPath, addr, blk.ID)
 	require.True(t, r.sealed, "the restarted replica of %s lost its seal", closedPath)
 	requireBytes(t, closedData, r.data, "the restarted replica of %s", closedPath)
 	t.Logf("restarted %s serves %s: %d bytes, sealed, intact", addr, closedPath, r.size)
 
-	r = readReplica(t, addr, openBlk.ID)
+	r = readReplica(t, c.nsAddr, openPath, addr, openBlk.ID)
 	require.GreaterOrEqual(t, r.size, int64(syncedLen), "the restarted replica of %s lost synced bytes", openPath)
 	requireBytes(t, openData[:syncedLen], r.data[:syncedLen], "synced bytes of %s on the restarted replica", openPath)
 	t.Logf("restarted %s kept %d bytes of %s (%d synced before the kill)", addr, r.size, openPath, syncedLen)

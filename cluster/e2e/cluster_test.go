@@ -12,6 +12,7 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/bfs-go/bfs/internal/blocktoken"
 	"github.com/bfs-go/bfs/internal/certs"
 	"github.com/bfs-go/bfs/proto/bfspb"
 	"github.com/bfs-go/bfs/sdk"
@@ -70,7 +71,7 @@ func (c *cluster) startNameServer(addr string) *process {
 func (c *cluster) startChunkserver(i int, addr string, extra ...string) *process {
 	c.t.Helper()
 	args := []string{"chunkserver", "--data", filepath.Join(c.dir, fmt.Sprintf("chunkserver-%d", i)),
-		"--listen", addr, "--metrics", "", "--nameserver", c.nsAddr}
+		"--listen", addr, "--metrics", "", "--nameserver", c.nsAddr, "--certs-dir", csCertsDir}
 	return startDaemon(c.t, slices.Concat(args, c.csFlags, c.csExtra[i], extra)...)
 }
 
@@ -180,12 +181,20 @@ type replica struct {
 	data   []byte
 }
 
-// readReplica asks the chunkserver at addr about block and reads all of
-// its replica, through the chunkserver's own RPCs (no nameserver, no SDK).
-func readReplica(t *testing.T, addr string, block int64) replica {
+// readReplica asks the chunkserver at addr about block (of the file path)
+// and reads all of its replica, through the chunkserver's own RPCs, with
+// the read token the nameserver at nsAddr gives for path (no SDK).
+func readReplica(t *testing.T, nsAddr, path, addr string, block int64) replica {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
+	loc, err := dialNameServer(t, nsAddr).GetFileLocation(ctx, &bfspb.GetFileLocationRequest{Path: path})
+	if err != nil || loc.Status != bfspb.StatusCode_OK || len(loc.Blocks) != 1 || loc.Blocks[0].BlockId != block {
+		t.Fatalf("location of %s (block %d): %v %v", path, block, loc, err)
+	}
+	if ctx, err = blocktoken.Attach(ctx, loc.Blocks[0].Token); err != nil {
+		t.Fatal(err)
+	}
 	cs := dialChunkserver(t, addr)
 	info, err := cs.GetBlockInfo(ctx, &bfspb.GetBlockInfoRequest{BlockId: block})
 	if err != nil || info.Status != bfspb.StatusCode_OK {

@@ -115,7 +115,7 @@ func TestFailoverFencesFrozenTabletServer(t *testing.T) {
 	require.True(t, lost["/tera/t1"] && lost["/tera/t1/lg0"], "A's lock handles did not both report the loss: %v", lost)
 
 	staleOps := countStaleOps(t, evs, frozenAt, closed)
-	staleBytes := countStaleBytes(t, files, closed)
+	staleBytes := countStaleBytes(t, c.nsAddr, files, closed)
 
 	// The namespace is as B left it.
 	for _, f := range files {
@@ -203,13 +203,13 @@ func countStaleOps(t *testing.T, evs []tablet.Event, frozenAt time.Time, closed 
 // countStaleBytes compares every replica of A's files with the closed
 // length and with what A wrote: bytes past the closed length, and bytes
 // within it that differ, were accepted after the unlock.
-func countStaleBytes(t *testing.T, files []tablet.Event, closed map[string]int64) int64 {
+func countStaleBytes(t *testing.T, nsAddr string, files []tablet.Event, closed map[string]int64) int64 {
 	t.Helper()
 	var stale int64
 	for _, f := range files {
 		want := tablet.Pattern(f.Path, 0, int(closed[f.Path]))
 		for _, addr := range f.Replicas {
-			r := readReplica(t, addr, f.Block)
+			r := readReplica(t, nsAddr, f.Path, addr, f.Block)
 			if !r.sealed {
 				t.Errorf("replica of %s on %s is not sealed", f.Path, addr)
 			}

@@ -176,7 +176,7 @@ func killNameServerWhileCleaning(t *testing.T, c *cluster, outage time.Duration)
 				continue
 			}
 			waitFor(t, 30*time.Second, "replica of "+f.Path+" on "+addr+", back late, to agree", func() bool {
-				r := readReplica(t, addr, f.Block)
+				r := readReplica(t, c.nsAddr, f.Path, addr, f.Block)
 				return r.sealed && r.size == fi.Size
 			})
 		}

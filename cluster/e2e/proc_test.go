@@ -33,6 +33,9 @@ var bfsBin, tabletBin string
 var (
 	certsDir    string
 	clientCreds *certs.Creds
+	// csCertsDir holds the chunkservers' node certificate (role
+	// chunkserver) and the CA; they start with --certs-dir csCertsDir.
+	csCertsDir string
 )
 
 func TestMain(m *testing.M) {
@@ -83,7 +86,23 @@ func makeCerts(dir string) error {
 	if err != nil {
 		return err
 	}
-	if err := ca.CreateNode(dir, "", []string{"127.0.0.1", "localhost"}, certs.Options{}); err != nil {
+	if err := ca.CreateNode(dir, certs.RoleNameServer, "", []string{"127.0.0.1", "localhost"}, certs.Options{}); err != nil {
+		return err
+	}
+	// The chunkservers' certificate, in a directory of its own: a
+	// chunkserver takes commands only from a nameserver's certificate.
+	csCertsDir = filepath.Join(dir, "chunkserver")
+	caPEM, err := os.ReadFile(filepath.Join(dir, certs.CAFile))
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(csCertsDir, 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(csCertsDir, certs.CAFile), caPEM, 0o644); err != nil {
+		return err
+	}
+	if err := ca.CreateNode(csCertsDir, certs.RoleChunkserver, "chunkserver", []string{"127.0.0.1", "localhost"}, certs.Options{}); err != nil {
 		return err
 	}
 	for _, id := range []certs.Identity{{Kind: certs.KindClient, Name: certs.ClientUser}, {Kind: certs.KindAdmin, Name: certs.AdminUser}} {

@@ -176,7 +176,7 @@ func TestRepairAfterKill(t *testing.T) {
 		p := fmt.Sprintf("/f%04d", i)
 		_, b := locate(t, cl, p)
 		for _, addr := range b.Replicas {
-			if r := readReplica(t, addr, b.ID); !r.sealed {
+			if r := readReplica(t, c.nsAddr, p, addr, b.ID); !r.sealed {
 				t.Fatalf("%s: replica on %s is not sealed", p, addr)
 			} else {
 				requireBytes(t, want[p], r.data, "%s: replica on %s", p, addr)

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bfs-go/bfs/internal/blocktoken"
 	"github.com/bfs-go/bfs/internal/testdisk"
 	"github.com/bfs-go/bfs/proto/bfspb"
 	"github.com/bfs-go/bfs/sdk"
@@ -281,10 +282,12 @@ func TestVolumeReadErrors(t *testing.T) {
 	vols, _ := c.volumes(addr)
 	onDisk := vols[0].Blocks
 	var onCS3 []int64
+	pathOf := map[int64]string{}
 	for p := range files {
 		_, b := locate(t, cl, p)
 		if slices.Contains(b.Replicas, addr) {
 			onCS3 = append(onCS3, b.ID)
+			pathOf[b.ID] = p
 		}
 	}
 	disk.FailReads(16)
@@ -307,7 +310,7 @@ func TestVolumeReadErrors(t *testing.T) {
 	// The chunkserver's reads of its replicas: those on the disk fail.
 	failedDirect := 0
 	for _, id := range onCS3 {
-		if err := tryReadReplica(t, addr, id); err != nil {
+		if err := tryReadReplica(t, c.nsAddr, pathOf[id], addr, id); err != nil {
 			failedDirect++
 		}
 	}
@@ -366,7 +369,7 @@ func TestVolumeFullRestart(t *testing.T) {
 		if !slices.Contains(b.Replicas, addr) {
 			continue
 		}
-		got := readReplica(t, addr, b.ID)
+		got := readReplica(t, c.nsAddr, p, addr, b.ID)
 		requireBytes(t, want, got.data, "%s on chunkserver 3", p)
 		served++
 	}
@@ -455,11 +458,19 @@ func flipFileByte(t *testing.T, path string, off int64) {
 	}
 }
 
-// tryReadReplica reads all of block's replica through the chunkserver at
-// addr's own RPCs; an error if any part fails.
-func tryReadReplica(t *testing.T, addr string, block int64) error {
+// tryReadReplica reads all of block's replica (of the file path) through
+// the chunkserver at addr's own RPCs, with the read token the nameserver
+// at nsAddr gives; an error if any part fails.
+func tryReadReplica(t *testing.T, nsAddr, path, addr string, block int64) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
+	loc, err := dialNameServer(t, nsAddr).GetFileLocation(ctx, &bfspb.GetFileLocationRequest{Path: path})
+	if err != nil || loc.Status != bfspb.StatusCode_OK || len(loc.Blocks) != 1 {
+		return fmt.Errorf("location of %s: %v %v", path, loc, err)
+	}
+	if ctx, err = blocktoken.Attach(ctx, loc.Blocks[0].Token); err != nil {
+		return err
+	}
 	stream, err := dialChunkserver(t, addr).Read(ctx, &bfspb.ReadRequest{BlockId: block})
 	if err != nil {
 		return err

@@ -21,6 +21,15 @@ func CertsDir(dir string) string { return filepath.Join(dir, "certs") }
 // CAKey is where the CA key of a sandbox in dir is.
 func CAKey(dir string) string { return filepath.Join(dir, "ca.key") }
 
+// ChunkserverCertFile and ChunkserverKeyFile are where the certificate
+// of the sandbox's chunkserver i is, in its certificates directory: each
+// chunkserver has its own (chunkserver/chunkserver-I), so that the
+// nameserver can tell one chunkserver's reports from another's.
+func ChunkserverCertFile(i int) string { return fmt.Sprintf("chunkserver-%d.crt", i) }
+
+// ChunkserverKeyFile is the key of ChunkserverCertFile(i).
+func ChunkserverKeyFile(i int) string { return fmt.Sprintf("chunkserver-%d.key", i) }
+
 // loadCerts makes the sandbox's certificates if its folder has none yet
 // (what is missing, while the CA key is there), then reads them.
 func (s *Sandbox) loadCerts() error {
@@ -31,12 +40,21 @@ func (s *Sandbox) loadCerts() error {
 	if s.node, err = certs.LoadNode(s.CertsDir()); err != nil {
 		return fmt.Errorf("sandbox: %w", err)
 	}
+	s.csNodes = make([]*certs.Creds, s.cfg.Chunkservers)
+	for i := range s.csNodes {
+		if s.csNodes[i], err = certs.LoadNodeFiles(s.CertsDir(), ChunkserverCertFile(i), ChunkserverKeyFile(i)); err != nil {
+			return fmt.Errorf("sandbox: %w", err)
+		}
+	}
 	if s.client, err = certs.LoadClient(s.CertsDir(), certs.ClientUser); err != nil {
 		return fmt.Errorf("sandbox: %w", err)
 	}
 	return nil
 }
 
+// makeCerts makes what the folder lacks: the CA, the nameservers'
+// certificate (node.crt, role nameserver; one made before roles is made
+// again), one per chunkserver, the client's and the admin's.
 func (s *Sandbox) makeCerts() error {
 	dir, caKey := s.CertsDir(), CAKey(s.cfg.Dir)
 	if !exists(filepath.Join(dir, certs.CAFile)) {
@@ -45,19 +63,29 @@ func (s *Sandbox) makeCerts() error {
 		}
 	}
 	need := func(file string) bool { return !exists(filepath.Join(dir, file)) }
-	if !need(certs.NodeCertFile) && !need(certs.ClientCertFile(certs.ClientUser)) && !need(certs.ClientCertFile(certs.AdminUser)) {
-		return nil
+	nsOld := !need(certs.NodeCertFile) && !isNameServerCert(filepath.Join(dir, certs.NodeCertFile))
+	missing := need(certs.NodeCertFile) || nsOld || need(certs.ClientCertFile(certs.ClientUser)) || need(certs.ClientCertFile(certs.AdminUser))
+	for i := range s.cfg.Chunkservers {
+		missing = missing || need(ChunkserverCertFile(i))
 	}
-	if !exists(caKey) {
-		return nil // someone else's CA: loading says what is missing
+	if !missing || !exists(caKey) {
+		return nil // nothing to make, or someone else's CA: loading says what is missing
 	}
 	ca, err := certs.LoadAuthority(dir, caKey)
 	if err != nil {
 		return err
 	}
-	if need(certs.NodeCertFile) {
-		if err := ca.CreateNode(dir, "", s.hosts(), certs.Options{}); err != nil {
+	if need(certs.NodeCertFile) || nsOld {
+		if err := ca.CreateNode(dir, certs.RoleNameServer, "", s.hosts(), certs.Options{Overwrite: nsOld}); err != nil {
 			return err
+		}
+	}
+	for i := range s.cfg.Chunkservers {
+		if need(ChunkserverCertFile(i)) {
+			name := fmt.Sprintf("chunkserver-%d", i)
+			if err := ca.CreateNodeFiles(dir, ChunkserverCertFile(i), ChunkserverKeyFile(i), certs.RoleChunkserver, name, s.hosts(), certs.Options{}); err != nil {
+				return err
+			}
 		}
 	}
 	for _, id := range []certs.Identity{{Kind: certs.KindClient, Name: certs.ClientUser}, {Kind: certs.KindAdmin, Name: certs.AdminUser}} {
@@ -70,7 +98,22 @@ func (s *Sandbox) makeCerts() error {
 	return nil
 }
 
-// hosts are those the node certificate is for: loopback, and the hosts
+// isNameServerCert reports whether the certificate at path names a
+// nameserver (a node certificate made before roles does not).
+func isNameServerCert(path string) bool {
+	infos, err := certs.List(filepath.Dir(path))
+	if err != nil {
+		return false
+	}
+	for _, in := range infos {
+		if in.File == filepath.Base(path) && in.Err == nil {
+			return in.Identity.IsNameServer()
+		}
+	}
+	return false
+}
+
+// hosts are those the node certificates are for: loopback, and the hosts
 // of the listen addresses configured (a sandbox listening on another
 // interface).
 func (s *Sandbox) hosts() []string {
@@ -132,9 +175,9 @@ func (s *Sandbox) DialOptionAs(user string) (grpc.DialOption, error) {
 	return grpc.WithTransportCredentials(certs.TransportCredentials(c)), nil
 }
 
-// NodeDialOption has a raw gRPC client present the daemons' node
-// certificate, as a chunkserver or a nameserver peer does (plaintext to
-// an insecure sandbox).
+// NodeDialOption has a raw gRPC client present the nameservers' node
+// certificate, as a nameserver peer does (plaintext to an insecure
+// sandbox); each chunkserver has its own (ChunkserverCertFile).
 func (s *Sandbox) NodeDialOption() grpc.DialOption {
 	return grpc.WithTransportCredentials(certs.TransportCredentials(s.node))
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/bfs-go/bfs/chunkserver"
+	"github.com/bfs-go/bfs/internal/certs"
 )
 
 type runningChunkserver struct {
@@ -24,11 +25,19 @@ func (s *Sandbox) ChunkserverConfig(i int) chunkserver.Config {
 	cfg.DataDir = filepath.Join(s.cfg.Dir, fmt.Sprintf("chunkserver-%d", i))
 	cfg.NameServerAddr = s.NameServerAddr
 	cfg.MetricsAddr = ""
-	cfg.TLS, cfg.Insecure = s.node, s.cfg.Insecure
+	cfg.TLS, cfg.Insecure = s.chunkserverCreds(i), s.cfg.Insecure
 	if s.cfg.Chunkserver != nil {
 		s.cfg.Chunkserver(i, &cfg)
 	}
 	return cfg
+}
+
+// chunkserverCreds is chunkserver i's certificate; nil when insecure.
+func (s *Sandbox) chunkserverCreds(i int) *certs.Creds {
+	if i < len(s.csNodes) {
+		return s.csNodes[i]
+	}
+	return nil
 }
 
 func (s *Sandbox) startChunkserver(i int, addr string) error {
@@ -45,7 +54,7 @@ func (s *Sandbox) startChunkserver(i int, addr string) error {
 	}
 	cs := &runningChunkserver{srv: srv, addr: lis.Addr().String(), served: make(chan error, 1)}
 	if s.cfg.HTTP {
-		if cs.web, err = serveHTTP(s.httpAddr(s.cfg.NameServers+i), srv.HTTPHandler(), s.node); err != nil {
+		if cs.web, err = serveHTTP(s.httpAddr(s.cfg.NameServers+i), srv.HTTPHandler(), s.chunkserverCreds(i)); err != nil {
 			lis.Close()
 			srv.Close()
 			return fmt.Errorf("sandbox: chunkserver %d: %w", i, err)

@@ -6,11 +6,13 @@
 // bfsbench and the test cluster are built on it.
 //
 // A sandbox is secure unless Config.Insecure says otherwise: the first
-// start on a folder makes a CA (its key in ca.key) and, in certs/, a node
-// certificate for loopback and the listen addresses' hosts, a client
-// certificate (certs.ClientUser) and an admin certificate
-// (certs.AdminUser); every daemon then serves mutual TLS with them, the
-// nameservers' Raft links included. Later starts use what is there.
+// start on a folder makes a CA (its key in ca.key) and, in certs/, node
+// certificates for loopback and the listen addresses' hosts (node.crt
+// with the nameserver role for the nameservers, chunkserver-I.crt with
+// the chunkserver role for each chunkserver), a client certificate
+// (certs.ClientUser) and an admin certificate (certs.AdminUser); every
+// daemon then serves mutual TLS with them, the nameservers' Raft links
+// included. Later starts use what is there (and make what is missing).
 package sandbox
 
 import (
@@ -68,9 +70,10 @@ type Sandbox struct {
 	// NameServerAddr is what clients dial: the nameservers' client
 	// addresses, comma-separated.
 	NameServerAddr string
-	// node are the daemons' certificates, client the client's; nil when
-	// insecure.
+	// node is the nameservers' certificate, csNodes each chunkserver's,
+	// client the client's; nil when insecure.
 	node, client *certs.Creds
+	csNodes      []*certs.Creds
 
 	// nameservers are indexed like Config.NameServers; a stopped one is
 	// nil until restarted.

@@ -12,6 +12,7 @@ package testcluster
 import (
 	"io"
 	"net/http"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -175,6 +176,49 @@ func (c *Cluster) NewClient(name string, admin bool) string {
 		c.t.Fatalf("testcluster: client certificate of %s: %v", id, err)
 	}
 	return name
+}
+
+// DialCreds is Dial presenting creds (a node's certificate, say).
+func (c *Cluster) DialCreds(addr string, creds *certs.Creds) *grpc.ClientConn {
+	c.t.Helper()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(certs.TransportCredentials(creds)))
+	if err != nil {
+		c.t.Fatalf("testcluster: dial %s: %v", addr, err)
+	}
+	c.t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+// Authority is the cluster's CA, to make more certificates with.
+func (c *Cluster) Authority() *certs.Authority {
+	c.t.Helper()
+	ca, err := certs.LoadAuthority(c.CertsDir(), sandbox.CAKey(filepath.Dir(c.CertsDir())))
+	if err != nil {
+		c.t.Fatalf("testcluster: %v", err)
+	}
+	return ca
+}
+
+// NameServerCreds are the nameservers' node certificate (role
+// nameserver); ChunkserverCreds(i) chunkserver i's (role chunkserver).
+// A test presents them to act as that daemon.
+func (c *Cluster) NameServerCreds() *certs.Creds {
+	c.t.Helper()
+	creds, err := certs.LoadNode(c.CertsDir())
+	if err != nil {
+		c.t.Fatalf("testcluster: %v", err)
+	}
+	return creds
+}
+
+// ChunkserverCreds are chunkserver i's node certificate.
+func (c *Cluster) ChunkserverCreds(i int) *certs.Creds {
+	c.t.Helper()
+	creds, err := certs.LoadNodeFiles(c.CertsDir(), sandbox.ChunkserverCertFile(i), sandbox.ChunkserverKeyFile(i))
+	if err != nil {
+		c.t.Fatalf("testcluster: %v", err)
+	}
+	return creds
 }
 
 // Metrics returns what /metrics on the HTTP port at addr of one of the

@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -106,14 +105,21 @@ func TestRotatedCertificateWithoutRestart(t *testing.T) {
 	c := testcluster.Start(t, testcluster.WithChunkservers(1))
 	id, err := health(t, c.NameServerAddr, c.DialOption())
 	require.NoError(t, err)
-	require.Equal(t, certs.Identity{Kind: certs.KindNode, Name: "127.0.0.1"}, id)
-	ca, err := certs.LoadAuthority(c.CertsDir(), sandbox.CAKey(filepath.Dir(c.CertsDir())))
+	require.Equal(t, certs.Identity{Kind: certs.KindNode, Name: "127.0.0.1", Role: certs.RoleNameServer}, id)
+	id, err = health(t, c.ChunkserverAddrs()[0], c.DialOption())
 	require.NoError(t, err)
-	require.NoError(t, ca.CreateNode(c.CertsDir(), "rotated", []string{"127.0.0.1"}, certs.Options{Overwrite: true}))
-	for _, addr := range []string{c.NameServerAddr, c.ChunkserverAddrs()[0]} {
+	require.Equal(t, certs.Identity{Kind: certs.KindNode, Name: "chunkserver-0", Role: certs.RoleChunkserver}, id)
+	ca := c.Authority()
+	require.NoError(t, ca.CreateNode(c.CertsDir(), certs.RoleNameServer, "rotated", []string{"127.0.0.1"}, certs.Options{Overwrite: true}))
+	require.NoError(t, ca.CreateNodeFiles(c.CertsDir(), sandbox.ChunkserverCertFile(0), sandbox.ChunkserverKeyFile(0),
+		certs.RoleChunkserver, "rotated-cs", []string{"127.0.0.1"}, certs.Options{Overwrite: true}))
+	for addr, want := range map[string]certs.Identity{
+		c.NameServerAddr:        {Kind: certs.KindNode, Name: "rotated", Role: certs.RoleNameServer},
+		c.ChunkserverAddrs()[0]: {Kind: certs.KindNode, Name: "rotated-cs", Role: certs.RoleChunkserver},
+	} {
 		id, err := health(t, addr, c.DialOption())
 		require.NoError(t, err)
-		require.Equal(t, certs.Identity{Kind: certs.KindNode, Name: "rotated"}, id, addr)
+		require.Equal(t, want, id, addr)
 	}
 	require.Equal(t, 1, c.NameServer().LiveChunkservers())
 }

@@ -34,9 +34,9 @@ func newPKIB(t testing.TB) *pki {
 	var err error
 	p.ca, err = LoadAuthority(p.dir, p.caKey)
 	require.NoError(t, err)
-	require.NoError(t, p.ca.CreateNode(p.dir, "", []string{"127.0.0.1", "localhost"}, Options{}))
-	require.NoError(t, p.ca.CreateClient(p.dir, Identity{KindClient, "alice"}, Options{}))
-	require.NoError(t, p.ca.CreateClient(p.dir, Identity{KindAdmin, "root"}, Options{}))
+	require.NoError(t, p.ca.CreateNode(p.dir, RoleNameServer, "", []string{"127.0.0.1", "localhost"}, Options{}))
+	require.NoError(t, p.ca.CreateClient(p.dir, Identity{Kind: KindClient, Name: "alice"}, Options{}))
+	require.NoError(t, p.ca.CreateClient(p.dir, Identity{Kind: KindAdmin, Name: "root"}, Options{}))
 	return p
 }
 
@@ -44,14 +44,14 @@ func TestCreateAndLoad(t *testing.T) {
 	p := newPKI(t)
 	node, err := LoadNode(p.dir)
 	require.NoError(t, err)
-	require.Equal(t, Identity{KindNode, "127.0.0.1"}, node.Identity())
-	require.Equal(t, "node/127.0.0.1", node.Identity().String())
+	require.Equal(t, Identity{Kind: KindNode, Name: "127.0.0.1", Role: RoleNameServer}, node.Identity())
+	require.Equal(t, "nameserver/127.0.0.1", node.Identity().String())
 	alice, err := LoadClient(p.dir, "alice")
 	require.NoError(t, err)
-	require.Equal(t, Identity{KindClient, "alice"}, alice.Identity())
+	require.Equal(t, Identity{Kind: KindClient, Name: "alice"}, alice.Identity())
 	root, err := LoadClient(p.dir, "root")
 	require.NoError(t, err)
-	require.Equal(t, Identity{KindAdmin, "root"}, root.Identity())
+	require.Equal(t, Identity{Kind: KindAdmin, Name: "root"}, root.Identity())
 	require.WithinDuration(t, time.Now().Add(DefaultCertLifetime), root.NotAfter(), time.Minute)
 
 	// Keys are the owner's alone; certificates are readable.
@@ -75,7 +75,7 @@ func TestCreateAndLoad(t *testing.T) {
 		"ca.crt Kind(0)/  ",
 		"client.alice.crt client/alice  client.alice.key",
 		"client.root.crt admin/root  client.root.key",
-		"node.crt node/127.0.0.1 localhost,127.0.0.1 node.key",
+		"node.crt nameserver/127.0.0.1 localhost,127.0.0.1 node.key",
 	}, got)
 	require.True(t, infos[0].CA)
 }
@@ -98,34 +98,34 @@ func TestExistingFilesAreKept(t *testing.T) {
 	p := newPKI(t)
 	before, err := os.ReadFile(filepath.Join(p.dir, NodeCertFile))
 	require.NoError(t, err)
-	require.ErrorContains(t, p.ca.CreateNode(p.dir, "", []string{"10.0.0.1"}, Options{}), "exists")
-	require.ErrorContains(t, p.ca.CreateClient(p.dir, Identity{KindClient, "alice"}, Options{}), "exists")
+	require.ErrorContains(t, p.ca.CreateNode(p.dir, RoleNameServer, "", []string{"10.0.0.1"}, Options{}), "exists")
+	require.ErrorContains(t, p.ca.CreateClient(p.dir, Identity{Kind: KindClient, Name: "alice"}, Options{}), "exists")
 	require.ErrorContains(t, CreateCA(p.dir, filepath.Join(t.TempDir(), "other.key"), Options{}), "exists")
 	after, err := os.ReadFile(filepath.Join(p.dir, NodeCertFile))
 	require.NoError(t, err)
 	require.Equal(t, before, after)
 
-	require.NoError(t, p.ca.CreateNode(p.dir, "ns1", []string{"10.0.0.1"}, Options{Overwrite: true}))
+	require.NoError(t, p.ca.CreateNode(p.dir, RoleNameServer, "ns1", []string{"10.0.0.1"}, Options{Overwrite: true}))
 	node, err := LoadNode(p.dir)
 	require.NoError(t, err)
-	require.Equal(t, Identity{KindNode, "ns1"}, node.Identity())
+	require.Equal(t, Identity{Kind: KindNode, Name: "ns1", Role: RoleNameServer}, node.Identity())
 }
 
 func TestBadInput(t *testing.T) {
 	p := newPKI(t)
 	for _, h := range []string{"", "host:80", "https://x", "*.example.com", "a..b", "-a", "a b"} {
-		require.Error(t, p.ca.CreateNode(t.TempDir(), "", []string{h}, Options{}), "host %q", h)
+		require.Error(t, p.ca.CreateNode(t.TempDir(), RoleNameServer, "", []string{h}, Options{}), "host %q", h)
 	}
-	require.ErrorContains(t, p.ca.CreateNode(t.TempDir(), "", nil, Options{}), "at least one host")
-	require.ErrorContains(t, p.ca.CreateNode(t.TempDir(), "", []string{"fe80::1%eth0"}, Options{}), "not an IP address")
+	require.ErrorContains(t, p.ca.CreateNode(t.TempDir(), RoleNameServer, "", nil, Options{}), "at least one host")
+	require.ErrorContains(t, p.ca.CreateNode(t.TempDir(), RoleNameServer, "", []string{"fe80::1%eth0"}, Options{}), "not an IP address")
 	for _, n := range []string{"", ".hidden", "-x", "a/b", "a b", "é", strings.Repeat("x", 129), "new\nline"} {
-		require.Error(t, p.ca.CreateClient(t.TempDir(), Identity{KindClient, n}, Options{}), "name %q", n)
+		require.Error(t, p.ca.CreateClient(t.TempDir(), Identity{Kind: KindClient, Name: n}, Options{}), "name %q", n)
 		_, err := LoadClient(p.dir, n)
 		require.Error(t, err, "name %q", n)
 	}
-	require.ErrorContains(t, p.ca.CreateClient(t.TempDir(), Identity{KindNode, "x"}, Options{}), "not a node")
-	require.ErrorContains(t, p.ca.CreateClient(t.TempDir(), Identity{KindClient, "x"}, Options{Lifetime: 2 * DefaultCALifetime}), "outlive its CA")
-	require.ErrorContains(t, p.ca.CreateClient(t.TempDir(), Identity{KindClient, "x"}, Options{Lifetime: -time.Hour}), "negative")
+	require.ErrorContains(t, p.ca.CreateClient(t.TempDir(), Identity{Kind: KindNode, Name: "x"}, Options{}), "not a node")
+	require.ErrorContains(t, p.ca.CreateClient(t.TempDir(), Identity{Kind: KindClient, Name: "x"}, Options{Lifetime: 2 * DefaultCALifetime}), "outlive its CA")
+	require.ErrorContains(t, p.ca.CreateClient(t.TempDir(), Identity{Kind: KindClient, Name: "x"}, Options{Lifetime: -time.Hour}), "negative")
 	_, err := LoadAuthority(p.dir, filepath.Join(p.dir, NodeKeyFile))
 	require.ErrorContains(t, err, "no CA certificate")
 	_, err = LoadClient(p.dir, "nobody")
@@ -163,7 +163,7 @@ func TestWrongKindOrCAIsRefused(t *testing.T) {
 func TestExpiredCertificateIsRefused(t *testing.T) {
 	p := newPKI(t)
 	long := func() time.Time { return time.Now().Add(-48 * time.Hour) }
-	require.NoError(t, p.ca.CreateNode(p.dir, "", []string{"127.0.0.1"}, Options{Overwrite: true, Now: long, Lifetime: time.Hour}))
+	require.NoError(t, p.ca.CreateNode(p.dir, RoleNameServer, "", []string{"127.0.0.1"}, Options{Overwrite: true, Now: long, Lifetime: time.Hour}))
 	_, err := LoadNode(p.dir)
 	require.ErrorContains(t, err, "expired")
 }
@@ -174,9 +174,11 @@ func TestIdentityOf(t *testing.T) {
 		want Identity
 		err  string
 	}{
-		{[]string{"bfs://node/ns1"}, Identity{KindNode, "ns1"}, ""},
-		{[]string{"bfs://admin/root", "spiffe://x/y"}, Identity{KindAdmin, "root"}, ""},
-		{[]string{"bfs://client/::1"}, Identity{KindClient, "::1"}, ""},
+		{[]string{"bfs://node/ns1"}, Identity{Kind: KindNode, Name: "ns1"}, ""},
+		{[]string{"bfs://nameserver/ns1"}, Identity{Kind: KindNode, Name: "ns1", Role: RoleNameServer}, ""},
+		{[]string{"bfs://chunkserver/cs1"}, Identity{Kind: KindNode, Name: "cs1", Role: RoleChunkserver}, ""},
+		{[]string{"bfs://admin/root", "spiffe://x/y"}, Identity{Kind: KindAdmin, Name: "root"}, ""},
+		{[]string{"bfs://client/::1"}, Identity{Kind: KindClient, Name: "::1"}, ""},
 		{nil, Identity{}, "no bfs:// URI"},
 		{[]string{"spiffe://x/y"}, Identity{}, "no bfs:// URI"},
 		{[]string{"bfs://node/a", "bfs://admin/b"}, Identity{}, "2 bfs:// URIs"},

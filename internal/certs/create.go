@@ -148,10 +148,19 @@ func publicKeyEqual(a, b crypto.PublicKey) bool {
 	return ok && k.Equal(b)
 }
 
-// CreateNode makes node.crt and node.key in certsDir for a daemon named
-// name ("" for the first host) serving hosts (IP addresses and DNS names,
-// at least one).
-func (a *Authority) CreateNode(certsDir, name string, hosts []string, o Options) error {
+// CreateNode makes node.crt and node.key in certsDir for a daemon of role
+// named name ("" for the first host) serving hosts (IP addresses and DNS
+// names, at least one).
+func (a *Authority) CreateNode(certsDir string, role Role, name string, hosts []string, o Options) error {
+	return a.CreateNodeFiles(certsDir, NodeCertFile, NodeKeyFile, role, name, hosts, o)
+}
+
+// CreateNodeFiles is CreateNode writing certFile and keyFile in certsDir
+// (several daemons of one machine sharing a directory: the sandbox).
+func (a *Authority) CreateNodeFiles(certsDir, certFile, keyFile string, role Role, name string, hosts []string, o Options) error {
+	if role != RoleNameServer && role != RoleChunkserver {
+		return fmt.Errorf("a node certificate is for a nameserver or a chunkserver, not %v", role)
+	}
 	if len(hosts) == 0 {
 		return errors.New("a node certificate needs at least one host")
 	}
@@ -172,8 +181,8 @@ func (a *Authority) CreateNode(certsDir, name string, hosts []string, o Options)
 	if err := checkName(name); err != nil {
 		return fmt.Errorf("node name: %w", err)
 	}
-	return a.issue(Identity{Kind: KindNode, Name: name}, tmpl,
-		filepath.Join(certsDir, NodeCertFile), filepath.Join(certsDir, NodeKeyFile), o)
+	return a.issue(Identity{Kind: KindNode, Name: name, Role: role}, tmpl,
+		filepath.Join(certsDir, certFile), filepath.Join(certsDir, keyFile), o)
 }
 
 // CreateClient makes client.NAME.crt and client.NAME.key in certsDir for
@@ -203,7 +212,7 @@ func (a *Authority) issue(id Identity, tmpl *x509.Certificate, certPath, keyPath
 	if tmpl.NotAfter.After(a.cert.NotAfter) {
 		return fmt.Errorf("the certificate would outlive its CA (valid until %s): shorten its lifetime", a.cert.NotAfter.UTC().Format(time.RFC3339))
 	}
-	tmpl.Subject = pkix.Name{Organization: []string{"BFS"}, OrganizationalUnit: []string{id.Kind.String()}, CommonName: id.Name}
+	tmpl.Subject = pkix.Name{Organization: []string{"BFS"}, OrganizationalUnit: []string{id.Label()}, CommonName: id.Name}
 	tmpl.URIs = append(tmpl.URIs, id.URI())
 	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
 	tmpl.BasicConstraintsValid = true

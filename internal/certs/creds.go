@@ -49,6 +49,12 @@ func LoadNode(dir string) (*Creds, error) {
 	return load(dir, NodeCertFile, NodeKeyFile, true)
 }
 
+// LoadNodeFiles reads the node certificate certFile and its key keyFile
+// in dir, with dir's ca.crt (one of several daemons sharing a directory).
+func LoadNodeFiles(dir, certFile, keyFile string) (*Creds, error) {
+	return load(dir, certFile, keyFile, true)
+}
+
 // LoadClient reads the certificate of the client name in dir
 // (client.NAME.crt and .key, ca.crt): a client's or an admin's.
 func LoadClient(dir, name string) (*Creds, error) {

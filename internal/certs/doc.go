@@ -29,9 +29,18 @@
 // A certificate names one identity: a kind (node, admin or client) and a
 // name. It is carried in a URI subject alternative name,
 //
-//	bfs://node/NAME     a daemon (NAME: the node's name, by default its first host)
-//	bfs://admin/NAME    an operator (force unlock, safe mode, decommission, ...)
-//	bfs://client/NAME   an application (a tablet server, a file command)
+//	bfs://nameserver/NAME   a nameserver (kind node, role nameserver)
+//	bfs://chunkserver/NAME  a chunkserver (kind node, role chunkserver)
+//	bfs://node/NAME         a daemon's certificate made before roles: a
+//	                        chunkserver's, never a nameserver's
+//	bfs://admin/NAME        an operator (force unlock, safe mode, decommission, ...)
+//	bfs://client/NAME       an application (a tablet server, a file command)
+//
+// (NAME: the node's name, by default its first host.) Every node is of
+// kind node; the role is what a chunkserver checks before it takes a
+// command (only a nameserver's) and what the nameserver checks before it
+// registers a chunkserver (only a chunkserver's): one chunkserver's
+// certificate cannot command another.
 //
 // and repeated for people in the subject (CN=NAME, OU=kind, O=BFS); only
 // the URI counts. A peer whose verified certificate carries no such URI, or

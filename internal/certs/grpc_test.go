@@ -104,18 +104,18 @@ func TestMutualTLS(t *testing.T) {
 	alice, err := LoadClient(p.dir, "alice")
 	srv, err := check(t, s.addr, creds(t, alice, err))
 	require.NoError(t, err)
-	require.Equal(t, Identity{KindNode, "127.0.0.1"}, srv)
-	require.Equal(t, Identity{KindClient, "alice"}, s.last())
+	require.Equal(t, Identity{Kind: KindNode, Name: "127.0.0.1", Role: RoleNameServer}, srv)
+	require.Equal(t, Identity{Kind: KindClient, Name: "alice"}, s.last())
 
 	root, err := LoadClient(p.dir, "root")
 	_, err = check(t, s.addr, creds(t, root, err))
 	require.NoError(t, err)
-	require.Equal(t, Identity{KindAdmin, "root"}, s.last())
+	require.Equal(t, Identity{Kind: KindAdmin, Name: "root"}, s.last())
 
 	// A node dials another with its own certificate; "localhost" is in it too.
 	_, err = check(t, "localhost:"+port(s.addr), creds(t, node, nil))
 	require.NoError(t, err)
-	require.Equal(t, Identity{KindNode, "127.0.0.1"}, s.last())
+	require.Equal(t, Identity{Kind: KindNode, Name: "127.0.0.1", Role: RoleNameServer}, s.last())
 }
 
 func port(addr string) string {
@@ -228,7 +228,7 @@ func TestRotationWithoutRestart(t *testing.T) {
 	require.Equal(t, "127.0.0.1", srv.Name)
 
 	// A new node certificate: the next connection gets it.
-	require.NoError(t, p.ca.CreateNode(p.dir, "rotated", []string{"127.0.0.1"}, Options{Overwrite: true}))
+	require.NoError(t, p.ca.CreateNode(p.dir, RoleNameServer, "rotated", []string{"127.0.0.1"}, Options{Overwrite: true}))
 	srv, err = check(t, s.addr, aliceDial)
 	require.NoError(t, err)
 	require.Equal(t, "rotated", srv.Name)
@@ -251,14 +251,14 @@ func TestRotationWithoutRestart(t *testing.T) {
 	require.NoError(t, CreateCA(p.dir, p.caKey, Options{Overwrite: true}))
 	ca, err := LoadAuthority(p.dir, p.caKey)
 	require.NoError(t, err)
-	require.NoError(t, ca.CreateNode(p.dir, "new-ca", []string{"127.0.0.1"}, Options{Overwrite: true}))
-	require.NoError(t, ca.CreateClient(p.dir, Identity{KindClient, "alice"}, Options{Overwrite: true}))
+	require.NoError(t, ca.CreateNode(p.dir, RoleNameServer, "new-ca", []string{"127.0.0.1"}, Options{Overwrite: true}))
+	require.NoError(t, ca.CreateClient(p.dir, Identity{Kind: KindClient, Name: "alice"}, Options{Overwrite: true}))
 	_, err = check(t, s.addr, creds(t, stale, nil))
 	require.Equal(t, codes.Unavailable, status.Code(err), "%v", err)
 	srv, err = check(t, s.addr, aliceDial)
 	require.NoError(t, err)
 	require.Equal(t, "new-ca", srv.Name)
-	require.Equal(t, Identity{KindClient, "alice"}, s.last())
+	require.Equal(t, Identity{Kind: KindClient, Name: "alice"}, s.last())
 }
 
 func TestRaftHookConfigs(t *testing.T) {

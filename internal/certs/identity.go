@@ -33,27 +33,90 @@ func (k Kind) String() string {
 	return fmt.Sprintf("Kind(%d)", int(k))
 }
 
-func parseKind(s string) (Kind, bool) {
-	for _, k := range []Kind{KindNode, KindAdmin, KindClient} {
-		if k.String() == s {
-			return k, true
+// Role is what a node certificate lets its daemon be to the others. The
+// zero Role is none: a client's or an admin's certificate, or a node
+// certificate made before roles existed (bfs://node/NAME), which counts
+// as a chunkserver's and never as a nameserver's.
+type Role int
+
+// The roles of a node.
+const (
+	RoleNameServer Role = iota + 1
+	RoleChunkserver
+)
+
+func (r Role) String() string {
+	switch r {
+	case RoleNameServer:
+		return "nameserver"
+	case RoleChunkserver:
+		return "chunkserver"
+	case 0:
+		return "none"
+	}
+	return fmt.Sprintf("Role(%d)", int(r))
+}
+
+// ParseRole reads a role's name ("nameserver" or "chunkserver").
+func ParseRole(s string) (Role, error) {
+	for _, r := range []Role{RoleNameServer, RoleChunkserver} {
+		if r.String() == s {
+			return r, nil
 		}
 	}
-	return 0, false
+	return 0, fmt.Errorf("no role %q (nameserver or chunkserver)", s)
+}
+
+// parseKind reads the host of an identity's URI: a kind, or for a node
+// with a role, the role.
+func parseKind(s string) (Kind, Role, bool) {
+	for _, k := range []Kind{KindNode, KindAdmin, KindClient} {
+		if k.String() == s {
+			return k, 0, true
+		}
+	}
+	if r, err := ParseRole(s); err == nil {
+		return KindNode, r, true
+	}
+	return 0, 0, false
 }
 
 // Identity is who a certificate names.
 type Identity struct {
 	Kind Kind
 	Name string
+	// Role is a node's role (RoleNameServer, RoleChunkserver), 0 for
+	// others and for a node certificate made before roles.
+	Role Role
 }
 
-// String is "kind/name", as in the certificate's URI.
-func (id Identity) String() string { return id.Kind.String() + "/" + id.Name }
+// Label is what the identity's URI names as its kind: the role of a
+// node that has one ("nameserver", "chunkserver"), the kind otherwise.
+func (id Identity) Label() string {
+	if id.Kind == KindNode && id.Role != 0 {
+		return id.Role.String()
+	}
+	return id.Kind.String()
+}
 
-// URI is the subject alternative name carrying id in a certificate.
+// String is "label/name", as in the certificate's URI.
+func (id Identity) String() string { return id.Label() + "/" + id.Name }
+
+// URI is the subject alternative name carrying id in a certificate:
+// bfs://KIND/NAME, or bfs://ROLE/NAME for a node with a role.
 func (id Identity) URI() *url.URL {
-	return &url.URL{Scheme: uriScheme, Host: id.Kind.String(), Path: "/" + id.Name}
+	return &url.URL{Scheme: uriScheme, Host: id.Label(), Path: "/" + id.Name}
+}
+
+// IsNameServer reports whether id is a nameserver's: a node certificate
+// made with the nameserver role. Chunkservers take their destructive
+// commands only from such a peer.
+func (id Identity) IsNameServer() bool { return id.Kind == KindNode && id.Role == RoleNameServer }
+
+// IsChunkserver reports whether id may be a chunkserver's: a node
+// certificate with the chunkserver role, or one made before roles.
+func (id Identity) IsChunkserver() bool {
+	return id.Kind == KindNode && (id.Role == RoleChunkserver || id.Role == 0)
 }
 
 // ErrNoIdentity is wrapped by the error of IdentityOf for a certificate
@@ -76,7 +139,7 @@ func IdentityOf(cert *x509.Certificate) (Identity, error) {
 		return Identity{}, fmt.Errorf("%w: %d %s:// URIs, want one", ErrNoIdentity, len(found), uriScheme)
 	}
 	u := found[0]
-	kind, ok := parseKind(u.Host)
+	kind, role, ok := parseKind(u.Host)
 	name := strings.TrimPrefix(u.Path, "/")
 	if !ok || !strings.HasPrefix(u.Path, "/") || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
 		return Identity{}, fmt.Errorf("%w: malformed URI %q", ErrNoIdentity, u.String())
@@ -84,7 +147,7 @@ func IdentityOf(cert *x509.Certificate) (Identity, error) {
 	if err := checkName(name); err != nil {
 		return Identity{}, fmt.Errorf("%w: URI %q: %v", ErrNoIdentity, u.String(), err)
 	}
-	return Identity{Kind: kind, Name: name}, nil
+	return Identity{Kind: kind, Name: name, Role: role}, nil
 }
 
 // maxName bounds the length of a name.

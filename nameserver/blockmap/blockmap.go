@@ -145,6 +145,7 @@ func New(start time.Time) *Map {
 // earlier registration at the same address is replaced, and the replicas
 // it reported are forgotten until the new registration reports.
 func (m *Map) Register(addr string, u Usage, now time.Time) ServerID {
+	u = u.Sanitized()
 	m.lock()
 	if old, ok := m.mu.byAddr[addr]; ok {
 		m.removeLocked(old)
@@ -193,6 +194,7 @@ func (m *Map) serverLocked(id ServerID, addr string) (*Server, bool) {
 // map at once (and for good: a volume of a registration never comes
 // back); the sweep frees them before Heartbeat returns.
 func (m *Map) Heartbeat(id ServerID, addr string, u Usage, now time.Time) bool {
+	u = u.Sanitized()
 	m.lock()
 	s, ok := m.serverLocked(id, addr)
 	if !ok {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"slices"
 )
 
 // Usage is what a chunkserver says of its disks, and the host it runs on.
@@ -85,15 +86,21 @@ type candidate struct {
 	weight float64
 }
 
+// maxWeightRatio bounds a chunkserver's weight in placement to that many
+// times the median weight of the candidates: a chunkserver whose room is
+// far beyond the others' (a new disk, or one that lies about its free
+// space within what Usage.Sanitized lets through) takes more new
+// replicas than the others, but not nearly all of them.
+const maxWeightRatio = 4
+
 // candidatesLocked returns the live chunkservers that can take a new
 // replica under p and that skip does not refuse, weighted by their
-// headroom (see headroom).
+// headroom (see headroom), each at most maxWeightRatio times the median.
 func (m *Map) candidatesLocked(p Policy, skip func(*Server) bool) []candidate {
 	var (
 		out     []candidate
 		unknown []int
-		total   float64
-		known   int
+		rooms   []float64
 	)
 	for _, s := range m.mu.servers {
 		room, k, ok := s.headroom(p)
@@ -103,14 +110,22 @@ func (m *Map) candidatesLocked(p Policy, skip func(*Server) bool) []candidate {
 		if !k {
 			unknown = append(unknown, len(out))
 		} else {
-			total += room
-			known++
+			rooms = append(rooms, room)
 		}
 		out = append(out, candidate{s, room})
 	}
 	avg := 1.0
-	if known > 0 {
-		avg = total / float64(known)
+	if len(rooms) > 0 {
+		slices.Sort(rooms)
+		limit := maxWeightRatio * rooms[(len(rooms)-1)/2]
+		total := 0.0
+		for i := range out {
+			out[i].weight = min(out[i].weight, limit)
+		}
+		for _, r := range rooms {
+			total += min(r, limit)
+		}
+		avg = total / float64(len(rooms))
 	}
 	for _, i := range unknown {
 		out[i].weight = avg

@@ -94,10 +94,11 @@ func TestPickSpreadsByFreeSpace(t *testing.T) {
 }
 
 // TestPickNewDiskTakesItsShare: a chunkserver with a new, empty disk gets
-// new blocks in proportion to its free space, not every one: the others,
-// with a tenth of its room, still get their share while full reports
-// keep coming. (The placement before took the most free space per block
-// in flight since the last report: the new disk took all 300.)
+// more new blocks than the others, not every one: with ten times their
+// room it weighs as four times the median (maxWeightRatio), so the
+// others still get their share while full reports keep coming. (The
+// placement before took the most free space per block in flight since
+// the last report: the new disk took all 300.)
 func TestPickNewDiskTakesItsShare(t *testing.T) {
 	m := seeded(New(t0))
 	ids := map[string]ServerID{}
@@ -120,8 +121,38 @@ func TestPickNewDiskTakesItsShare(t *testing.T) {
 	}
 	t.Logf("300 new blocks: %v", count)
 	for _, addr := range []string{"a:1", "b:1", "c:1"} {
-		require.InDelta(t, 300*10/130, count[addr], 20, "%s: its share of the free space", addr)
+		require.InDelta(t, 300*10/70, count[addr], 20, "%s: its share, the new disk weighing four of theirs", addr)
 	}
+}
+
+// TestPickLiarTakesNoMoreThanItsShare: a chunkserver that claims 2^62
+// free bytes on a volume of 2^62 is believed no further than
+// MaxVolumeBytes, and weighs at most maxWeightRatio times the median of
+// the others: it takes some new blocks, not nearly all of them.
+func TestPickLiarTakesNoMoreThanItsShare(t *testing.T) {
+	m := seeded(New(t0))
+	for _, a := range []string{"a:1", "b:1", "c:1"} {
+		m.Register(a, disk(a, 10*gib), t0)
+	}
+	liar := Usage{Host: "liar", Capacity: 1 << 62, Free: 1 << 62, Used: -1,
+		Volumes: []Volume{{Capacity: 1 << 62, Free: 1 << 62}, {Capacity: 100 * gib, Free: 1 << 62}}}
+	m.Register("liar:1", liar, t0)
+	s, ok := m.Registered("liar:1")
+	require.True(t, ok)
+	require.Equal(t, MaxVolumeBytes+100*gib, s.Capacity)
+	require.Equal(t, MaxVolumeBytes+100*gib, s.Free)
+	require.Zero(t, s.Used)
+	require.Equal(t, int64(100*gib), s.Volumes[1].Free, "free space beyond the capacity")
+	count := map[string]int{}
+	for range 2000 {
+		picked, err := m.Pick(1, Policy{MinFree: gib})
+		require.NoError(t, err)
+		count[picked[0]]++
+	}
+	t.Logf("2000 new blocks: %v", count)
+	// 4 of 7 at most (four times the median against three ones).
+	require.InDelta(t, 2000*4/7, count["liar:1"], 120, "%v", count)
+	require.Equal(t, int64(1<<63-1), SatAdd(1<<62, 1<<62))
 }
 
 // TestPickVolumes: a chunkserver's room is that of its healthy volumes

@@ -50,6 +50,58 @@ func (v Volume) NonDFSUsed() int64 {
 	return max(v.Capacity-v.Free-v.Used, 0)
 }
 
+// MaxVolumeBytes is the most capacity (and so free space and use) the map
+// believes of one volume: 1 PiB, beyond any disk. With at most MaxVolumes
+// volumes a chunkserver's sums stay below 2^57 bytes, and a cluster's
+// below int64's limit for its first 64 such chunkservers; totals over
+// more add with saturation (SatAdd).
+const MaxVolumeBytes int64 = 1 << 50
+
+// Sanitized returns u as the map believes it: every figure of every
+// volume within [0, MaxVolumeBytes], a volume's free space and use within
+// its capacity (when it can tell its capacity), and the sums over the
+// volumes in service recomputed from them. A chunkserver's word is all
+// the map has of its disks; a figure no disk can have (2^62 free bytes)
+// is not believed, so it draws no more new replicas than a full disk of
+// the largest size would, and sums do not overflow.
+func (u Usage) Sanitized() Usage {
+	clamp := func(v, hi int64) int64 { return min(max(v, 0), hi) }
+	out := u
+	out.Capacity = clamp(u.Capacity, MaxVolumeBytes)
+	out.Free = clamp(u.Free, MaxVolumeBytes)
+	out.Used = clamp(u.Used, MaxVolumeBytes)
+	if out.Capacity > 0 {
+		out.Free, out.Used = min(out.Free, out.Capacity), min(out.Used, out.Capacity)
+	}
+	if len(u.Volumes) == 0 {
+		return out
+	}
+	out.Volumes = make([]Volume, len(u.Volumes))
+	out.Capacity, out.Free, out.Used = 0, 0, 0
+	for i, v := range u.Volumes {
+		v.Capacity = clamp(v.Capacity, MaxVolumeBytes)
+		v.Free, v.Used = clamp(v.Free, MaxVolumeBytes), clamp(v.Used, MaxVolumeBytes)
+		if v.Capacity > 0 {
+			v.Free, v.Used = min(v.Free, v.Capacity), min(v.Used, v.Capacity)
+		}
+		v.Blocks = max(v.Blocks, 0)
+		out.Volumes[i] = v
+		if v.State != VolumeFailed {
+			out.Capacity, out.Free, out.Used = SatAdd(out.Capacity, v.Capacity), SatAdd(out.Free, v.Free), SatAdd(out.Used, v.Used)
+		}
+	}
+	return out
+}
+
+// SatAdd adds two non-negative byte counts, saturating at the largest
+// int64 instead of wrapping around to a negative number.
+func SatAdd(a, b int64) int64 {
+	if s := a + b; s >= a {
+		return s
+	}
+	return 1<<63 - 1
+}
+
 // volumes returns u's volumes: the ones it lists, or, for a chunkserver
 // that lists none, one healthy volume of its totals.
 func (u Usage) volumes() []Volume {

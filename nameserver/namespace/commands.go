@@ -85,6 +85,11 @@ var commands = newTable(
 		ungated: "a chunkserver is no part of the file tree",
 		apply:   applyChunkserver,
 	}),
+	describe(kind[*bfspb.BlockKeyCmd]{
+		gate:    GateNone,
+		ungated: "a block-token key is no part of the file tree",
+		apply:   applyBlockKey,
+	}),
 	describe(kind[*bfspb.AddBlockCmd]{
 		paths:   one((*bfspb.AddBlockCmd).GetPath),
 		session: (*bfspb.AddBlockCmd).GetSessionId,

@@ -25,6 +25,7 @@ var ungated = map[protoreflect.Name]bool{
 	"format":          true,
 	"member":          true,
 	"chunkserver":     true,
+	"block_key":       true,
 }
 
 // TestEveryCommandIsDescribed lists every op a bfspb.Command can carry

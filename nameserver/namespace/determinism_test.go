@@ -251,7 +251,7 @@ func (g *logGen) file(path string) (entry uint64, block int64) {
 // step applies one random command.
 func (g *logGen) step() {
 	r := g.rng
-	switch r.IntN(25) {
+	switch r.IntN(26) {
 	case 0, 1:
 		g.apply(&bfspb.MkdirCmd{Path: g.newPath(), Parents: r.IntN(3) > 0, SessionId: g.maybeSession(), Mode: g.pick(0, 0, 0o700, 0o17777)})
 	case 2, 3:
@@ -310,6 +310,13 @@ func (g *logGen) step() {
 		g.apply(&bfspb.ChunkserverCmd{Address: g.addrs()[0], Forget: r.IntN(3) == 0,
 			Record: &bfspb.ChunkserverRecord{Host: fmt.Sprintf("h%d", r.IntN(3)), Dead: r.IntN(2) == 0,
 				LastHeartbeatNs: g.now, Blocks: r.Int64N(100)}})
+	case 23:
+		// Ids at random: some not newer than the newest stored.
+		secret := make([]byte, 32)
+		for i := range secret {
+			secret[i] = byte(r.IntN(256))
+		}
+		g.apply(&bfspb.BlockKeyCmd{Key: &bfspb.BlockKey{Id: 1 + r.Uint64N(40), Secret: secret, CreatedUnixNs: g.now}})
 	default:
 		g.apply(&bfspb.CreateCmd{Path: g.newPath(), SessionId: g.session(), OpenForWrite: true})
 	}

@@ -944,6 +944,12 @@ type ReplicateBlockRequest struct {
 	// The sender's cluster id; a chunkserver refuses one other than the id
 	// it recorded (empty is not checked).
 	ClusterId string `protobuf:"bytes,5,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	// A read token for the block, which the target presents to the source.
+	SourceToken *SignedBlockToken `protobuf:"bytes,6,opt,name=source_token,json=sourceToken,proto3" json:"source_token,omitempty"`
+	// The identity that registered the source ("chunkserver/NAME"): the
+	// target copies only from a source whose certificate names it. Empty
+	// only on an insecure cluster.
+	SourceIdentity string `protobuf:"bytes,7,opt,name=source_identity,json=sourceIdentity,proto3" json:"source_identity,omitempty"`
 	// term is the Raft term of the nameserver leader that sent it: a
 	// chunkserver refuses (NOT_LEADER) a term older than the newest it has
 	// seen, so a deposed leader's word destroys nothing.
@@ -1017,6 +1023,20 @@ func (x *ReplicateBlockRequest) GetClusterId() string {
 	return ""
 }
 
+func (x *ReplicateBlockRequest) GetSourceToken() *SignedBlockToken {
+	if x != nil {
+		return x.SourceToken
+	}
+	return nil
+}
+
+func (x *ReplicateBlockRequest) GetSourceIdentity() string {
+	if x != nil {
+		return x.SourceIdentity
+	}
+	return ""
+}
+
 func (x *ReplicateBlockRequest) GetTerm() uint64 {
 	if x != nil {
 		return x.Term
@@ -1085,11 +1105,133 @@ func (x *ReplicateBlockResponse) GetSize() int64 {
 	return 0
 }
 
+type VerifyBlockRequest struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	BlockId int64                  `protobuf:"varint,1,opt,name=block_id,json=blockId,proto3" json:"block_id,omitempty"`
+	// As in SealRequest.
+	Term          uint64 `protobuf:"varint,20,opt,name=term,proto3" json:"term,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VerifyBlockRequest) Reset() {
+	*x = VerifyBlockRequest{}
+	mi := &file_chunkserver_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VerifyBlockRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VerifyBlockRequest) ProtoMessage() {}
+
+func (x *VerifyBlockRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_chunkserver_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VerifyBlockRequest.ProtoReflect.Descriptor instead.
+func (*VerifyBlockRequest) Descriptor() ([]byte, []int) {
+	return file_chunkserver_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *VerifyBlockRequest) GetBlockId() int64 {
+	if x != nil {
+		return x.BlockId
+	}
+	return 0
+}
+
+func (x *VerifyBlockRequest) GetTerm() uint64 {
+	if x != nil {
+		return x.Term
+	}
+	return 0
+}
+
+type VerifyBlockResponse struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Status  StatusCode             `protobuf:"varint,1,opt,name=status,proto3,enum=bfs.StatusCode" json:"status,omitempty"`
+	Message string                 `protobuf:"bytes,15,opt,name=message,proto3" json:"message,omitempty"`
+	// The replica's length, on OK.
+	Size          int64 `protobuf:"varint,2,opt,name=size,proto3" json:"size,omitempty"`
+	Sealed        bool  `protobuf:"varint,3,opt,name=sealed,proto3" json:"sealed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VerifyBlockResponse) Reset() {
+	*x = VerifyBlockResponse{}
+	mi := &file_chunkserver_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VerifyBlockResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VerifyBlockResponse) ProtoMessage() {}
+
+func (x *VerifyBlockResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_chunkserver_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VerifyBlockResponse.ProtoReflect.Descriptor instead.
+func (*VerifyBlockResponse) Descriptor() ([]byte, []int) {
+	return file_chunkserver_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *VerifyBlockResponse) GetStatus() StatusCode {
+	if x != nil {
+		return x.Status
+	}
+	return StatusCode_OK
+}
+
+func (x *VerifyBlockResponse) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *VerifyBlockResponse) GetSize() int64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
+func (x *VerifyBlockResponse) GetSealed() bool {
+	if x != nil {
+		return x.Sealed
+	}
+	return false
+}
+
 var File_chunkserver_proto protoreflect.FileDescriptor
 
 const file_chunkserver_proto_rawDesc = "" +
 	"\n" +
-	"\x11chunkserver.proto\x12\x03bfs\x1a\fstatus.proto\"\xc0\x01\n" +
+	"\x11chunkserver.proto\x12\x03bfs\x1a\fstatus.proto\x1a\vtoken.proto\"\xc0\x01\n" +
 	"\vWritePacket\x12\x19\n" +
 	"\bblock_id\x18\x01 \x01(\x03R\ablockId\x12\x16\n" +
 	"\x06offset\x18\x02 \x01(\x03R\x06offset\x12\x10\n" +
@@ -1153,19 +1295,29 @@ const file_chunkserver_proto_rawDesc = "" +
 	"\x04size\x18\x02 \x01(\x03R\x04size\x12\x18\n" +
 	"\aversion\x18\x03 \x01(\x04R\aversion\x12\x16\n" +
 	"\x06sealed\x18\x04 \x01(\bR\x06sealed\x12\x18\n" +
-	"\amessage\x18\x0f \x01(\tR\amessage\"\xab\x01\n" +
+	"\amessage\x18\x0f \x01(\tR\amessage\"\x8e\x02\n" +
 	"\x15ReplicateBlockRequest\x12\x19\n" +
 	"\bblock_id\x18\x01 \x01(\x03R\ablockId\x12\x16\n" +
 	"\x06source\x18\x02 \x01(\tR\x06source\x12\x12\n" +
 	"\x04size\x18\x03 \x01(\x03R\x04size\x12\x18\n" +
 	"\aversion\x18\x04 \x01(\x04R\aversion\x12\x1d\n" +
 	"\n" +
-	"cluster_id\x18\x05 \x01(\tR\tclusterId\x12\x12\n" +
+	"cluster_id\x18\x05 \x01(\tR\tclusterId\x128\n" +
+	"\fsource_token\x18\x06 \x01(\v2\x15.bfs.SignedBlockTokenR\vsourceToken\x12'\n" +
+	"\x0fsource_identity\x18\a \x01(\tR\x0esourceIdentity\x12\x12\n" +
 	"\x04term\x18\x14 \x01(\x04R\x04term\"o\n" +
 	"\x16ReplicateBlockResponse\x12'\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
 	"\amessage\x18\x0f \x01(\tR\amessage\x12\x12\n" +
-	"\x04size\x18\x02 \x01(\x03R\x04size2\xe4\x03\n" +
+	"\x04size\x18\x02 \x01(\x03R\x04size\"C\n" +
+	"\x12VerifyBlockRequest\x12\x19\n" +
+	"\bblock_id\x18\x01 \x01(\x03R\ablockId\x12\x12\n" +
+	"\x04term\x18\x14 \x01(\x04R\x04term\"\x84\x01\n" +
+	"\x13VerifyBlockResponse\x12'\n" +
+	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
+	"\amessage\x18\x0f \x01(\tR\amessage\x12\x12\n" +
+	"\x04size\x18\x02 \x01(\x03R\x04size\x12\x16\n" +
+	"\x06sealed\x18\x03 \x01(\bR\x06sealed2\xa6\x04\n" +
 	"\vChunkServer\x12,\n" +
 	"\x05Write\x12\x10.bfs.WritePacket\x1a\r.bfs.WriteAck(\x010\x01\x12*\n" +
 	"\x04Read\x12\x10.bfs.ReadRequest\x1a\x0e.bfs.ReadChunk0\x01\x12+\n" +
@@ -1174,7 +1326,8 @@ const file_chunkserver_proto_rawDesc = "" +
 	"\fDeleteBlocks\x12\x18.bfs.DeleteBlocksRequest\x1a\x19.bfs.DeleteBlocksResponse\x12C\n" +
 	"\fGetBlockInfo\x12\x18.bfs.GetBlockInfoRequest\x1a\x19.bfs.GetBlockInfoResponse\x12@\n" +
 	"\vCreateBlock\x12\x17.bfs.CreateBlockRequest\x1a\x18.bfs.CreateBlockResponse\x12I\n" +
-	"\x0eReplicateBlock\x12\x1a.bfs.ReplicateBlockRequest\x1a\x1b.bfs.ReplicateBlockResponseB#Z!github.com/bfs-go/bfs/proto/bfspbb\x06proto3"
+	"\x0eReplicateBlock\x12\x1a.bfs.ReplicateBlockRequest\x1a\x1b.bfs.ReplicateBlockResponse\x12@\n" +
+	"\vVerifyBlock\x12\x17.bfs.VerifyBlockRequest\x1a\x18.bfs.VerifyBlockResponseB#Z!github.com/bfs-go/bfs/proto/bfspbb\x06proto3"
 
 var (
 	file_chunkserver_proto_rawDescOnce sync.Once
@@ -1188,7 +1341,7 @@ func file_chunkserver_proto_rawDescGZIP() []byte {
 	return file_chunkserver_proto_rawDescData
 }
 
-var file_chunkserver_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_chunkserver_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_chunkserver_proto_goTypes = []any{
 	(*WritePacket)(nil),            // 0: bfs.WritePacket
 	(*WriteAck)(nil),               // 1: bfs.WriteAck
@@ -1206,38 +1359,45 @@ var file_chunkserver_proto_goTypes = []any{
 	(*GetBlockInfoResponse)(nil),   // 13: bfs.GetBlockInfoResponse
 	(*ReplicateBlockRequest)(nil),  // 14: bfs.ReplicateBlockRequest
 	(*ReplicateBlockResponse)(nil), // 15: bfs.ReplicateBlockResponse
-	(StatusCode)(0),                // 16: bfs.StatusCode
+	(*VerifyBlockRequest)(nil),     // 16: bfs.VerifyBlockRequest
+	(*VerifyBlockResponse)(nil),    // 17: bfs.VerifyBlockResponse
+	(StatusCode)(0),                // 18: bfs.StatusCode
+	(*SignedBlockToken)(nil),       // 19: bfs.SignedBlockToken
 }
 var file_chunkserver_proto_depIdxs = []int32{
-	16, // 0: bfs.WriteAck.status:type_name -> bfs.StatusCode
-	16, // 1: bfs.ReadChunk.status:type_name -> bfs.StatusCode
-	16, // 2: bfs.SealResponse.status:type_name -> bfs.StatusCode
-	16, // 3: bfs.TruncateResponse.status:type_name -> bfs.StatusCode
-	16, // 4: bfs.DeleteBlocksResponse.status:type_name -> bfs.StatusCode
-	16, // 5: bfs.CreateBlockResponse.status:type_name -> bfs.StatusCode
-	16, // 6: bfs.GetBlockInfoResponse.status:type_name -> bfs.StatusCode
-	16, // 7: bfs.ReplicateBlockResponse.status:type_name -> bfs.StatusCode
-	0,  // 8: bfs.ChunkServer.Write:input_type -> bfs.WritePacket
-	2,  // 9: bfs.ChunkServer.Read:input_type -> bfs.ReadRequest
-	4,  // 10: bfs.ChunkServer.Seal:input_type -> bfs.SealRequest
-	6,  // 11: bfs.ChunkServer.Truncate:input_type -> bfs.TruncateRequest
-	8,  // 12: bfs.ChunkServer.DeleteBlocks:input_type -> bfs.DeleteBlocksRequest
-	12, // 13: bfs.ChunkServer.GetBlockInfo:input_type -> bfs.GetBlockInfoRequest
-	10, // 14: bfs.ChunkServer.CreateBlock:input_type -> bfs.CreateBlockRequest
-	14, // 15: bfs.ChunkServer.ReplicateBlock:input_type -> bfs.ReplicateBlockRequest
-	1,  // 16: bfs.ChunkServer.Write:output_type -> bfs.WriteAck
-	3,  // 17: bfs.ChunkServer.Read:output_type -> bfs.ReadChunk
-	5,  // 18: bfs.ChunkServer.Seal:output_type -> bfs.SealResponse
-	7,  // 19: bfs.ChunkServer.Truncate:output_type -> bfs.TruncateResponse
-	9,  // 20: bfs.ChunkServer.DeleteBlocks:output_type -> bfs.DeleteBlocksResponse
-	13, // 21: bfs.ChunkServer.GetBlockInfo:output_type -> bfs.GetBlockInfoResponse
-	11, // 22: bfs.ChunkServer.CreateBlock:output_type -> bfs.CreateBlockResponse
-	15, // 23: bfs.ChunkServer.ReplicateBlock:output_type -> bfs.ReplicateBlockResponse
-	16, // [16:24] is the sub-list for method output_type
-	8,  // [8:16] is the sub-list for method input_type
-	8,  // [8:8] is the sub-list for extension type_name
-	8,  // [8:8] is the sub-list for extension extendee
-	0,  // [0:8] is the sub-list for field type_name
+	18, // 0: bfs.WriteAck.status:type_name -> bfs.StatusCode
+	18, // 1: bfs.ReadChunk.status:type_name -> bfs.StatusCode
+	18, // 2: bfs.SealResponse.status:type_name -> bfs.StatusCode
+	18, // 3: bfs.TruncateResponse.status:type_name -> bfs.StatusCode
+	18, // 4: bfs.DeleteBlocksResponse.status:type_name -> bfs.StatusCode
+	18, // 5: bfs.CreateBlockResponse.status:type_name -> bfs.StatusCode
+	18, // 6: bfs.GetBlockInfoResponse.status:type_name -> bfs.StatusCode
+	19, // 7: bfs.ReplicateBlockRequest.source_token:type_name -> bfs.SignedBlockToken
+	18, // 8: bfs.ReplicateBlockResponse.status:type_name -> bfs.StatusCode
+	18, // 9: bfs.VerifyBlockResponse.status:type_name -> bfs.StatusCode
+	0,  // 10: bfs.ChunkServer.Write:input_type -> bfs.WritePacket
+	2,  // 11: bfs.ChunkServer.Read:input_type -> bfs.ReadRequest
+	4,  // 12: bfs.ChunkServer.Seal:input_type -> bfs.SealRequest
+	6,  // 13: bfs.ChunkServer.Truncate:input_type -> bfs.TruncateRequest
+	8,  // 14: bfs.ChunkServer.DeleteBlocks:input_type -> bfs.DeleteBlocksRequest
+	12, // 15: bfs.ChunkServer.GetBlockInfo:input_type -> bfs.GetBlockInfoRequest
+	10, // 16: bfs.ChunkServer.CreateBlock:input_type -> bfs.CreateBlockRequest
+	14, // 17: bfs.ChunkServer.ReplicateBlock:input_type -> bfs.ReplicateBlockRequest
+	16, // 18: bfs.ChunkServer.VerifyBlock:input_type -> bfs.VerifyBlockRequest
+	1,  // 19: bfs.ChunkServer.Write:output_type -> bfs.WriteAck
+	3,  // 20: bfs.ChunkServer.Read:output_type -> bfs.ReadChunk
+	5,  // 21: bfs.ChunkServer.Seal:output_type -> bfs.SealResponse
+	7,  // 22: bfs.ChunkServer.Truncate:output_type -> bfs.TruncateResponse
+	9,  // 23: bfs.ChunkServer.DeleteBlocks:output_type -> bfs.DeleteBlocksResponse
+	13, // 24: bfs.ChunkServer.GetBlockInfo:output_type -> bfs.GetBlockInfoResponse
+	11, // 25: bfs.ChunkServer.CreateBlock:output_type -> bfs.CreateBlockResponse
+	15, // 26: bfs.ChunkServer.ReplicateBlock:output_type -> bfs.ReplicateBlockResponse
+	17, // 27: bfs.ChunkServer.VerifyBlock:output_type -> bfs.VerifyBlockResponse
+	19, // [19:28] is the sub-list for method output_type
+	10, // [10:19] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_chunkserver_proto_init() }
@@ -1246,13 +1406,14 @@ func file_chunkserver_proto_init() {
 		return
 	}
 	file_status_proto_init()
+	file_token_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_chunkserver_proto_rawDesc), len(file_chunkserver_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   16,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

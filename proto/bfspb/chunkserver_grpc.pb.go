@@ -27,6 +27,7 @@ const (
 	ChunkServer_GetBlockInfo_FullMethodName   = "/bfs.ChunkServer/GetBlockInfo"
 	ChunkServer_CreateBlock_FullMethodName    = "/bfs.ChunkServer/CreateBlock"
 	ChunkServer_ReplicateBlock_FullMethodName = "/bfs.ChunkServer/ReplicateBlock"
+	ChunkServer_VerifyBlock_FullMethodName    = "/bfs.ChunkServer/VerifyBlock"
 )
 
 // ChunkServerClient is the client API for ChunkServer service.
@@ -69,6 +70,12 @@ type ChunkServerClient interface {
 	// WRONG_CLUSTER for another cluster's nameserver. A failed copy leaves
 	// no replica behind.
 	ReplicateBlock(ctx context.Context, in *ReplicateBlockRequest, opts ...grpc.CallOption) (*ReplicateBlockResponse, error)
+	// VerifyBlock reads a replica whole and checks every chunk's checksum:
+	// OK if it is sound, CORRUPT if not (the replica is then marked corrupt
+	// and reported like one the scrubber found), NOT_FOUND if there is none.
+	// The nameserver asks it before it believes a reader's report of a bad
+	// replica.
+	VerifyBlock(ctx context.Context, in *VerifyBlockRequest, opts ...grpc.CallOption) (*VerifyBlockResponse, error)
 }
 
 type chunkServerClient struct {
@@ -171,6 +178,16 @@ func (c *chunkServerClient) ReplicateBlock(ctx context.Context, in *ReplicateBlo
 	return out, nil
 }
 
+func (c *chunkServerClient) VerifyBlock(ctx context.Context, in *VerifyBlockRequest, opts ...grpc.CallOption) (*VerifyBlockResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(VerifyBlockResponse)
+	err := c.cc.Invoke(ctx, ChunkServer_VerifyBlock_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ChunkServerServer is the server API for ChunkServer service.
 // All implementations must embed UnimplementedChunkServerServer
 // for forward compatibility.
@@ -211,6 +228,12 @@ type ChunkServerServer interface {
 	// WRONG_CLUSTER for another cluster's nameserver. A failed copy leaves
 	// no replica behind.
 	ReplicateBlock(context.Context, *ReplicateBlockRequest) (*ReplicateBlockResponse, error)
+	// VerifyBlock reads a replica whole and checks every chunk's checksum:
+	// OK if it is sound, CORRUPT if not (the replica is then marked corrupt
+	// and reported like one the scrubber found), NOT_FOUND if there is none.
+	// The nameserver asks it before it believes a reader's report of a bad
+	// replica.
+	VerifyBlock(context.Context, *VerifyBlockRequest) (*VerifyBlockResponse, error)
 	mustEmbedUnimplementedChunkServerServer()
 }
 
@@ -244,6 +267,9 @@ func (UnimplementedChunkServerServer) CreateBlock(context.Context, *CreateBlockR
 }
 func (UnimplementedChunkServerServer) ReplicateBlock(context.Context, *ReplicateBlockRequest) (*ReplicateBlockResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ReplicateBlock not implemented")
+}
+func (UnimplementedChunkServerServer) VerifyBlock(context.Context, *VerifyBlockRequest) (*VerifyBlockResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method VerifyBlock not implemented")
 }
 func (UnimplementedChunkServerServer) mustEmbedUnimplementedChunkServerServer() {}
 func (UnimplementedChunkServerServer) testEmbeddedByValue()                     {}
@@ -392,6 +418,24 @@ func _ChunkServer_ReplicateBlock_Handler(srv interface{}, ctx context.Context, d
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ChunkServer_VerifyBlock_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(VerifyBlockRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ChunkServerServer).VerifyBlock(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ChunkServer_VerifyBlock_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ChunkServerServer).VerifyBlock(ctx, req.(*VerifyBlockRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ChunkServer_ServiceDesc is the grpc.ServiceDesc for ChunkServer service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -422,6 +466,10 @@ var ChunkServer_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ReplicateBlock",
 			Handler:    _ChunkServer_ReplicateBlock_Handler,
+		},
+		{
+			MethodName: "VerifyBlock",
+			Handler:    _ChunkServer_VerifyBlock_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -49,6 +49,7 @@ type Command struct {
 	//	*Command_Format
 	//	*Command_Member
 	//	*Command_Chunkserver
+	//	*Command_BlockKey
 	Op isCommand_Op `protobuf_oneof:"op"`
 	// The fences the request carried: the command applies only if each is
 	// still LOCKED at its epoch by the command's session (SPEC §6).
@@ -263,6 +264,15 @@ func (x *Command) GetChunkserver() *ChunkserverCmd {
 	return nil
 }
 
+func (x *Command) GetBlockKey() *BlockKeyCmd {
+	if x != nil {
+		if x, ok := x.Op.(*Command_BlockKey); ok {
+			return x.BlockKey
+		}
+	}
+	return nil
+}
+
 func (x *Command) GetFences() []*Fence {
 	if x != nil {
 		return x.Fences
@@ -346,6 +356,10 @@ type Command_Chunkserver struct {
 	Chunkserver *ChunkserverCmd `protobuf:"bytes,20,opt,name=chunkserver,proto3,oneof"`
 }
 
+type Command_BlockKey struct {
+	BlockKey *BlockKeyCmd `protobuf:"bytes,21,opt,name=block_key,json=blockKey,proto3,oneof"`
+}
+
 func (*Command_Mkdir) isCommand_Op() {}
 
 func (*Command_Create) isCommand_Op() {}
@@ -381,6 +395,8 @@ func (*Command_Format) isCommand_Op() {}
 func (*Command_Member) isCommand_Op() {}
 
 func (*Command_Chunkserver) isCommand_Op() {}
+
+func (*Command_BlockKey) isCommand_Op() {}
 
 type MkdirCmd struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1846,11 +1862,59 @@ func (x *ChunkserverRecord) GetBlocks() int64 {
 	return 0
 }
 
+// BlockKeyCmd records a new key for block tokens, made at random by the
+// leader that proposes it, so that every nameserver of the group (and a
+// new leader) signs and hands chunkservers the same keys. The store keeps
+// the newest keys only (namespace.KeepBlockKeys).
+type BlockKeyCmd struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Key           *BlockKey              `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BlockKeyCmd) Reset() {
+	*x = BlockKeyCmd{}
+	mi := &file_command_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BlockKeyCmd) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BlockKeyCmd) ProtoMessage() {}
+
+func (x *BlockKeyCmd) ProtoReflect() protoreflect.Message {
+	mi := &file_command_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BlockKeyCmd.ProtoReflect.Descriptor instead.
+func (*BlockKeyCmd) Descriptor() ([]byte, []int) {
+	return file_command_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *BlockKeyCmd) GetKey() *BlockKey {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
 var File_command_proto protoreflect.FileDescriptor
 
 const file_command_proto_rawDesc = "" +
 	"\n" +
-	"\rcommand.proto\x12\x03bfs\x1a\bfs.proto\"\xc2\a\n" +
+	"\rcommand.proto\x12\x03bfs\x1a\bfs.proto\x1a\vtoken.proto\"\xf3\a\n" +
 	"\aCommand\x12\x17\n" +
 	"\atime_ns\x18\x01 \x01(\x03R\x06timeNs\x12%\n" +
 	"\x05mkdir\x18\x02 \x01(\v2\r.bfs.MkdirCmdH\x00R\x05mkdir\x12(\n" +
@@ -1876,7 +1940,8 @@ const file_command_proto_rawDesc = "" +
 	"\x05drain\x18\x11 \x01(\v2\r.bfs.DrainCmdH\x00R\x05drain\x12(\n" +
 	"\x06format\x18\x12 \x01(\v2\x0e.bfs.FormatCmdH\x00R\x06format\x12(\n" +
 	"\x06member\x18\x13 \x01(\v2\x0e.bfs.MemberCmdH\x00R\x06member\x127\n" +
-	"\vchunkserver\x18\x14 \x01(\v2\x13.bfs.ChunkserverCmdH\x00R\vchunkserver\x12\"\n" +
+	"\vchunkserver\x18\x14 \x01(\v2\x13.bfs.ChunkserverCmdH\x00R\vchunkserver\x12/\n" +
+	"\tblock_key\x18\x15 \x01(\v2\x10.bfs.BlockKeyCmdH\x00R\bblockKey\x12\"\n" +
 	"\x06fences\x18\x10 \x03(\v2\n" +
 	".bfs.FenceR\x06fencesB\x04\n" +
 	"\x02op\"q\n" +
@@ -1996,7 +2061,9 @@ const file_command_proto_rawDesc = "" +
 	"used_bytes\x18\x05 \x01(\x03R\tusedBytes\x12\x1d\n" +
 	"\n" +
 	"free_bytes\x18\x06 \x01(\x03R\tfreeBytes\x12\x16\n" +
-	"\x06blocks\x18\a \x01(\x03R\x06blocksB#Z!github.com/bfs-go/bfs/proto/bfspbb\x06proto3"
+	"\x06blocks\x18\a \x01(\x03R\x06blocks\".\n" +
+	"\vBlockKeyCmd\x12\x1f\n" +
+	"\x03key\x18\x01 \x01(\v2\r.bfs.BlockKeyR\x03keyB#Z!github.com/bfs-go/bfs/proto/bfspbb\x06proto3"
 
 var (
 	file_command_proto_rawDescOnce sync.Once
@@ -2010,7 +2077,7 @@ func file_command_proto_rawDescGZIP() []byte {
 	return file_command_proto_rawDescData
 }
 
-var file_command_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_command_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
 var file_command_proto_goTypes = []any{
 	(*Command)(nil),           // 0: bfs.Command
 	(*MkdirCmd)(nil),          // 1: bfs.MkdirCmd
@@ -2035,8 +2102,10 @@ var file_command_proto_goTypes = []any{
 	(*Member)(nil),            // 20: bfs.Member
 	(*ChunkserverCmd)(nil),    // 21: bfs.ChunkserverCmd
 	(*ChunkserverRecord)(nil), // 22: bfs.ChunkserverRecord
-	(*Fence)(nil),             // 23: bfs.Fence
-	(*BlockMeta)(nil),         // 24: bfs.BlockMeta
+	(*BlockKeyCmd)(nil),       // 23: bfs.BlockKeyCmd
+	(*Fence)(nil),             // 24: bfs.Fence
+	(*BlockMeta)(nil),         // 25: bfs.BlockMeta
+	(*BlockKey)(nil),          // 26: bfs.BlockKey
 }
 var file_command_proto_depIdxs = []int32{
 	1,  // 0: bfs.Command.mkdir:type_name -> bfs.MkdirCmd
@@ -2057,16 +2126,18 @@ var file_command_proto_depIdxs = []int32{
 	18, // 15: bfs.Command.format:type_name -> bfs.FormatCmd
 	19, // 16: bfs.Command.member:type_name -> bfs.MemberCmd
 	21, // 17: bfs.Command.chunkserver:type_name -> bfs.ChunkserverCmd
-	23, // 18: bfs.Command.fences:type_name -> bfs.Fence
-	7,  // 19: bfs.OpenSessionCmd.session:type_name -> bfs.SessionRecord
-	24, // 20: bfs.AddBlockCmd.block:type_name -> bfs.BlockMeta
-	20, // 21: bfs.MemberCmd.member:type_name -> bfs.Member
-	22, // 22: bfs.ChunkserverCmd.record:type_name -> bfs.ChunkserverRecord
-	23, // [23:23] is the sub-list for method output_type
-	23, // [23:23] is the sub-list for method input_type
-	23, // [23:23] is the sub-list for extension type_name
-	23, // [23:23] is the sub-list for extension extendee
-	0,  // [0:23] is the sub-list for field type_name
+	23, // 18: bfs.Command.block_key:type_name -> bfs.BlockKeyCmd
+	24, // 19: bfs.Command.fences:type_name -> bfs.Fence
+	7,  // 20: bfs.OpenSessionCmd.session:type_name -> bfs.SessionRecord
+	25, // 21: bfs.AddBlockCmd.block:type_name -> bfs.BlockMeta
+	20, // 22: bfs.MemberCmd.member:type_name -> bfs.Member
+	22, // 23: bfs.ChunkserverCmd.record:type_name -> bfs.ChunkserverRecord
+	26, // 24: bfs.BlockKeyCmd.key:type_name -> bfs.BlockKey
+	25, // [25:25] is the sub-list for method output_type
+	25, // [25:25] is the sub-list for method input_type
+	25, // [25:25] is the sub-list for extension type_name
+	25, // [25:25] is the sub-list for extension extendee
+	0,  // [0:25] is the sub-list for field type_name
 }
 
 func init() { file_command_proto_init() }
@@ -2075,6 +2146,7 @@ func file_command_proto_init() {
 		return
 	}
 	file_fs_proto_init()
+	file_token_proto_init()
 	file_command_proto_msgTypes[0].OneofWrappers = []any{
 		(*Command_Mkdir)(nil),
 		(*Command_Create)(nil),
@@ -2094,6 +2166,7 @@ func file_command_proto_init() {
 		(*Command_Format)(nil),
 		(*Command_Member)(nil),
 		(*Command_Chunkserver)(nil),
+		(*Command_BlockKey)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -2101,7 +2174,7 @@ func file_command_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_command_proto_rawDesc), len(file_command_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   23,
+			NumMessages:   24,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

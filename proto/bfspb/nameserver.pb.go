@@ -2014,7 +2014,10 @@ type LocatedBlock struct {
 	Version  uint64                 `protobuf:"varint,3,opt,name=version,proto3" json:"version,omitempty"`
 	Replicas []*Replica             `protobuf:"bytes,4,rep,name=replicas,proto3" json:"replicas,omitempty"`
 	// True while the block is still being written.
-	Open          bool `protobuf:"varint,5,opt,name=open,proto3" json:"open,omitempty"`
+	Open bool `protobuf:"varint,5,opt,name=open,proto3" json:"open,omitempty"`
+	// The token the chunkservers ask for: a write token in AddBlock's
+	// answer, a read token in GetFileLocation's.
+	Token         *SignedBlockToken `protobuf:"bytes,6,opt,name=token,proto3" json:"token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2082,6 +2085,13 @@ func (x *LocatedBlock) GetOpen() bool {
 		return x.Open
 	}
 	return false
+}
+
+func (x *LocatedBlock) GetToken() *SignedBlockToken {
+	if x != nil {
+		return x.Token
+	}
+	return nil
 }
 
 type AddBlockRequest struct {
@@ -3943,6 +3953,8 @@ type RegisterResponse struct {
 	// max_volume_fill of 0 fills to the last byte).
 	MinFreeBytes  int64   `protobuf:"varint,6,opt,name=min_free_bytes,json=minFreeBytes,proto3" json:"min_free_bytes,omitempty"`
 	MaxVolumeFill float64 `protobuf:"fixed64,7,opt,name=max_volume_fill,json=maxVolumeFill,proto3" json:"max_volume_fill,omitempty"`
+	// The keys block tokens are signed with (see BlockKeys).
+	BlockKeys     *BlockKeys `protobuf:"bytes,21,opt,name=block_keys,json=blockKeys,proto3" json:"block_keys,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4038,6 +4050,13 @@ func (x *RegisterResponse) GetMaxVolumeFill() float64 {
 		return x.MaxVolumeFill
 	}
 	return 0
+}
+
+func (x *RegisterResponse) GetBlockKeys() *BlockKeys {
+	if x != nil {
+		return x.BlockKeys
+	}
+	return nil
 }
 
 type HeartBeatRequest struct {
@@ -4154,7 +4173,10 @@ type HeartBeatResponse struct {
 	Reregister bool   `protobuf:"varint,2,opt,name=reregister,proto3" json:"reregister,omitempty"`
 	// term is the leader's Raft term: the chunkserver records the newest
 	// and refuses destructive commands of older terms.
-	Term          uint64 `protobuf:"varint,20,opt,name=term,proto3" json:"term,omitempty"`
+	Term uint64 `protobuf:"varint,20,opt,name=term,proto3" json:"term,omitempty"`
+	// The keys block tokens are signed with, as in RegisterResponse: a
+	// chunkserver takes the rotated keys from every heartbeat.
+	BlockKeys     *BlockKeys `protobuf:"bytes,21,opt,name=block_keys,json=blockKeys,proto3" json:"block_keys,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4215,6 +4237,13 @@ func (x *HeartBeatResponse) GetTerm() uint64 {
 		return x.Term
 	}
 	return 0
+}
+
+func (x *HeartBeatResponse) GetBlockKeys() *BlockKeys {
+	if x != nil {
+		return x.BlockKeys
+	}
+	return nil
 }
 
 type ReportedBlock struct {
@@ -6578,7 +6607,7 @@ var File_nameserver_proto protoreflect.FileDescriptor
 
 const file_nameserver_proto_rawDesc = "" +
 	"\n" +
-	"\x10nameserver.proto\x12\x03bfs\x1a\fstatus.proto\x1a\bfs.proto\x1a\rcommand.proto\"\x93\x01\n" +
+	"\x10nameserver.proto\x12\x03bfs\x1a\fstatus.proto\x1a\bfs.proto\x1a\rcommand.proto\x1a\vtoken.proto\"\x93\x01\n" +
 	"\fMkdirRequest\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x12\n" +
 	"\x04mode\x18\x02 \x01(\rR\x04mode\x12\x18\n" +
@@ -6725,13 +6754,14 @@ const file_nameserver_proto_rawDesc = "" +
 	"\bsessions\x18\x02 \x03(\v2\x10.bfs.SessionInfoR\bsessions\x12&\n" +
 	"\x0fnext_page_token\x18\x03 \x01(\tR\rnextPageToken\"#\n" +
 	"\aReplica\x12\x18\n" +
-	"\aaddress\x18\x01 \x01(\tR\aaddress\"\x95\x01\n" +
+	"\aaddress\x18\x01 \x01(\tR\aaddress\"\xc2\x01\n" +
 	"\fLocatedBlock\x12\x19\n" +
 	"\bblock_id\x18\x01 \x01(\x03R\ablockId\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x03R\x04size\x12\x18\n" +
 	"\aversion\x18\x03 \x01(\x04R\aversion\x12(\n" +
 	"\breplicas\x18\x04 \x03(\v2\f.bfs.ReplicaR\breplicas\x12\x12\n" +
-	"\x04open\x18\x05 \x01(\bR\x04open\"h\n" +
+	"\x04open\x18\x05 \x01(\bR\x04open\x12+\n" +
+	"\x05token\x18\x06 \x01(\v2\x15.bfs.SignedBlockTokenR\x05token\"h\n" +
 	"\x0fAddBlockRequest\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x1d\n" +
 	"\n" +
@@ -6886,7 +6916,7 @@ const file_nameserver_proto_rawDesc = "" +
 	"used_bytes\x18\a \x01(\x03R\tusedBytes\x12\x16\n" +
 	"\x06blocks\x18\b \x01(\x03R\x06blocks\x12 \n" +
 	"\fstate_age_ms\x18\t \x01(\x03R\n" +
-	"stateAgeMs\"\xdf\x02\n" +
+	"stateAgeMs\"\x8e\x03\n" +
 	"\x10RegisterResponse\x12'\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
 	"\amessage\x18\x0f \x01(\tR\amessage\x12%\n" +
@@ -6897,7 +6927,9 @@ const file_nameserver_proto_rawDesc = "" +
 	"cluster_id\x18\x05 \x01(\tR\tclusterId\x12\x12\n" +
 	"\x04term\x18\x14 \x01(\x04R\x04term\x12$\n" +
 	"\x0emin_free_bytes\x18\x06 \x01(\x03R\fminFreeBytes\x12&\n" +
-	"\x0fmax_volume_fill\x18\a \x01(\x01R\rmaxVolumeFill\"\xab\x02\n" +
+	"\x0fmax_volume_fill\x18\a \x01(\x01R\rmaxVolumeFill\x12-\n" +
+	"\n" +
+	"block_keys\x18\x15 \x01(\v2\x0e.bfs.BlockKeysR\tblockKeys\"\xab\x02\n" +
 	"\x10HeartBeatRequest\x12%\n" +
 	"\x0echunkserver_id\x18\x01 \x01(\x03R\rchunkserverId\x12\x18\n" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x12\x1d\n" +
@@ -6909,14 +6941,16 @@ const file_nameserver_proto_rawDesc = "" +
 	"\x0ecapacity_bytes\x18\x06 \x01(\x03R\rcapacityBytes\x12\x1d\n" +
 	"\n" +
 	"free_bytes\x18\a \x01(\x03R\tfreeBytes\x12)\n" +
-	"\avolumes\x18\b \x03(\v2\x0f.bfs.VolumeInfoR\avolumes\"\x8a\x01\n" +
+	"\avolumes\x18\b \x03(\v2\x0f.bfs.VolumeInfoR\avolumes\"\xb9\x01\n" +
 	"\x11HeartBeatResponse\x12'\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x0f.bfs.StatusCodeR\x06status\x12\x18\n" +
 	"\amessage\x18\x0f \x01(\tR\amessage\x12\x1e\n" +
 	"\n" +
 	"reregister\x18\x02 \x01(\bR\n" +
 	"reregister\x12\x12\n" +
-	"\x04term\x18\x14 \x01(\x04R\x04term\"\x88\x01\n" +
+	"\x04term\x18\x14 \x01(\x04R\x04term\x12-\n" +
+	"\n" +
+	"block_keys\x18\x15 \x01(\v2\x0e.bfs.BlockKeysR\tblockKeys\"\x88\x01\n" +
 	"\rReportedBlock\x12\x19\n" +
 	"\bblock_id\x18\x01 \x01(\x03R\ablockId\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x03R\x04size\x12\x18\n" +
@@ -7260,7 +7294,9 @@ var file_nameserver_proto_goTypes = []any{
 	(StatusCode)(0),                   // 95: bfs.StatusCode
 	(*FileInfo)(nil),                  // 96: bfs.FileInfo
 	(LockStatus)(0),                   // 97: bfs.LockStatus
-	(*Member)(nil),                    // 98: bfs.Member
+	(*SignedBlockToken)(nil),          // 98: bfs.SignedBlockToken
+	(*BlockKeys)(nil),                 // 99: bfs.BlockKeys
+	(*Member)(nil),                    // 100: bfs.Member
 }
 var file_nameserver_proto_depIdxs = []int32{
 	94,  // 0: bfs.MkdirRequest.fences:type_name -> bfs.Fence
@@ -7295,147 +7331,150 @@ var file_nameserver_proto_depIdxs = []int32{
 	95,  // 29: bfs.ListSessionsResponse.status:type_name -> bfs.StatusCode
 	28,  // 30: bfs.ListSessionsResponse.sessions:type_name -> bfs.SessionInfo
 	30,  // 31: bfs.LocatedBlock.replicas:type_name -> bfs.Replica
-	94,  // 32: bfs.AddBlockRequest.fences:type_name -> bfs.Fence
-	95,  // 33: bfs.AddBlockResponse.status:type_name -> bfs.StatusCode
-	31,  // 34: bfs.AddBlockResponse.block:type_name -> bfs.LocatedBlock
-	20,  // 35: bfs.AddBlockResponse.conflict:type_name -> bfs.LockConflict
-	94,  // 36: bfs.SyncBlockRequest.fences:type_name -> bfs.Fence
-	95,  // 37: bfs.SyncBlockResponse.status:type_name -> bfs.StatusCode
-	20,  // 38: bfs.SyncBlockResponse.conflict:type_name -> bfs.LockConflict
-	94,  // 39: bfs.FinishFileRequest.fences:type_name -> bfs.Fence
-	95,  // 40: bfs.FinishFileResponse.status:type_name -> bfs.StatusCode
-	96,  // 41: bfs.FinishFileResponse.info:type_name -> bfs.FileInfo
-	20,  // 42: bfs.FinishFileResponse.conflict:type_name -> bfs.LockConflict
-	95,  // 43: bfs.GetFileLocationResponse.status:type_name -> bfs.StatusCode
-	96,  // 44: bfs.GetFileLocationResponse.info:type_name -> bfs.FileInfo
-	31,  // 45: bfs.GetFileLocationResponse.blocks:type_name -> bfs.LocatedBlock
-	95,  // 46: bfs.LockDirResponse.status:type_name -> bfs.StatusCode
-	45,  // 47: bfs.LockDirResponse.lock:type_name -> bfs.DirLock
-	95,  // 48: bfs.UnlockDirResponse.status:type_name -> bfs.StatusCode
-	45,  // 49: bfs.UnlockDirResponse.lock:type_name -> bfs.DirLock
-	97,  // 50: bfs.DirLock.status:type_name -> bfs.LockStatus
-	44,  // 51: bfs.DirLock.pending:type_name -> bfs.PendingFile
-	95,  // 52: bfs.GetDirLockResponse.status:type_name -> bfs.StatusCode
-	45,  // 53: bfs.GetDirLockResponse.lock:type_name -> bfs.DirLock
-	97,  // 54: bfs.ListDirLocksRequest.status:type_name -> bfs.LockStatus
-	95,  // 55: bfs.ListDirLocksResponse.status:type_name -> bfs.StatusCode
-	45,  // 56: bfs.ListDirLocksResponse.locks:type_name -> bfs.DirLock
-	45,  // 57: bfs.DirLockEvent.lock:type_name -> bfs.DirLock
-	97,  // 58: bfs.DirLockEvent.previous:type_name -> bfs.LockStatus
-	95,  // 59: bfs.GetLockHistoryResponse.status:type_name -> bfs.StatusCode
-	53,  // 60: bfs.GetLockHistoryResponse.entries:type_name -> bfs.LockHistoryEntry
-	56,  // 61: bfs.RegisterRequest.volumes:type_name -> bfs.VolumeInfo
-	0,   // 62: bfs.VolumeInfo.state:type_name -> bfs.VolumeState
-	95,  // 63: bfs.RegisterResponse.status:type_name -> bfs.StatusCode
-	56,  // 64: bfs.HeartBeatRequest.volumes:type_name -> bfs.VolumeInfo
-	95,  // 65: bfs.HeartBeatResponse.status:type_name -> bfs.StatusCode
-	60,  // 66: bfs.BlockReportRequest.blocks:type_name -> bfs.ReportedBlock
-	95,  // 67: bfs.BlockReportResponse.status:type_name -> bfs.StatusCode
-	60,  // 68: bfs.BlockReceivedRequest.blocks:type_name -> bfs.ReportedBlock
-	95,  // 69: bfs.BlockReceivedResponse.status:type_name -> bfs.StatusCode
-	65,  // 70: bfs.ReportBadReplicasRequest.replicas:type_name -> bfs.BadReplica
-	95,  // 71: bfs.ReportBadReplicasResponse.status:type_name -> bfs.StatusCode
-	95,  // 72: bfs.GetSafeModeResponse.status:type_name -> bfs.StatusCode
-	95,  // 73: bfs.LeaveSafeModeResponse.status:type_name -> bfs.StatusCode
-	95,  // 74: bfs.DecommissionResponse.status:type_name -> bfs.StatusCode
-	74,  // 75: bfs.DecommissionResponse.chunkservers:type_name -> bfs.ChunkserverInfo
-	1,   // 76: bfs.ChunkserverInfo.state:type_name -> bfs.ChunkserverState
-	56,  // 77: bfs.ChunkserverInfo.volumes:type_name -> bfs.VolumeInfo
-	95,  // 78: bfs.ListChunkserversResponse.status:type_name -> bfs.StatusCode
-	74,  // 79: bfs.ListChunkserversResponse.chunkservers:type_name -> bfs.ChunkserverInfo
-	75,  // 80: bfs.ListChunkserversResponse.health:type_name -> bfs.BlockHealth
-	79,  // 81: bfs.FsckFile.blocks:type_name -> bfs.FsckBlock
-	95,  // 82: bfs.FsckResponse.status:type_name -> bfs.StatusCode
-	80,  // 83: bfs.FsckResponse.files:type_name -> bfs.FsckFile
-	81,  // 84: bfs.FsckResponse.totals:type_name -> bfs.FsckTotals
-	95,  // 85: bfs.ClusterStatusResponse.status:type_name -> bfs.StatusCode
-	85,  // 86: bfs.ClusterStatusResponse.members:type_name -> bfs.GroupMember
-	95,  // 87: bfs.AddMemberResponse.status:type_name -> bfs.StatusCode
-	95,  // 88: bfs.RemoveMemberResponse.status:type_name -> bfs.StatusCode
-	95,  // 89: bfs.TransferLeaderResponse.status:type_name -> bfs.StatusCode
-	98,  // 90: bfs.PublishMemberRequest.member:type_name -> bfs.Member
-	95,  // 91: bfs.PublishMemberResponse.status:type_name -> bfs.StatusCode
-	2,   // 92: bfs.NameServer.Mkdir:input_type -> bfs.MkdirRequest
-	4,   // 93: bfs.NameServer.Create:input_type -> bfs.CreateRequest
-	6,   // 94: bfs.NameServer.Stat:input_type -> bfs.StatRequest
-	8,   // 95: bfs.NameServer.List:input_type -> bfs.ListRequest
-	10,  // 96: bfs.NameServer.DeleteFile:input_type -> bfs.DeleteFileRequest
-	12,  // 97: bfs.NameServer.DeleteDir:input_type -> bfs.DeleteDirRequest
-	14,  // 98: bfs.NameServer.Rename:input_type -> bfs.RenameRequest
-	16,  // 99: bfs.NameServer.Chmod:input_type -> bfs.ChmodRequest
-	18,  // 100: bfs.NameServer.DiskUsage:input_type -> bfs.DiskUsageRequest
-	21,  // 101: bfs.NameServer.OpenSession:input_type -> bfs.OpenSessionRequest
-	23,  // 102: bfs.NameServer.KeepAlive:input_type -> bfs.KeepAliveRequest
-	25,  // 103: bfs.NameServer.CloseSession:input_type -> bfs.CloseSessionRequest
-	27,  // 104: bfs.NameServer.ListSessions:input_type -> bfs.ListSessionsRequest
-	32,  // 105: bfs.NameServer.AddBlock:input_type -> bfs.AddBlockRequest
-	34,  // 106: bfs.NameServer.SyncBlock:input_type -> bfs.SyncBlockRequest
-	36,  // 107: bfs.NameServer.FinishFile:input_type -> bfs.FinishFileRequest
-	38,  // 108: bfs.NameServer.GetFileLocation:input_type -> bfs.GetFileLocationRequest
-	40,  // 109: bfs.NameServer.LockDir:input_type -> bfs.LockDirRequest
-	42,  // 110: bfs.NameServer.UnlockDir:input_type -> bfs.UnlockDirRequest
-	46,  // 111: bfs.NameServer.GetDirLock:input_type -> bfs.GetDirLockRequest
-	48,  // 112: bfs.NameServer.ListDirLocks:input_type -> bfs.ListDirLocksRequest
-	50,  // 113: bfs.NameServer.WatchDirLocks:input_type -> bfs.WatchDirLocksRequest
-	52,  // 114: bfs.NameServer.GetLockHistory:input_type -> bfs.GetLockHistoryRequest
-	55,  // 115: bfs.NameServer.Register:input_type -> bfs.RegisterRequest
-	58,  // 116: bfs.NameServer.HeartBeat:input_type -> bfs.HeartBeatRequest
-	61,  // 117: bfs.NameServer.BlockReport:input_type -> bfs.BlockReportRequest
-	63,  // 118: bfs.NameServer.BlockReceived:input_type -> bfs.BlockReceivedRequest
-	66,  // 119: bfs.NameServer.ReportBadReplicas:input_type -> bfs.ReportBadReplicasRequest
-	68,  // 120: bfs.NameServer.GetSafeMode:input_type -> bfs.GetSafeModeRequest
-	70,  // 121: bfs.NameServer.LeaveSafeMode:input_type -> bfs.LeaveSafeModeRequest
-	72,  // 122: bfs.NameServer.Decommission:input_type -> bfs.DecommissionRequest
-	76,  // 123: bfs.NameServer.ListChunkservers:input_type -> bfs.ListChunkserversRequest
-	78,  // 124: bfs.NameServer.Fsck:input_type -> bfs.FsckRequest
-	83,  // 125: bfs.NameServer.ClusterStatus:input_type -> bfs.ClusterStatusRequest
-	86,  // 126: bfs.NameServer.AddMember:input_type -> bfs.AddMemberRequest
-	88,  // 127: bfs.NameServer.RemoveMember:input_type -> bfs.RemoveMemberRequest
-	90,  // 128: bfs.NameServer.TransferLeader:input_type -> bfs.TransferLeaderRequest
-	92,  // 129: bfs.NameServer.PublishMember:input_type -> bfs.PublishMemberRequest
-	3,   // 130: bfs.NameServer.Mkdir:output_type -> bfs.MkdirResponse
-	5,   // 131: bfs.NameServer.Create:output_type -> bfs.CreateResponse
-	7,   // 132: bfs.NameServer.Stat:output_type -> bfs.StatResponse
-	9,   // 133: bfs.NameServer.List:output_type -> bfs.ListResponse
-	11,  // 134: bfs.NameServer.DeleteFile:output_type -> bfs.DeleteFileResponse
-	13,  // 135: bfs.NameServer.DeleteDir:output_type -> bfs.DeleteDirResponse
-	15,  // 136: bfs.NameServer.Rename:output_type -> bfs.RenameResponse
-	17,  // 137: bfs.NameServer.Chmod:output_type -> bfs.ChmodResponse
-	19,  // 138: bfs.NameServer.DiskUsage:output_type -> bfs.DiskUsageResponse
-	22,  // 139: bfs.NameServer.OpenSession:output_type -> bfs.OpenSessionResponse
-	24,  // 140: bfs.NameServer.KeepAlive:output_type -> bfs.KeepAliveResponse
-	26,  // 141: bfs.NameServer.CloseSession:output_type -> bfs.CloseSessionResponse
-	29,  // 142: bfs.NameServer.ListSessions:output_type -> bfs.ListSessionsResponse
-	33,  // 143: bfs.NameServer.AddBlock:output_type -> bfs.AddBlockResponse
-	35,  // 144: bfs.NameServer.SyncBlock:output_type -> bfs.SyncBlockResponse
-	37,  // 145: bfs.NameServer.FinishFile:output_type -> bfs.FinishFileResponse
-	39,  // 146: bfs.NameServer.GetFileLocation:output_type -> bfs.GetFileLocationResponse
-	41,  // 147: bfs.NameServer.LockDir:output_type -> bfs.LockDirResponse
-	43,  // 148: bfs.NameServer.UnlockDir:output_type -> bfs.UnlockDirResponse
-	47,  // 149: bfs.NameServer.GetDirLock:output_type -> bfs.GetDirLockResponse
-	49,  // 150: bfs.NameServer.ListDirLocks:output_type -> bfs.ListDirLocksResponse
-	51,  // 151: bfs.NameServer.WatchDirLocks:output_type -> bfs.DirLockEvent
-	54,  // 152: bfs.NameServer.GetLockHistory:output_type -> bfs.GetLockHistoryResponse
-	57,  // 153: bfs.NameServer.Register:output_type -> bfs.RegisterResponse
-	59,  // 154: bfs.NameServer.HeartBeat:output_type -> bfs.HeartBeatResponse
-	62,  // 155: bfs.NameServer.BlockReport:output_type -> bfs.BlockReportResponse
-	64,  // 156: bfs.NameServer.BlockReceived:output_type -> bfs.BlockReceivedResponse
-	67,  // 157: bfs.NameServer.ReportBadReplicas:output_type -> bfs.ReportBadReplicasResponse
-	69,  // 158: bfs.NameServer.GetSafeMode:output_type -> bfs.GetSafeModeResponse
-	71,  // 159: bfs.NameServer.LeaveSafeMode:output_type -> bfs.LeaveSafeModeResponse
-	73,  // 160: bfs.NameServer.Decommission:output_type -> bfs.DecommissionResponse
-	77,  // 161: bfs.NameServer.ListChunkservers:output_type -> bfs.ListChunkserversResponse
-	82,  // 162: bfs.NameServer.Fsck:output_type -> bfs.FsckResponse
-	84,  // 163: bfs.NameServer.ClusterStatus:output_type -> bfs.ClusterStatusResponse
-	87,  // 164: bfs.NameServer.AddMember:output_type -> bfs.AddMemberResponse
-	89,  // 165: bfs.NameServer.RemoveMember:output_type -> bfs.RemoveMemberResponse
-	91,  // 166: bfs.NameServer.TransferLeader:output_type -> bfs.TransferLeaderResponse
-	93,  // 167: bfs.NameServer.PublishMember:output_type -> bfs.PublishMemberResponse
-	130, // [130:168] is the sub-list for method output_type
-	92,  // [92:130] is the sub-list for method input_type
-	92,  // [92:92] is the sub-list for extension type_name
-	92,  // [92:92] is the sub-list for extension extendee
-	0,   // [0:92] is the sub-list for field type_name
+	98,  // 32: bfs.LocatedBlock.token:type_name -> bfs.SignedBlockToken
+	94,  // 33: bfs.AddBlockRequest.fences:type_name -> bfs.Fence
+	95,  // 34: bfs.AddBlockResponse.status:type_name -> bfs.StatusCode
+	31,  // 35: bfs.AddBlockResponse.block:type_name -> bfs.LocatedBlock
+	20,  // 36: bfs.AddBlockResponse.conflict:type_name -> bfs.LockConflict
+	94,  // 37: bfs.SyncBlockRequest.fences:type_name -> bfs.Fence
+	95,  // 38: bfs.SyncBlockResponse.status:type_name -> bfs.StatusCode
+	20,  // 39: bfs.SyncBlockResponse.conflict:type_name -> bfs.LockConflict
+	94,  // 40: bfs.FinishFileRequest.fences:type_name -> bfs.Fence
+	95,  // 41: bfs.FinishFileResponse.status:type_name -> bfs.StatusCode
+	96,  // 42: bfs.FinishFileResponse.info:type_name -> bfs.FileInfo
+	20,  // 43: bfs.FinishFileResponse.conflict:type_name -> bfs.LockConflict
+	95,  // 44: bfs.GetFileLocationResponse.status:type_name -> bfs.StatusCode
+	96,  // 45: bfs.GetFileLocationResponse.info:type_name -> bfs.FileInfo
+	31,  // 46: bfs.GetFileLocationResponse.blocks:type_name -> bfs.LocatedBlock
+	95,  // 47: bfs.LockDirResponse.status:type_name -> bfs.StatusCode
+	45,  // 48: bfs.LockDirResponse.lock:type_name -> bfs.DirLock
+	95,  // 49: bfs.UnlockDirResponse.status:type_name -> bfs.StatusCode
+	45,  // 50: bfs.UnlockDirResponse.lock:type_name -> bfs.DirLock
+	97,  // 51: bfs.DirLock.status:type_name -> bfs.LockStatus
+	44,  // 52: bfs.DirLock.pending:type_name -> bfs.PendingFile
+	95,  // 53: bfs.GetDirLockResponse.status:type_name -> bfs.StatusCode
+	45,  // 54: bfs.GetDirLockResponse.lock:type_name -> bfs.DirLock
+	97,  // 55: bfs.ListDirLocksRequest.status:type_name -> bfs.LockStatus
+	95,  // 56: bfs.ListDirLocksResponse.status:type_name -> bfs.StatusCode
+	45,  // 57: bfs.ListDirLocksResponse.locks:type_name -> bfs.DirLock
+	45,  // 58: bfs.DirLockEvent.lock:type_name -> bfs.DirLock
+	97,  // 59: bfs.DirLockEvent.previous:type_name -> bfs.LockStatus
+	95,  // 60: bfs.GetLockHistoryResponse.status:type_name -> bfs.StatusCode
+	53,  // 61: bfs.GetLockHistoryResponse.entries:type_name -> bfs.LockHistoryEntry
+	56,  // 62: bfs.RegisterRequest.volumes:type_name -> bfs.VolumeInfo
+	0,   // 63: bfs.VolumeInfo.state:type_name -> bfs.VolumeState
+	95,  // 64: bfs.RegisterResponse.status:type_name -> bfs.StatusCode
+	99,  // 65: bfs.RegisterResponse.block_keys:type_name -> bfs.BlockKeys
+	56,  // 66: bfs.HeartBeatRequest.volumes:type_name -> bfs.VolumeInfo
+	95,  // 67: bfs.HeartBeatResponse.status:type_name -> bfs.StatusCode
+	99,  // 68: bfs.HeartBeatResponse.block_keys:type_name -> bfs.BlockKeys
+	60,  // 69: bfs.BlockReportRequest.blocks:type_name -> bfs.ReportedBlock
+	95,  // 70: bfs.BlockReportResponse.status:type_name -> bfs.StatusCode
+	60,  // 71: bfs.BlockReceivedRequest.blocks:type_name -> bfs.ReportedBlock
+	95,  // 72: bfs.BlockReceivedResponse.status:type_name -> bfs.StatusCode
+	65,  // 73: bfs.ReportBadReplicasRequest.replicas:type_name -> bfs.BadReplica
+	95,  // 74: bfs.ReportBadReplicasResponse.status:type_name -> bfs.StatusCode
+	95,  // 75: bfs.GetSafeModeResponse.status:type_name -> bfs.StatusCode
+	95,  // 76: bfs.LeaveSafeModeResponse.status:type_name -> bfs.StatusCode
+	95,  // 77: bfs.DecommissionResponse.status:type_name -> bfs.StatusCode
+	74,  // 78: bfs.DecommissionResponse.chunkservers:type_name -> bfs.ChunkserverInfo
+	1,   // 79: bfs.ChunkserverInfo.state:type_name -> bfs.ChunkserverState
+	56,  // 80: bfs.ChunkserverInfo.volumes:type_name -> bfs.VolumeInfo
+	95,  // 81: bfs.ListChunkserversResponse.status:type_name -> bfs.StatusCode
+	74,  // 82: bfs.ListChunkserversResponse.chunkservers:type_name -> bfs.ChunkserverInfo
+	75,  // 83: bfs.ListChunkserversResponse.health:type_name -> bfs.BlockHealth
+	79,  // 84: bfs.FsckFile.blocks:type_name -> bfs.FsckBlock
+	95,  // 85: bfs.FsckResponse.status:type_name -> bfs.StatusCode
+	80,  // 86: bfs.FsckResponse.files:type_name -> bfs.FsckFile
+	81,  // 87: bfs.FsckResponse.totals:type_name -> bfs.FsckTotals
+	95,  // 88: bfs.ClusterStatusResponse.status:type_name -> bfs.StatusCode
+	85,  // 89: bfs.ClusterStatusResponse.members:type_name -> bfs.GroupMember
+	95,  // 90: bfs.AddMemberResponse.status:type_name -> bfs.StatusCode
+	95,  // 91: bfs.RemoveMemberResponse.status:type_name -> bfs.StatusCode
+	95,  // 92: bfs.TransferLeaderResponse.status:type_name -> bfs.StatusCode
+	100, // 93: bfs.PublishMemberRequest.member:type_name -> bfs.Member
+	95,  // 94: bfs.PublishMemberResponse.status:type_name -> bfs.StatusCode
+	2,   // 95: bfs.NameServer.Mkdir:input_type -> bfs.MkdirRequest
+	4,   // 96: bfs.NameServer.Create:input_type -> bfs.CreateRequest
+	6,   // 97: bfs.NameServer.Stat:input_type -> bfs.StatRequest
+	8,   // 98: bfs.NameServer.List:input_type -> bfs.ListRequest
+	10,  // 99: bfs.NameServer.DeleteFile:input_type -> bfs.DeleteFileRequest
+	12,  // 100: bfs.NameServer.DeleteDir:input_type -> bfs.DeleteDirRequest
+	14,  // 101: bfs.NameServer.Rename:input_type -> bfs.RenameRequest
+	16,  // 102: bfs.NameServer.Chmod:input_type -> bfs.ChmodRequest
+	18,  // 103: bfs.NameServer.DiskUsage:input_type -> bfs.DiskUsageRequest
+	21,  // 104: bfs.NameServer.OpenSession:input_type -> bfs.OpenSessionRequest
+	23,  // 105: bfs.NameServer.KeepAlive:input_type -> bfs.KeepAliveRequest
+	25,  // 106: bfs.NameServer.CloseSession:input_type -> bfs.CloseSessionRequest
+	27,  // 107: bfs.NameServer.ListSessions:input_type -> bfs.ListSessionsRequest
+	32,  // 108: bfs.NameServer.AddBlock:input_type -> bfs.AddBlockRequest
+	34,  // 109: bfs.NameServer.SyncBlock:input_type -> bfs.SyncBlockRequest
+	36,  // 110: bfs.NameServer.FinishFile:input_type -> bfs.FinishFileRequest
+	38,  // 111: bfs.NameServer.GetFileLocation:input_type -> bfs.GetFileLocationRequest
+	40,  // 112: bfs.NameServer.LockDir:input_type -> bfs.LockDirRequest
+	42,  // 113: bfs.NameServer.UnlockDir:input_type -> bfs.UnlockDirRequest
+	46,  // 114: bfs.NameServer.GetDirLock:input_type -> bfs.GetDirLockRequest
+	48,  // 115: bfs.NameServer.ListDirLocks:input_type -> bfs.ListDirLocksRequest
+	50,  // 116: bfs.NameServer.WatchDirLocks:input_type -> bfs.WatchDirLocksRequest
+	52,  // 117: bfs.NameServer.GetLockHistory:input_type -> bfs.GetLockHistoryRequest
+	55,  // 118: bfs.NameServer.Register:input_type -> bfs.RegisterRequest
+	58,  // 119: bfs.NameServer.HeartBeat:input_type -> bfs.HeartBeatRequest
+	61,  // 120: bfs.NameServer.BlockReport:input_type -> bfs.BlockReportRequest
+	63,  // 121: bfs.NameServer.BlockReceived:input_type -> bfs.BlockReceivedRequest
+	66,  // 122: bfs.NameServer.ReportBadReplicas:input_type -> bfs.ReportBadReplicasRequest
+	68,  // 123: bfs.NameServer.GetSafeMode:input_type -> bfs.GetSafeModeRequest
+	70,  // 124: bfs.NameServer.LeaveSafeMode:input_type -> bfs.LeaveSafeModeRequest
+	72,  // 125: bfs.NameServer.Decommission:input_type -> bfs.DecommissionRequest
+	76,  // 126: bfs.NameServer.ListChunkservers:input_type -> bfs.ListChunkserversRequest
+	78,  // 127: bfs.NameServer.Fsck:input_type -> bfs.FsckRequest
+	83,  // 128: bfs.NameServer.ClusterStatus:input_type -> bfs.ClusterStatusRequest
+	86,  // 129: bfs.NameServer.AddMember:input_type -> bfs.AddMemberRequest
+	88,  // 130: bfs.NameServer.RemoveMember:input_type -> bfs.RemoveMemberRequest
+	90,  // 131: bfs.NameServer.TransferLeader:input_type -> bfs.TransferLeaderRequest
+	92,  // 132: bfs.NameServer.PublishMember:input_type -> bfs.PublishMemberRequest
+	3,   // 133: bfs.NameServer.Mkdir:output_type -> bfs.MkdirResponse
+	5,   // 134: bfs.NameServer.Create:output_type -> bfs.CreateResponse
+	7,   // 135: bfs.NameServer.Stat:output_type -> bfs.StatResponse
+	9,   // 136: bfs.NameServer.List:output_type -> bfs.ListResponse
+	11,  // 137: bfs.NameServer.DeleteFile:output_type -> bfs.DeleteFileResponse
+	13,  // 138: bfs.NameServer.DeleteDir:output_type -> bfs.DeleteDirResponse
+	15,  // 139: bfs.NameServer.Rename:output_type -> bfs.RenameResponse
+	17,  // 140: bfs.NameServer.Chmod:output_type -> bfs.ChmodResponse
+	19,  // 141: bfs.NameServer.DiskUsage:output_type -> bfs.DiskUsageResponse
+	22,  // 142: bfs.NameServer.OpenSession:output_type -> bfs.OpenSessionResponse
+	24,  // 143: bfs.NameServer.KeepAlive:output_type -> bfs.KeepAliveResponse
+	26,  // 144: bfs.NameServer.CloseSession:output_type -> bfs.CloseSessionResponse
+	29,  // 145: bfs.NameServer.ListSessions:output_type -> bfs.ListSessionsResponse
+	33,  // 146: bfs.NameServer.AddBlock:output_type -> bfs.AddBlockResponse
+	35,  // 147: bfs.NameServer.SyncBlock:output_type -> bfs.SyncBlockResponse
+	37,  // 148: bfs.NameServer.FinishFile:output_type -> bfs.FinishFileResponse
+	39,  // 149: bfs.NameServer.GetFileLocation:output_type -> bfs.GetFileLocationResponse
+	41,  // 150: bfs.NameServer.LockDir:output_type -> bfs.LockDirResponse
+	43,  // 151: bfs.NameServer.UnlockDir:output_type -> bfs.UnlockDirResponse
+	47,  // 152: bfs.NameServer.GetDirLock:output_type -> bfs.GetDirLockResponse
+	49,  // 153: bfs.NameServer.ListDirLocks:output_type -> bfs.ListDirLocksResponse
+	51,  // 154: bfs.NameServer.WatchDirLocks:output_type -> bfs.DirLockEvent
+	54,  // 155: bfs.NameServer.GetLockHistory:output_type -> bfs.GetLockHistoryResponse
+	57,  // 156: bfs.NameServer.Register:output_type -> bfs.RegisterResponse
+	59,  // 157: bfs.NameServer.HeartBeat:output_type -> bfs.HeartBeatResponse
+	62,  // 158: bfs.NameServer.BlockReport:output_type -> bfs.BlockReportResponse
+	64,  // 159: bfs.NameServer.BlockReceived:output_type -> bfs.BlockReceivedResponse
+	67,  // 160: bfs.NameServer.ReportBadReplicas:output_type -> bfs.ReportBadReplicasResponse
+	69,  // 161: bfs.NameServer.GetSafeMode:output_type -> bfs.GetSafeModeResponse
+	71,  // 162: bfs.NameServer.LeaveSafeMode:output_type -> bfs.LeaveSafeModeResponse
+	73,  // 163: bfs.NameServer.Decommission:output_type -> bfs.DecommissionResponse
+	77,  // 164: bfs.NameServer.ListChunkservers:output_type -> bfs.ListChunkserversResponse
+	82,  // 165: bfs.NameServer.Fsck:output_type -> bfs.FsckResponse
+	84,  // 166: bfs.NameServer.ClusterStatus:output_type -> bfs.ClusterStatusResponse
+	87,  // 167: bfs.NameServer.AddMember:output_type -> bfs.AddMemberResponse
+	89,  // 168: bfs.NameServer.RemoveMember:output_type -> bfs.RemoveMemberResponse
+	91,  // 169: bfs.NameServer.TransferLeader:output_type -> bfs.TransferLeaderResponse
+	93,  // 170: bfs.NameServer.PublishMember:output_type -> bfs.PublishMemberResponse
+	133, // [133:171] is the sub-list for method output_type
+	95,  // [95:133] is the sub-list for method input_type
+	95,  // [95:95] is the sub-list for extension type_name
+	95,  // [95:95] is the sub-list for extension extendee
+	0,   // [0:95] is the sub-list for field type_name
 }
 
 func init() { file_nameserver_proto_init() }
@@ -7446,6 +7485,7 @@ func file_nameserver_proto_init() {
 	file_status_proto_init()
 	file_fs_proto_init()
 	file_command_proto_init()
+	file_token_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

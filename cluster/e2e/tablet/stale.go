@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/bfs-go/bfs/internal/blocktoken"
 	"github.com/bfs-go/bfs/internal/certs"
 	"github.com/bfs-go/bfs/proto/bfspb"
 )
@@ -123,7 +124,7 @@ func (s *server) rawWrite(ctx context.Context, f *file, addr string) {
 	start := time.Now()
 	data := Pattern(f.path, f.synced, rawPacketSize)
 	e := Event{Op: OpRawWrite, Path: f.path, Replica: addr, Offset: f.synced, Len: len(data)}
-	ack, err := sendPacket(ctx, s.creds, addr, &bfspb.WritePacket{
+	ack, err := sendPacket(ctx, s.creds, addr, f.token, &bfspb.WritePacket{
 		BlockId: f.block, Offset: f.synced, Seq: rawSeq, Data: data,
 		Crc32C: crc32.Checksum(data, castagnoli), Sync: true, Version: f.version,
 	})
@@ -135,9 +136,12 @@ func (s *server) rawWrite(ctx context.Context, f *file, addr string) {
 	s.emitOp(e, start, err)
 }
 
-func sendPacket(ctx context.Context, creds *certs.Creds, addr string, p *bfspb.WritePacket) (*bfspb.WriteAck, error) {
+func sendPacket(ctx context.Context, creds *certs.Creds, addr string, token *bfspb.SignedBlockToken, p *bfspb.WritePacket) (*bfspb.WriteAck, error) {
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(certs.TransportCredentials(creds)))
 	if err != nil {
+		return nil, err
+	}
+	if ctx, err = blocktoken.Attach(ctx, token); err != nil {
 		return nil, err
 	}
 	defer conn.Close()

@@ -11,7 +11,11 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/grpc"
+
 	"github.com/bfs-go/bfs/internal/certs"
+	"github.com/bfs-go/bfs/internal/nsgroup"
+	"github.com/bfs-go/bfs/proto/bfspb"
 	"github.com/bfs-go/bfs/sdk"
 )
 
@@ -93,6 +97,10 @@ type file struct {
 	block   int64
 	version uint64
 	addrs   []string
+	// token is the block's write token, as a writer of the file holds it
+	// (the raw writes carry it: what refuses them after the unlock is
+	// the seal, not a missing token).
+	token *bfspb.SignedBlockToken
 }
 
 // server is one run.
@@ -219,6 +227,9 @@ func (s *server) open(ctx context.Context, p string) error {
 	}
 	b := loc.Blocks[0]
 	f.block, f.version, f.addrs = b.ID, b.Version, b.Replicas
+	if f.token, err = s.writeToken(ctx, p); err != nil {
+		return err
+	}
 	s.emit(Event{Kind: KindOpened, Path: p, Block: b.ID, Replicas: b.Replicas})
 	return nil
 }
@@ -330,4 +341,32 @@ func errString(err error) string {
 		return ""
 	}
 	return err.Error()
+}
+
+// writeToken asks for the write token of p's block again, as its writer
+// (an AddBlock of the session's open file answers its block, with a
+// token), over a connection of its own.
+func (s *server) writeToken(ctx context.Context, p string) (*bfspb.SignedBlockToken, error) {
+	sess, err := s.c.Session(ctx)
+	if err != nil {
+		return nil, err
+	}
+	addrs, err := nsgroup.ParseAddrs(s.cfg.NameServer)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := nsgroup.New(nsgroup.Config{Addrs: addrs,
+		DialOptions: []grpc.DialOption{grpc.WithTransportCredentials(certs.TransportCredentials(s.creds))}})
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	resp, err := bfspb.NewNameServerClient(conn).AddBlock(ctx, &bfspb.AddBlockRequest{Path: p, SessionId: sess.ID()})
+	if err != nil {
+		return nil, err
+	}
+	if resp.Status != bfspb.StatusCode_OK || resp.Block.GetToken() == nil {
+		return nil, fmt.Errorf("tablet: write token of %s: %v %s", p, resp.Status, resp.Message)
+	}
+	return resp.Block.Token, nil
 }

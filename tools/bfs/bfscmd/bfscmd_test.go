@@ -307,7 +307,7 @@ func TestNameserverCommand(t *testing.T) {
 	certsDir, caKey := filepath.Join(t.TempDir(), "certs"), filepath.Join(t.TempDir(), "ca.key")
 	for _, args := range [][]string{
 		{"cert", "create-ca"},
-		{"cert", "create-node", "127.0.0.1", "localhost"},
+		{"cert", "create-node", "127.0.0.1", "localhost", "--role", "nameserver"},
 		{"cert", "create-client", "bfs"},
 	} {
 		r := run(t, append(args, "--certs-dir", certsDir, "--ca-key", caKey)...)

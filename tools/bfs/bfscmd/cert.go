@@ -120,16 +120,30 @@ func (e *env) createCACommand(o *certFlags) *cobra.Command {
 }
 
 func (e *env) createNodeCommand(o *certFlags) *cobra.Command {
-	var name string
+	var name, role string
 	cmd := &cobra.Command{
-		Use:   "create-node HOST... --certs-dir DIR --ca-key FILE",
+		Use:   "create-node HOST... --role nameserver|chunkserver --certs-dir DIR --ca-key FILE",
 		Short: "Make a daemon's certificate (node.crt, node.key) for the IP addresses and DNS names it is reached at",
-		Args:  cobra.MinimumNArgs(1),
+		Long: `Make a daemon's certificate (node.crt, node.key) for the IP addresses and DNS
+names it is reached at. --role says what the daemon is: chunkservers take
+their commands (create, seal, truncate, delete, copy) only from a
+nameserver's certificate, and the nameserver registers only chunkservers'.
+Give each chunkserver a certificate of its own (--name): the nameserver
+takes a chunkserver's reports only from the certificate that registered it.`,
+		Args: cobra.MinimumNArgs(1),
 		RunE: e.withAuthority(o, func(ca *certs.Authority, dir string, hosts []string) (string, string, error) {
-			return certs.NodeCertFile, certs.NodeKeyFile, ca.CreateNode(dir, name, hosts, o.options())
+			if role == "" {
+				return "", "", usagef("--role is required (nameserver or chunkserver)")
+			}
+			r, err := certs.ParseRole(role)
+			if err != nil {
+				return "", "", usagef("--role: %v", err)
+			}
+			return certs.NodeCertFile, certs.NodeKeyFile, ca.CreateNode(dir, r, name, hosts, o.options())
 		}),
 	}
 	cmd.Flags().StringVar(&name, "name", "", "the node's name in its identity (default: the first host)")
+	cmd.Flags().StringVar(&role, "role", "", "nameserver or chunkserver")
 	return cmd
 }
 
@@ -184,7 +198,7 @@ func (e *env) listCertsCommand() *cobra.Command {
 			tw := tabwriter.NewWriter(e.stdout, 0, 8, 2, ' ', 0)
 			fmt.Fprintln(tw, "FILE\tKIND\tNAME\tHOSTS\tEXPIRES\tKEY")
 			for _, in := range infos {
-				kind, name := in.Identity.Kind.String(), in.Identity.Name
+				kind, name := in.Identity.Label(), in.Identity.Name
 				switch {
 				case in.Err != nil:
 					kind, name = "error", in.Err.Error()

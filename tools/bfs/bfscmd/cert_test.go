@@ -27,7 +27,7 @@ func TestCertCommands(t *testing.T) {
 	}
 	for _, args := range [][]string{
 		{"create-ca"},
-		{"create-node", "127.0.0.1", "ns1.example.com"},
+		{"create-node", "127.0.0.1", "ns1.example.com", "--role", "nameserver"},
 		{"create-client", "tablet"},
 		{"create-client", "ops", "--admin"},
 	} {
@@ -40,7 +40,7 @@ func TestCertCommands(t *testing.T) {
 		`(?m)^ca\.crt +ca +- +- +\d{4}-`,
 		`(?m)^client\.ops\.crt +admin +ops +- +\S+ +client\.ops\.key$`,
 		`(?m)^client\.tablet\.crt +client +tablet +- +\S+ +client\.tablet\.key$`,
-		`(?m)^node\.crt +node +127\.0\.0\.1 +ns1\.example\.com,127\.0\.0\.1 +\S+ +node\.key$`,
+		`(?m)^node\.crt +nameserver +127\.0\.0\.1 +ns1\.example\.com,127\.0\.0\.1 +\S+ +node\.key$`,
 	} {
 		assert.Regexp(t, re, r.stdout)
 	}
@@ -54,9 +54,9 @@ func TestCertCommands(t *testing.T) {
 	r = cert("create-client", "tablet")
 	assert.Equal(t, 1, r.code)
 	assert.Contains(t, r.stderr, "exists (--overwrite replaces it)")
-	r = cert("create-node", "10.0.0.7", "--name", "ns2", "--overwrite", "--lifetime", "24h")
+	r = cert("create-node", "10.0.0.7", "--name", "ns2", "--role", "chunkserver", "--overwrite", "--lifetime", "24h")
 	require.Equal(t, 0, r.code, r.stderr)
-	assert.Regexp(t, `wrote \S+node\.crt \(node/ns2, valid until \S+\)`, r.stdout)
+	assert.Regexp(t, `wrote \S+node\.crt \(chunkserver/ns2, valid until \S+\)`, r.stdout)
 
 	// Bad input.
 	for _, tc := range []struct {
@@ -68,7 +68,9 @@ func TestCertCommands(t *testing.T) {
 		{[]string{"cert", "create-node", "h", "--certs-dir", dir}, 2, "--ca-key is required"},
 		{[]string{"cert", "create-client", "--certs-dir", dir, "--ca-key", caKey}, 2, "accepts 1 arg"},
 		{[]string{"cert", "create-node", "--certs-dir", dir, "--ca-key", caKey}, 2, "requires at least 1 arg"},
-		{[]string{"cert", "create-node", "host:80", "--certs-dir", dir, "--ca-key", caKey, "--overwrite"}, 1, "not an IP address or a DNS name"},
+		{[]string{"cert", "create-node", "host:80", "--role", "chunkserver", "--certs-dir", dir, "--ca-key", caKey, "--overwrite"}, 1, "not an IP address or a DNS name"},
+		{[]string{"cert", "create-node", "h", "--certs-dir", dir, "--ca-key", caKey, "--overwrite"}, 2, "--role is required"},
+		{[]string{"cert", "create-node", "h", "--role", "node", "--certs-dir", dir, "--ca-key", caKey, "--overwrite"}, 2, "no role"},
 		{[]string{"cert", "create-client", "a/b", "--certs-dir", dir, "--ca-key", caKey}, 1, "letters, digits"},
 		{[]string{"cert", "create-client", "x", "--certs-dir", dir, "--ca-key", caKey, "--lifetime", "-1h"}, 1, "negative lifetime"},
 		{[]string{"cert", "create-client", "x", "--certs-dir", dir, "--ca-key", filepath.Join(dir, "node.key")}, 1, "no CA certificate"},

@@ -88,6 +88,12 @@ and is added with 'bfs cluster add NAME RAFT_ADDRESS'.`,
 	f.IntVar(&cfg.RepairMaxCopies, "repair-max-copies", cfg.RepairMaxCopies, "repair copies in flight in the whole cluster")
 	f.IntVar(&cfg.RepairMaxCopiesPerServer, "repair-max-copies-per-server", cfg.RepairMaxCopiesPerServer,
 		"repair copies in flight per chunkserver, as source and as target together")
+	f.DurationVar(&cfg.BlockTokenLifetime, "block-token-lifetime", nameserver.DefaultBlockTokenLifetime,
+		"how long a block token (what chunkservers ask readers and writers for) is good for")
+	f.DurationVar(&cfg.BlockKeyRotation, "block-key-rotation", nameserver.DefaultBlockKeyRotation,
+		"how often the leader makes a new key to sign block tokens with (at least twice --block-token-lifetime)")
+	f.DurationVar(&cfg.UnallocatedGrace, "unallocated-grace", nameserver.DefaultUnallocatedGrace,
+		"how long a replica of a block id the namespace never allocated is kept before it is deleted (negative: for ever)")
 	f.DurationVar(&cfg.MinSessionTTL, "min-session-ttl", cfg.MinSessionTTL, "shortest session TTL a client may ask for")
 	f.DurationVar(&cfg.MaxSessionTTL, "max-session-ttl", cfg.MaxSessionTTL, "longest session TTL a client may ask for")
 	addTestingPauseFlag(f, &pause)

@@ -40,7 +40,8 @@ func TestPutRefusesAnExistingFile(t *testing.T) {
 	for name, data := range map[string]string{"a": "first", "b": "second, longer"} {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644))
 	}
-	require.Equal(t, 0, bfs(t, ns, "put", "-r", "1", filepath.Join(dir, "a"), "/x").code)
+	first := bfs(t, ns, "put", "-r", "1", filepath.Join(dir, "a"), "/x")
+	require.Equal(t, 0, first.code, first.stderr)
 	r := bfs(t, ns, "put", "-r", "1", filepath.Join(dir, "b"), "/x")
 	assert.Equal(t, 1, r.code)
 	assert.Contains(t, r.stderr, "put /x: file exists (--force to overwrite)")

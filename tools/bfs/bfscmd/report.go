@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"text/tabwriter"
 	"time"
 
@@ -107,7 +108,7 @@ func (e *env) printReport(servers []sdk.Chunkserver, h sdk.BlockHealth) error {
 	for _, s := range servers {
 		counts[s.State]++
 		if s.State != sdk.ChunkserverDead {
-			capacity, used, nonDFS, free = capacity+s.Capacity, used+s.Used, nonDFS+s.NonDFSUsed, free+s.Free
+			capacity, used, nonDFS, free = satAdd(capacity, s.Capacity), satAdd(used, s.Used), satAdd(nonDFS, s.NonDFSUsed), satAdd(free, s.Free)
 			for _, v := range s.Volumes {
 				vols[v.State]++
 			}
@@ -180,4 +181,18 @@ func percent(part, whole int64) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.1f%%", 100*float64(part)/float64(whole))
+}
+
+// satAdd adds two byte counts, saturating at int64's limits instead of
+// wrapping around: a nameserver caps what a chunkserver claims, but the
+// report does not count on it.
+func satAdd(a, b int64) int64 {
+	s := a + b
+	switch {
+	case a > 0 && b > 0 && s < 0:
+		return math.MaxInt64
+	case a < 0 && b < 0 && s >= 0:
+		return math.MinInt64
+	}
+	return s
 }

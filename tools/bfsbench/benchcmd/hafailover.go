@@ -59,10 +59,10 @@ var failoverProbeRows = []string{failoverLockRow, failoverKeepRow, failoverAddBl
 // procGroup is the group of daemon processes.
 type procGroup struct {
 	dir string
-	// tls are the daemons' flags for TLS (--certs-dir or --insecure);
-	// client and admin the certificates this side presents (nil in
-	// plaintext).
-	tls           []string
+	// tls and csTLS are the nameservers' and the chunkservers' flags for
+	// TLS (--certs-dir or --insecure); client and admin the certificates
+	// this side presents (nil in plaintext).
+	tls, csTLS    []string
 	client, admin *certs.Creds
 	ns, cs        []*proc
 	// nsAddrs are the nameservers' client addresses, fixed across
@@ -73,13 +73,14 @@ type procGroup struct {
 // startProcGroup starts haGroupSize nameservers bootstrapping one group,
 // then as many chunkservers, with their data under dir.
 func startProcGroup(ctx context.Context, dir string, secure bool) (*procGroup, error) {
-	g := &procGroup{dir: dir, tls: []string{"--insecure"}}
+	g := &procGroup{dir: dir, tls: []string{"--insecure"}, csTLS: []string{"--insecure"}}
 	if secure {
 		if err := makeCerts(dir); err != nil {
 			return nil, err
 		}
 		certsDir := filepath.Join(dir, "certs")
 		g.tls = []string{"--certs-dir", certsDir}
+		g.csTLS = []string{"--certs-dir", chunkserverCertsDir(dir)}
 		var err error
 		if g.client, err = certs.LoadClient(certsDir, certs.ClientUser); err != nil {
 			return nil, err
@@ -112,7 +113,7 @@ func startProcGroup(ctx context.Context, dir string, secure bool) (*procGroup, e
 		name := fmt.Sprintf("cs%d", i+1)
 		p, err := startProc(ctx, name, filepath.Join(dir, name+".log"), append([]string{"chunkserver",
 			"--data", filepath.Join(dir, name), "--listen", "127.0.0.1:0", "--metrics", "",
-			"--nameserver", g.addrList()}, g.tls...)...)
+			"--nameserver", g.addrList()}, g.csTLS...)...)
 		if err != nil {
 			g.stop()
 			return nil, err

@@ -178,7 +178,25 @@ func makeCerts(dir string) error {
 	if err != nil {
 		return err
 	}
-	if err := ca.CreateNode(certsDir, "", []string{"127.0.0.1", "localhost"}, certs.Options{}); err != nil {
+	hosts := []string{"127.0.0.1", "localhost"}
+	if err := ca.CreateNode(certsDir, certs.RoleNameServer, "", hosts, certs.Options{}); err != nil {
+		return err
+	}
+	// The chunkservers' certificate, in a directory of their own beside
+	// the CA's certificate: a chunkserver takes commands only from a
+	// nameserver's certificate, and registers only with its own.
+	csDir := chunkserverCertsDir(dir)
+	caPEM, err := os.ReadFile(filepath.Join(certsDir, certs.CAFile))
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(csDir, 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(csDir, certs.CAFile), caPEM, 0o644); err != nil {
+		return err
+	}
+	if err := ca.CreateNode(csDir, certs.RoleChunkserver, "chunkserver", hosts, certs.Options{}); err != nil {
 		return err
 	}
 	for _, id := range []certs.Identity{{Kind: certs.KindClient, Name: certs.ClientUser}, {Kind: certs.KindAdmin, Name: certs.AdminUser}} {
@@ -188,6 +206,10 @@ func makeCerts(dir string) error {
 	}
 	return nil
 }
+
+// chunkserverCertsDir is where makeCerts puts the chunkservers'
+// certificates.
+func chunkserverCertsDir(dir string) string { return filepath.Join(dir, "certs-chunkserver") }
 
 // stopAll stops the processes, all at once.
 func stopAll(ps ...*proc) {

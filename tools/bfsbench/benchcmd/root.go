@@ -191,6 +191,20 @@ func (cl *cluster) sideEnv() []string {
 const sideInsecureEnv = "BFS_INSECURE"
 
 // raw returns plain gRPC connections presenting the client certificate.
+// rawAsNameServer is raw with the nameservers' node certificate (node.crt
+// in the certificates directory): chunkservers take their commands (Seal)
+// only from a nameserver's certificate.
+func (cl *cluster) rawAsNameServer() (*rawConns, error) {
+	if cl.certsDir == "" {
+		return &rawConns{}, nil
+	}
+	creds, err := certs.LoadNode(cl.certsDir)
+	if err == nil && !creds.Identity().IsNameServer() {
+		err = fmt.Errorf("%s names %s: the seal benchmark sends Seal as the nameserver does, with a nameserver's certificate", cl.certsDir, creds.Identity())
+	}
+	return &rawConns{creds: creds}, err
+}
+
 func (cl *cluster) raw() (*rawConns, error) {
 	if cl.certsDir == "" {
 		return &rawConns{}, nil

@@ -38,8 +38,8 @@ const (
 )
 
 // serveScaleNameServer is the nameserver process: it serves on a free
-// loopback port, prints scaleReady and the address on stdout, and stops
-// when its stdin closes (the parent closed it, or died).
+// loopback port, prints scaleReady and the address on stdout once it
+// leads, and stops when its stdin closes (the parent closed it, or died).
 func serveScaleNameServer(dir string, stdin io.Reader, stdout, stderr io.Writer) int {
 	cfg := nameserver.DefaultConfig()
 	cfg.DataDir, cfg.ListenAddr, cfg.MetricsAddr, cfg.Insecure = dir, "127.0.0.1:0", "", true
@@ -59,8 +59,15 @@ func serveScaleNameServer(dir string, stdin io.Reader, stdout, stderr io.Writer)
 		_, _ = io.Copy(io.Discard, stdin)
 		cancel()
 	}()
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx, lis) }()
+	// Ready once it leads its group of one (its term started, its first
+	// commands applied): a client's first call is not answered NOT_LEADER.
+	for deadline := time.Now().Add(scaleStartTimeout); !srv.Leading() && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
 	fmt.Fprintf(stdout, "%s%s\n", scaleReady, lis.Addr())
-	err = srv.Serve(ctx, lis)
+	err = <-served
 	if path := os.Getenv(scaleHeapEnv); path != "" {
 		err = errors.Join(err, writeHeapProfile(path)) // the state is still in memory: Close comes after
 	}

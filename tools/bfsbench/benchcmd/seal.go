@@ -60,8 +60,9 @@ type sealBench struct {
 	c      *common
 	client *sdk.Client
 	ns     bfspb.NameServerClient
-	raw    *rawConns
-	// term is the leader's Raft term, which every Seal carries.
+	// asNS reaches the chunkservers with the nameservers' certificate,
+	// and term is the leader's: a Seal is the nameserver's command.
+	asNS *rawConns
 	term uint64
 	dir  string
 }
@@ -81,14 +82,16 @@ func (o *sealOptions) run(ctx context.Context, c *common, cl *cluster) ([]bench.
 	if err != nil {
 		return nil, err
 	}
-	// A chunkserver refuses a Seal of an older term than the newest
-	// leader's it has heard from (SPEC §9): the benchmark seals as the
-	// nameserver would, with its term.
+	asNS, err := cl.rawAsNameServer()
+	if err != nil {
+		return nil, err
+	}
+	defer asNS.close()
 	st, err := ns.ClusterStatus(ctx, &bfspb.ClusterStatusRequest{})
 	if err != nil {
-		return nil, fmt.Errorf("the nameserver's term: %w", err)
+		return nil, err
 	}
-	b := &sealBench{c: c, client: client, ns: ns, raw: raw, term: st.Term, dir: c.root() + "/seal"}
+	b := &sealBench{c: c, client: client, ns: ns, asNS: asNS, term: st.Term, dir: c.root() + "/seal"}
 	if err := client.MkdirAll(ctx, b.dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -177,7 +180,7 @@ func (b *sealBench) seal(ctx context.Context, path, session string, blk sdk.Bloc
 	start := time.Now()
 	for k, addr := range blk.Replicas {
 		wg.Go(func() {
-			cs, err := b.raw.chunkserver(addr)
+			cs, err := b.asNS.chunkserver(addr)
 			if err != nil {
 				errs[k] = err
 				return
