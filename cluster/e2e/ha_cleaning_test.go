@@ -101,7 +101,7 @@ func TestGroupCleaningSurvivesLeaderKills(t *testing.T) {
 		a.wait(t, 90*time.Second)
 		require.True(t, a.cmd.ProcessState.Success(), "A exited with %v", a.cmd.ProcessState)
 		staleOps := countStaleOps(t, a.events(), frozenAt, closed)
-		staleBytes := countStaleBytes(t, files, closed)
+		staleBytes := countStaleBytes(t, g.nsAddrs[g.waitLeader(-1)], files, closed)
 		hist, err := master.LockHistory(ctxT(t, time.Minute), dir)
 		require.NoError(t, err)
 		require.NotEmpty(t, hist)
