@@ -63,7 +63,22 @@ func startClusterWith(t *testing.T, n int, csFlags []string, nsFlags ...string) 
 func (c *cluster) startNameServer(addr string) *process {
 	c.t.Helper()
 	args := []string{"nameserver", "--data", filepath.Join(c.dir, "nameserver"), "--listen", addr, "--metrics", ""}
-	return startDaemon(c.t, append(args, c.nsFlags...)...)
+	return startLoneNameServer(c.t, append(args, c.nsFlags...)...)
+}
+
+// startLoneNameServer starts a nameserver that is a group of one (bfs
+// args...) and waits until it leads: it serves before it has won its
+// election and begun its term, and until then every call answers
+// NOT_LEADER.
+func startLoneNameServer(t *testing.T, args ...string) *process {
+	t.Helper()
+	p := startDaemon(t, args...)
+	ns := dialNameServer(t, p.addr)
+	waitFor(t, 60*time.Second, "the nameserver to lead", func() bool {
+		st, err := ns.GetSafeMode(ctxT(t, 10*time.Second), &bfspb.GetSafeModeRequest{})
+		return err == nil && st.Status != bfspb.StatusCode_NOT_LEADER
+	})
+	return p
 }
 
 // startChunkserver starts chunkserver i with the cluster's csFlags and
@@ -118,10 +133,17 @@ func probeChunkservers(t *testing.T, ns bfspb.NameServerClient, n, probe int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	sess, err := ns.OpenSession(ctx, &bfspb.OpenSessionRequest{Holder: "e2e-probe", TtlMs: 30_000})
-	if err != nil || sess.Status != bfspb.StatusCode_OK {
-		t.Fatalf("probe session: %v %v", sess, err)
-	}
+	// A nameserver serves (its health says so) before it has won the
+	// election of its group of one: NOT_LEADER until then.
+	var sess *bfspb.OpenSessionResponse
+	waitFor(t, 60*time.Second, "the nameserver to lead", func() bool {
+		var err error
+		sess, err = ns.OpenSession(ctx, &bfspb.OpenSessionRequest{Holder: "e2e-probe", TtlMs: 30_000})
+		if err == nil && sess.Status != bfspb.StatusCode_OK && sess.Status != bfspb.StatusCode_NOT_LEADER {
+			t.Fatalf("probe session: %v", sess)
+		}
+		return err == nil && sess.Status == bfspb.StatusCode_OK
+	})
 	path := fmt.Sprintf("/e2e-probe-%d", probe)
 	cr, err := ns.Create(ctx, &bfspb.CreateRequest{Path: path, SessionId: sess.SessionId, OpenForWrite: true,
 		Replication: uint32(n)})

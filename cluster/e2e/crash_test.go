@@ -16,7 +16,7 @@ import (
 func TestCreateStormSurvivesKill9(t *testing.T) {
 	const clients = 8
 	dataDir := t.TempDir()
-	ns := startDaemon(t, "nameserver", "--data", dataDir, "--listen", "127.0.0.1:0", "--metrics", "")
+	ns := startLoneNameServer(t, "nameserver", "--data", dataDir, "--listen", "127.0.0.1:0", "--metrics", "")
 
 	conn := dialNameServer(t, ns.addr)
 	ctx := context.Background()
@@ -65,7 +65,7 @@ func TestCreateStormSurvivesKill9(t *testing.T) {
 	wg.Wait()
 	t.Logf("acknowledged creates before kill -9: %d", len(acked))
 
-	ns = startDaemon(t, "nameserver", "--data", dataDir, "--listen", "127.0.0.1:0", "--metrics", "")
+	ns = startLoneNameServer(t, "nameserver", "--data", dataDir, "--listen", "127.0.0.1:0", "--metrics", "")
 	conn = dialNameServer(t, ns.addr)
 	lost := 0
 	for _, p := range acked {

@@ -193,7 +193,7 @@ func (g *group) up() []int {
 func (g *group) startChunkserver(i int, addr string) *process {
 	g.t.Helper()
 	args := []string{"chunkserver", "--data", filepath.Join(g.dir, fmt.Sprintf("chunkserver-%d", i)),
-		"--listen", addr, "--metrics", "", "--nameserver", g.list()}
+		"--listen", addr, "--metrics", "", "--nameserver", g.list(), "--certs-dir", csCertsDir}
 	if g.csFronts != nil {
 		if len(g.csFronts) <= i {
 			g.csFronts = append(g.csFronts, startHoldProxy(g.t))

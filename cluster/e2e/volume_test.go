@@ -86,9 +86,12 @@ func volumeFiles(t *testing.T, disk *testdisk.Disk, count, size int) (*cluster, 
 	cl := c.client()
 	addr := c.csAddrs[3]
 	files := putFiles(t, cl, count, size, 4)
-	if vols, _ := c.volumes(addr); vols[0].Blocks == 0 {
-		t.Fatalf("no replica on the disk under test: %+v", vols)
-	}
+	// A volume's block count reaches the report with the chunkserver's
+	// next heartbeat.
+	waitFor(t, 30*time.Second, "a replica on the disk under test", func() bool {
+		vols, _ := c.volumes(addr)
+		return vols[0].Blocks > 0
+	})
 	return c, cl, addr, files
 }
 

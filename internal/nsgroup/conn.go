@@ -318,7 +318,7 @@ func (c *Conn) invokeOn(ctx context.Context, addr, method string, args, reply an
 		// Failed fast on a connection that could not be made: not sent.
 		return "", errNotSent{addr, err}
 	}
-	if err != nil && ctx.Err() == nil && closedUnder(err) {
+	if err != nil && ctx.Err() == nil && c.closedUnder(addr, cc, err) {
 		// Another call found the connection failed and redialed: a call
 		// that had not reached the failed transport yet was cut off
 		// before it was sent (one that had fails UNAVAILABLE).
@@ -365,10 +365,17 @@ func (c *Conn) connect(ctx context.Context, cc *grpc.ClientConn) (down bool, err
 	}
 }
 
-// closedUnder reports whether err is gRPC's answer to a call on a
-// connection closed under it: CANCELED while the call's context is not
-// (the caller checks that; a nameserver never answers CANCELED itself).
-func closedUnder(err error) bool { return status.Code(err) == codes.Canceled }
+// closedUnder reports whether err is gRPC's answer to a call on cc, the
+// connection to addr, closed under it by a redial: CANCELED, while the
+// call's context is not (the caller checks that), and cc replaced.
+func (c *Conn) closedUnder(addr string, cc *grpc.ClientConn, err error) bool {
+	if status.Code(err) != codes.Canceled {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return !c.mu.closed && c.mu.conns[addr] != cc
+}
 
 // errNotSent: the call did not reach addr.
 type errNotSent struct {

@@ -326,10 +326,15 @@ func TestReportVolumeRowsAndListCorrupt(t *testing.T) {
 	loc, err := c.Locate(ctx, "/g")
 	require.NoError(t, err)
 	require.Len(t, loc.Blocks[0].Replicas, 3)
-	// One replica reported corrupt: the block has two good ones, and no
-	// chunkserver to make a third on.
-	resp, err := bfspb.NewNameServerClient(cl.Dial(cl.NameServerAddr)).ReportBadReplicas(ctx, &bfspb.ReportBadReplicasRequest{
-		Replicas: []*bfspb.BadReplica{{BlockId: loc.Blocks[0].ID, Address: loc.Blocks[0].Replicas[1], Reason: "checksum mismatch"}}})
+	// One replica reported corrupt by its own chunkserver (a client's
+	// report is only a hint, verified): the block has two good ones, and
+	// no chunkserver to make a third on.
+	bad := loc.Blocks[0].Replicas[1]
+	i := slices.Index(cl.ChunkserverAddrs(), bad)
+	require.GreaterOrEqual(t, i, 0)
+	resp, err := bfspb.NewNameServerClient(cl.DialCreds(cl.NameServerAddr, cl.ChunkserverCreds(i))).ReportBadReplicas(ctx,
+		&bfspb.ReportBadReplicasRequest{ChunkserverId: int64(i + 1), Address: bad,
+			Replicas: []*bfspb.BadReplica{{BlockId: loc.Blocks[0].ID, Address: bad, Reason: "checksum mismatch"}}})
 	require.NoError(t, err)
 	require.Equal(t, bfspb.StatusCode_OK, resp.Status, resp.Message)
 	r := bfs(t, cl, "fsck", "--list-corrupt", "/")
