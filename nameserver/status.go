@@ -33,6 +33,8 @@ var statusTable = statuscode.Table{
 	{Err: errNoServers, Code: bfspb.StatusCode_UNAVAILABLE},
 	{Err: errNoReplica, Code: bfspb.StatusCode_UNAVAILABLE},
 	{Err: errNoSpace, Code: bfspb.StatusCode_RESOURCE_EXHAUSTED},
+	{Err: session.ErrLimit, Code: bfspb.StatusCode_RESOURCE_EXHAUSTED},
+	{Err: errLockWaits, Code: bfspb.StatusCode_RESOURCE_EXHAUSTED},
 	{Err: session.ErrInvalidTTL, Code: bfspb.StatusCode_INVALID_ARGUMENT},
 	{Err: session.ErrInvalidHolder, Code: bfspb.StatusCode_INVALID_ARGUMENT},
 	{Err: session.ErrNotFound, Code: bfspb.StatusCode_SESSION_EXPIRED},
