@@ -72,7 +72,7 @@
 // them): every gRPC message received or sent (--max-message-size; gRPC
 // refuses it before any handler, and a stats handler counts it,
 // internal/daemon), WatchDirLocks streams of a prefix per identity and
-// streams of one session's locks per session (refused before their
+// in all, and streams of one session's locks per session (refused before their
 // headers), the transitions a watch keeps for a slow watcher (one
 // further behind is cut off when it next reads, and must list again),
 // live sessions per owner identity and in all (session.Manager counts

@@ -80,14 +80,18 @@ func requireLimit(t *testing.T, stream grpc.ClientStream, err error, name limit.
 }
 
 // TestWatchStreamLimits: an identity holds at most
-// --max-watches-per-identity streams of a prefix, and a session at most
-// --max-watches-per-session streams of its own; more are refused
+// --max-watches-per-identity streams of a prefix, all identities
+// --max-watches, and a session at most --max-watches-per-session streams
+// of its own; more are refused
 // RESOURCE_EXHAUSTED naming the limit, and counted; another identity is
 // not held back, and a stream that ends gives its place back.
 func TestWatchStreamLimits(t *testing.T) {
-	c, refusals := limited(t, func(l *nameserver.Limits) { l.MaxWatchesPerIdentity = 2; l.MaxWatchesPerSession = 1 })
+	c, refusals := limited(t, func(l *nameserver.Limits) {
+		l.MaxWatchesPerIdentity, l.MaxWatchesPerSession, l.MaxWatches = 2, 1, 3
+	})
 	a := bfspb.NewNameServerClient(c.Dial(c.NameServerAddr))
 	b := bfspb.NewNameServerClient(c.DialAs(c.NameServerAddr, c.NewClient("b", false)))
+	d := bfspb.NewNameServerClient(c.DialAs(c.NameServerAddr, c.NewClient("d", false)))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	first, cancelFirst := context.WithCancel(ctx)
@@ -101,6 +105,9 @@ func TestWatchStreamLimits(t *testing.T) {
 	require.EqualValues(t, 1, refusals(limit.WatchStreams))
 	_, err = openWatch(ctx, b, &bfspb.WatchDirLocksRequest{Prefix: "/"})
 	require.NoError(t, err, "another identity")
+	stream, err = openWatch(ctx, d, &bfspb.WatchDirLocksRequest{Prefix: "/"})
+	requireLimit(t, stream, err, limit.WatchStreamsTotal)
+	require.EqualValues(t, 1, refusals(limit.WatchStreamsTotal))
 
 	sess := openSession(t, a, "a")
 	_, err = openWatch(ctx, a, &bfspb.WatchDirLocksRequest{SessionId: sess})

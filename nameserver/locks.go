@@ -559,7 +559,9 @@ func (srv *Server) WatchDirLocks(req *bfspb.WatchDirLocksRequest, stream bfspb.N
 	sub, err := s.watch.subscribe(p, req.SessionId, caller.String())
 	if err != nil {
 		name := limit.WatchStreams
-		if req.SessionId != "" {
+		if le := (*watchLimitError)(nil); errors.As(err, &le) && le.total {
+			name = limit.WatchStreamsTotal
+		} else if req.SessionId != "" {
 			name = limit.SessionWatchStreams
 		}
 		return s.metrics.limits.End(ctx, name, err.Error())

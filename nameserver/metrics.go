@@ -164,7 +164,7 @@ func newMetrics(liveSessions func() float64) *metrics {
 	m := &metrics{
 		registry: reg,
 		rpcs:     daemon.NewRPCMetrics(reg, "bfs_nameserver", "WatchDirLocks"),
-		limits: daemon.NewLimits(reg, "bfs_nameserver", limit.MessageSize, limit.WatchStreams, limit.SessionWatchStreams,
+		limits: daemon.NewLimits(reg, "bfs_nameserver", limit.MessageSize, limit.WatchStreams, limit.WatchStreamsTotal, limit.SessionWatchStreams,
 			limit.WatchLag, limit.SessionsPerIdentity, limit.Sessions, limit.LockWaits),
 		sessions: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "bfs_nameserver_sessions",

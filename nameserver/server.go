@@ -105,7 +105,7 @@ func newServer(cfg Config, dataLock *os.File) (*Server, error) {
 		fatalc:   make(chan error, 1),
 		publishc: make(chan struct{}, 1),
 		peers:    connpool.New(grpc.WithTransportCredentials(certs.TransportCredentials(cfg.TLS))),
-		watch:    newWatchers(cfg.Limits.WatchBuffer, cfg.Limits.MaxWatchesPerIdentity, cfg.Limits.MaxWatchesPerSession),
+		watch:    newWatchers(cfg.Limits.WatchBuffer, cfg.Limits.MaxWatchesPerIdentity, cfg.Limits.MaxWatchesPerSession, cfg.Limits.MaxWatches),
 		waits:    newLockWaits(cfg.Limits.MaxLockWaitsPerIdentity),
 	}
 	s.terms = newTerms(s)

@@ -38,13 +38,15 @@ import (
 type watchers struct {
 	buffer                  int // transitions a feed keeps
 	perIdentity, perSession int // streams an identity / a session may have open
+	total                   int // streams of a prefix all identities may have open
 	mu                      struct {
 		sync.Mutex
 		bySession map[string]*feed
 		byPrefix  map[string]*feed
-		// identities counts the prefix watchers of each identity;
-		// streams all watchers.
+		// identities counts the prefix watchers of each identity,
+		// prefixes all prefix watchers, streams all watchers.
 		identities map[string]int
+		prefixes   int
 		streams    int
 		sinks      map[*sink]struct{}
 		// atPath are the calls waiting for a transition of the lock of
@@ -102,10 +104,14 @@ var errWatchLimit = errors.New("too many lock watch streams")
 type watchLimitError struct {
 	session  string // a session's watch: its limit is the session's
 	identity string
+	total    bool // the limit of all identities together
 	max      int
 }
 
 func (e *watchLimitError) Error() string {
+	if e.total {
+		return fmt.Sprintf("%v: the nameserver has %d lock watch streams of a prefix open, the most it takes (--max-watches): watch one session's locks, or later", errWatchLimit, e.max)
+	}
 	if e.session != "" {
 		return fmt.Sprintf("%v: session %s has %d lock watch streams open, the most one session may (--max-watches-per-session): the SDK needs one per session", errWatchLimit, e.session, e.max)
 	}
@@ -114,8 +120,8 @@ func (e *watchLimitError) Error() string {
 
 func (e *watchLimitError) Unwrap() error { return errWatchLimit }
 
-func newWatchers(buffer, perIdentity, perSession int) *watchers {
-	w := &watchers{buffer: buffer, perIdentity: perIdentity, perSession: perSession}
+func newWatchers(buffer, perIdentity, perSession, total int) *watchers {
+	w := &watchers{buffer: buffer, perIdentity: perIdentity, perSession: perSession, total: total}
 	w.mu.bySession = make(map[string]*feed)
 	w.mu.byPrefix = make(map[string]*feed)
 	w.mu.identities = make(map[string]int)
@@ -150,8 +156,8 @@ func (w *watchers) waitAt(path string) (ready <-chan struct{}, done func()) {
 // identity; with a session, only of the ends of that session's locks.
 // It reads from the next transition on. A session may have perSession
 // watchers (whoever opens them: a session's owner and admins may), an
-// identity perIdentity watchers of a prefix: more are refused with a
-// *watchLimitError.
+// identity perIdentity watchers of a prefix, and all identities total
+// watchers of a prefix: more are refused with a *watchLimitError.
 func (w *watchers) subscribe(prefix, session, identity string) (*watcher, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -163,11 +169,15 @@ func (w *watchers) subscribe(prefix, session, identity string) (*watcher, error)
 		}
 		sub.feed = w.feedLocked(w.mu.bySession, f, session, true)
 	} else {
-		if w.mu.identities[identity] >= w.perIdentity {
+		switch {
+		case w.mu.identities[identity] >= w.perIdentity:
 			return nil, &watchLimitError{identity: identity, max: w.perIdentity}
+		case w.mu.prefixes >= w.total:
+			return nil, &watchLimitError{identity: identity, total: true, max: w.total}
 		}
 		sub.identity = identity
 		w.mu.identities[identity]++
+		w.mu.prefixes++
 		sub.feed = w.feedLocked(w.mu.byPrefix, w.mu.byPrefix[prefix], prefix, false)
 	}
 	sub.feed.watchers++
@@ -204,6 +214,7 @@ func (w *watchers) unsubscribe(sub *watcher) {
 		if w.mu.identities[sub.identity]--; w.mu.identities[sub.identity] == 0 {
 			delete(w.mu.identities, sub.identity)
 		}
+		w.mu.prefixes--
 	}
 	w.mu.streams--
 }

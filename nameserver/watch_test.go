@@ -41,7 +41,7 @@ func drain(t *testing.T, w *watchers, sub *watcher) []string {
 }
 
 func TestWatchersDeliverToWhomItConcerns(t *testing.T) {
-	w := newWatchers(16, 8, 8)
+	w := newWatchers(16, 8, 8, 100)
 	all := subscribe(t, w, "/", "", "client/a")
 	underA := subscribe(t, w, "/a", "", "client/a")
 	s1 := subscribe(t, w, "/", "s1", "client/a")
@@ -87,7 +87,7 @@ func TestWatchersDeliverToWhomItConcerns(t *testing.T) {
 // TestWatcherWakesOnlyWhenItsFeedMoves: a watcher that has read
 // everything waits on a channel that only a transition it sees closes.
 func TestWatcherWakesOnlyWhenItsFeedMoves(t *testing.T) {
-	w := newWatchers(16, 8, 8)
+	w := newWatchers(16, 8, 8, 100)
 	underA := subscribe(t, w, "/a", "", "client/a")
 	_, ready, _ := w.next(underA, nil)
 	w.publish(event("/b/x", "s1", bfspb.LockStatus_LOCK_STATUS_LOCKED))
@@ -110,7 +110,7 @@ func TestWatcherWakesOnlyWhenItsFeedMoves(t *testing.T) {
 // further behind is cut off when it reads, the others are not.
 func TestWatcherThatLagsIsCutOff(t *testing.T) {
 	const buffer = 4
-	w := newWatchers(buffer, 8, 8)
+	w := newWatchers(buffer, 8, 8, 100)
 	slow := subscribe(t, w, "/", "", "client/a")
 	other := subscribe(t, w, "/", "", "client/b")
 	for range buffer {
@@ -135,10 +135,10 @@ func TestWatcherThatLagsIsCutOff(t *testing.T) {
 }
 
 // TestWatchLimits: an identity has at most perIdentity watches of a
-// prefix, a session at most perSession watches, whoever opens them; a
-// stream that ends gives its place back.
+// prefix, all identities at most total, a session at most perSession
+// watches, whoever opens them; a stream that ends gives its place back.
 func TestWatchLimits(t *testing.T) {
-	w := newWatchers(16, 2, 1)
+	w := newWatchers(16, 2, 1, 4)
 	a1 := subscribe(t, w, "/", "", "client/a")
 	subscribe(t, w, "/x", "", "client/a")
 	_, err := w.subscribe("/y", "", "client/a")
@@ -154,4 +154,9 @@ func TestWatchLimits(t *testing.T) {
 	w.unsubscribe(a1)
 	subscribe(t, w, "/y", "", "client/a")
 	require.Equal(t, 4, w.streams())
+	subscribe(t, w, "/", "", "client/c")
+	_, err = w.subscribe("/", "", "client/d")
+	require.ErrorAs(t, err, &le)
+	require.True(t, le.total, "four watches of a prefix in all")
+	subscribe(t, w, "/", "s2", "client/d") // a session's watch is not one
 }

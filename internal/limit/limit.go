@@ -24,6 +24,9 @@ const (
 	// WatchStreams: an identity's WatchDirLocks streams that watch a
 	// prefix (--max-watches-per-identity).
 	WatchStreams Name = "watch_streams"
+	// WatchStreamsTotal: the WatchDirLocks streams of a prefix of every
+	// identity together (--max-watches).
+	WatchStreamsTotal Name = "watch_streams_total"
 	// SessionWatchStreams: the WatchDirLocks streams filtered to one
 	// session (--max-watches-per-session).
 	SessionWatchStreams Name = "session_watch_streams"

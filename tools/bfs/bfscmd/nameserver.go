@@ -96,6 +96,7 @@ func addLimitFlags(f *pflag.FlagSet, l *nameserver.Limits) {
 	f.IntVar(&l.MaxMessageSize, "max-message-size", l.MaxMessageSize, "largest gRPC message received or sent, in bytes")
 	f.IntVar(&l.MaxWatchesPerIdentity, "max-watches-per-identity", l.MaxWatchesPerIdentity,
 		"lock watch streams of a prefix (WatchDirLocks) one client identity may have open")
+	f.IntVar(&l.MaxWatches, "max-watches", l.MaxWatches, "lock watch streams of a prefix of all identities together")
 	f.IntVar(&l.MaxWatchesPerSession, "max-watches-per-session", l.MaxWatchesPerSession,
 		"lock watch streams of one session's locks open at once (the SDK keeps one per session)")
 	f.IntVar(&l.WatchBuffer, "watch-buffer", l.WatchBuffer,
