@@ -66,6 +66,15 @@ type Config struct {
 	// ended within a second); while they are idle copies run at the
 	// disk's speed. 0 is no cap.
 	CopyRate int64
+	// MaxMessageSize bounds every gRPC message the chunkserver receives
+	// or sends, in bytes (--max-message-size); a bigger one is refused
+	// RESOURCE_EXHAUSTED. 0 means daemon.DefaultMaxMessageSize.
+	MaxMessageSize int
+	// WriteIdleTimeout ends a Write stream that sends no packet for this
+	// long (--write-idle-timeout), RESOURCE_EXHAUSTED with the limit
+	// write_idle in its trailer; the SDK opens a new stream when its
+	// writer goes on. 0 means DefaultWriteIdleTimeout.
+	WriteIdleTimeout time.Duration
 	// HostID names the machine for the nameserver's placement, which puts
 	// the replicas of a block on distinct hosts; "" means the host part of
 	// the advertised address. Set it to run several chunkservers on one
@@ -119,6 +128,16 @@ const (
 	DefaultCopyRate  = 32 << 20
 )
 
+// DefaultWriteIdleTimeout is how long a Write stream may wait for its
+// next packet. The SDK sends a packet whenever its 256 KiB buffer fills,
+// on Sync and on Close, and opens a new stream after a longer pause, so
+// only a writer that went away, or one that never writes, waits this
+// long. Such a stream holds two goroutines and counts as a busy client,
+// which holds repair copies to --copy-rate. A minute is HDFS's datanode
+// read timeout, and long enough that a paused writer does not reopen
+// its streams over and over.
+const DefaultWriteIdleTimeout = time.Minute
+
 // DefaultConfig returns the configuration of a chunkserver on this host
 // next to a nameserver with its default configuration.
 func DefaultConfig() Config {
@@ -134,6 +153,8 @@ func DefaultConfig() Config {
 		ScrubRate:              DefaultScrubRate,
 		MaxCopies:              DefaultMaxCopies,
 		CopyRate:               DefaultCopyRate,
+		MaxMessageSize:         daemon.DefaultMaxMessageSize,
+		WriteIdleTimeout:       DefaultWriteIdleTimeout,
 	}
 }
 
@@ -160,6 +181,15 @@ func (c *Config) validate() error {
 	}
 	if c.MaxCopies == 0 {
 		c.MaxCopies = DefaultMaxCopies
+	}
+	if c.MaxMessageSize < 0 || c.WriteIdleTimeout < 0 {
+		return fmt.Errorf("chunkserver: negative limit (max message size %d, write idle timeout %v)", c.MaxMessageSize, c.WriteIdleTimeout)
+	}
+	if c.MaxMessageSize == 0 {
+		c.MaxMessageSize = daemon.DefaultMaxMessageSize
+	}
+	if c.WriteIdleTimeout == 0 {
+		c.WriteIdleTimeout = DefaultWriteIdleTimeout
 	}
 	if c.HeartbeatInterval < 0 || c.ReportInterval < 0 {
 		return fmt.Errorf("chunkserver: negative interval (heartbeat %v, report %v)", c.HeartbeatInterval, c.ReportInterval)

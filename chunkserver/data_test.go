@@ -3,6 +3,7 @@ package chunkserver
 import (
 	"bytes"
 	"context"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -97,7 +98,11 @@ func writeBlock(t *testing.T, c bfspb.ChunkServerClient, id int64, data []byte, 
 		require.NoError(t, err)
 		require.Equal(t, bfspb.StatusCode_OK, ack.Status, "packet %d: %s", i+1, ack.Message)
 	}
+	// Ended, so its idle timer is no longer armed (tests count the
+	// timers of a fake clock).
 	require.NoError(t, st.CloseSend())
+	_, err := st.Recv()
+	require.ErrorIs(t, err, io.EOF)
 }
 
 func randData(n int) []byte {

@@ -109,6 +109,22 @@
 // offset and a mismatched retransmit, naming no number but the block's,
 // so it cannot learn where the writer is.
 //
+// # Limits
+//
+// Every gRPC message received or sent is bounded by Config.MaxMessageSize
+// (--max-message-size, 4 MiB: packets are 256 KiB, read chunks 1 MiB,
+// reports paged to fit): gRPC refuses a bigger one RESOURCE_EXHAUSTED
+// before any handler, and internal/daemon's stats handler counts it. A
+// Write stream that waits longer than Config.WriteIdleTimeout
+// (--write-idle-timeout, a minute) for its next packet is ended,
+// RESOURCE_EXHAUSTED with limit.WriteIdle in its trailer, after the
+// acks of what it sent (daemon.IdleStreams: a reader goroutine receives
+// for the handler, so the wait can end without cancelling the stream;
+// the clock runs only while the handler waits, never while it applies,
+// and a packet that arrives as the time runs out is dropped, never half
+// applied). The SDK opens a new stream when its writer goes on. Both
+// are counted in bfs_chunkserver_limit_refusals_total{limit}.
+//
 // # Nameserver
 //
 // Serve registers with the nameserver (retrying with backoff until it

@@ -2,6 +2,7 @@ package chunkserver
 
 import (
 	"context"
+	"io"
 	"testing"
 	"time"
 
@@ -121,6 +122,10 @@ func TestBlockReceived(t *testing.T) {
 	p := packet(1, 1, 0, "one")
 	p.Version = 9
 	roundTrip(t, st, p)
+	// Ended, so its idle timer is not counted among the armed ones below.
+	require.NoError(t, st.CloseSend())
+	_, err := st.Recv()
+	require.ErrorIs(t, err, io.EOF)
 	seal, err := cs.client.Seal(context.Background(), &bfspb.SealRequest{BlockId: 1})
 	require.NoError(t, err)
 	require.Equal(t, bfspb.StatusCode_OK, seal.Status)

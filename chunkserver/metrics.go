@@ -3,6 +3,7 @@ package chunkserver
 import (
 	"github.com/bfs-go/bfs/chunkserver/volume"
 	"github.com/bfs-go/bfs/internal/daemon"
+	"github.com/bfs-go/bfs/internal/limit"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -33,6 +34,10 @@ type metrics struct {
 	// The scrubber's progress.
 	scrubBytes, scrubReplicas, scrubCorrupt, scrubPasses prometheus.Counter
 	scrubPassStart, scrubPosition                        prometheus.Gauge
+
+	// limits counts what the limits refused or ended: messages over
+	// --max-message-size, write streams idle past --write-idle-timeout.
+	limits *daemon.Limits
 }
 
 // gauges reads the values the server exports as gauges.
@@ -46,7 +51,8 @@ func newMetrics(g gauges, vols *volume.Set) *metrics {
 		registry: reg,
 		// A Write stream lives as long as its writer: packets are timed
 		// one by one instead.
-		rpcs: daemon.NewRPCMetrics(reg, "bfs_chunkserver", "Write"),
+		rpcs:   daemon.NewRPCMetrics(reg, "bfs_chunkserver", "Write"),
+		limits: daemon.NewLimits(reg, "bfs_chunkserver", limit.MessageSize, limit.WriteIdle),
 		packets: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "bfs_chunkserver_packets_total",
 			Help: "Write packets acknowledged, by status code.",

@@ -21,6 +21,7 @@ import (
 	"github.com/bfs-go/bfs/internal/blocktoken"
 	"github.com/bfs-go/bfs/internal/certs"
 	"github.com/bfs-go/bfs/internal/daemon"
+	"github.com/bfs-go/bfs/internal/limit"
 	"github.com/bfs-go/bfs/internal/nsgroup"
 	"github.com/bfs-go/bfs/proto/bfspb"
 )
@@ -124,9 +125,15 @@ func New(cfg Config) (*Server, error) {
 			s.scrubs = append(s.scrubs, sc)
 		}
 	}
-	s.grpc = grpc.NewServer(append(daemon.ServerOptions(cfg.TLS),
+	idle := &daemon.IdleStreams{
+		Methods: []string{bfspb.ChunkServer_Write_FullMethodName},
+		Timeout: cfg.WriteIdleTimeout, Clock: cfg.Clock, Limits: s.metrics.limits, Limit: limit.WriteIdle,
+		Message: fmt.Sprintf("write stream idle for %v without a packet (--write-idle-timeout): ended; write on a new stream", cfg.WriteIdleTimeout),
+	}
+	opts := append(daemon.ServerOptions(cfg.TLS), s.metrics.limits.ServerOptions(cfg.MaxMessageSize)...)
+	s.grpc = grpc.NewServer(append(opts,
 		grpc.ChainUnaryInterceptor(s.metrics.rpcs.Unary),
-		grpc.ChainStreamInterceptor(s.metrics.rpcs.Stream),
+		grpc.ChainStreamInterceptor(s.metrics.rpcs.Stream, idle.Interceptor),
 		grpc.WaitForHandlers(true),
 		// Block data moves in large streams: wide flow-control windows
 		// and buffers keep a stream from stalling on window updates.

@@ -118,7 +118,9 @@ enum {
   /* An error no other code describes (a transport failure); see the
    * message. */
   BFS_ERR_UNKNOWN = 24,
-  /* A chunkserver's disk is full; a later write set may have room. */
+  /* A chunkserver's disk is full (a later write set may have room), or
+   * a limit of the servers was reached (too many sessions or lock
+   * waits of this identity, a message too big; see the message). */
   BFS_ERR_RESOURCE_EXHAUSTED = 25
 };
 

@@ -62,7 +62,7 @@ const char* bfs_strerror(int code) {
     case BFS_ERR_UNIMPLEMENTED: return "BFS_ERR_UNIMPLEMENTED: not supported";
     case BFS_ERR_INTERNAL: return "BFS_ERR_INTERNAL: internal error";
     case BFS_ERR_UNKNOWN: return "BFS_ERR_UNKNOWN: error";
-    case BFS_ERR_RESOURCE_EXHAUSTED: return "BFS_ERR_RESOURCE_EXHAUSTED: no space left on a chunkserver";
+    case BFS_ERR_RESOURCE_EXHAUSTED: return "BFS_ERR_RESOURCE_EXHAUSTED: no space left, or a limit reached";
   }
   return "BFS_ERR_?: unknown status code";
 }

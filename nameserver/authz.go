@@ -245,9 +245,11 @@ type authzStream struct {
 	grpc.ServerStream
 	s      *Server
 	method string
-	// Who sent the request and the session it named, once received.
+	// Who sent the request and the session it named, once received,
+	// and how the caller views session ids (nil for an admin).
 	caller certs.Identity
 	named  string
+	viewer *viewer
 }
 
 func (a *authzStream) RecvMsg(m any) error {
@@ -260,11 +262,17 @@ func (a *authzStream) RecvMsg(m any) error {
 		return status.Error(grpcCode(code), msg)
 	}
 	a.caller, a.named = caller, named
+	if caller.Kind != certs.KindAdmin {
+		a.viewer = &viewer{s: a.s, caller: caller.String(), named: named}
+	}
 	return nil
 }
 
 func (a *authzStream) SendMsg(m any) error {
-	return a.ServerStream.SendMsg(a.s.conceal(a.caller, a.named, m))
+	if a.viewer != nil {
+		m = a.s.concealFor(a.viewer, m)
+	}
+	return a.ServerStream.SendMsg(m)
 }
 
 // grpcCode is the gRPC code a stream ends with for a refusal of status

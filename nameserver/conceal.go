@@ -102,11 +102,20 @@ func eachID(m protoreflect.Message, visit func(protoreflect.Message, protoreflec
 // any is, since an answer may share messages with the server's state or
 // with other callers' answers (a watch event).
 func (s *Server) conceal(caller certs.Identity, named string, resp any) any {
-	m, ok := resp.(proto.Message)
-	if !ok || caller.Kind == certs.KindAdmin || sessionIDFields[m.ProtoReflect().Descriptor().FullName()] == nil {
+	if caller.Kind == certs.KindAdmin {
 		return resp
 	}
-	v := &viewer{s: s, caller: caller.String(), named: named}
+	return s.concealFor(&viewer{s: s, caller: caller.String(), named: named}, resp)
+}
+
+// concealFor is conceal for the caller v views as: a stream keeps one
+// viewer for all its messages, so that a session's owner is looked up
+// once per stream, not once per message.
+func (s *Server) concealFor(v *viewer, resp any) any {
+	m, ok := resp.(proto.Message)
+	if !ok || sessionIDFields[m.ProtoReflect().Descriptor().FullName()] == nil {
+		return resp
+	}
 	hidden := false
 	eachID(m.ProtoReflect(), func(msg protoreflect.Message, fd protoreflect.FieldDescriptor) {
 		hidden = hidden || !v.sees(msg.Get(fd).String())
@@ -124,7 +133,9 @@ func (s *Server) conceal(caller certs.Identity, named string, resp any) any {
 }
 
 // viewer decides which session ids one caller (no admin) sees whole in
-// one answer.
+// one answer, or in the messages of one stream: what it decided holds,
+// as a session's owner never changes and ids are never reused (a
+// session that ended is looked up as such, and is not seen whole).
 type viewer struct {
 	s      *Server
 	caller string
@@ -134,6 +145,9 @@ type viewer struct {
 	named string
 	seen  map[string]bool
 }
+
+// viewerMemory bounds the decisions a viewer remembers.
+const viewerMemory = 1024
 
 func (v *viewer) sees(id string) bool {
 	// An operator lock's session is no secret: no client can act as it.
@@ -147,8 +161,8 @@ func (v *viewer) sees(id string) bool {
 	// owners were), is shown whole to admins only.
 	rec, err := v.s.ns.Session(id)
 	ok := err == nil && rec.Owner == v.caller
-	if v.seen == nil {
-		v.seen = map[string]bool{}
+	if v.seen == nil || len(v.seen) >= viewerMemory {
+		v.seen = map[string]bool{} // a long stream forgets, and looks up again
 	}
 	v.seen[id] = ok
 	return ok

@@ -110,6 +110,11 @@ type Config struct {
 	// behaviour before, for a namespace restored from an old copy while
 	// the chunkservers hold newer blocks).
 	UnallocatedGrace time.Duration
+	// Limits bound what one client can make the nameserver hold (SPEC
+	// §10; BUILD.md "Limits"). Each refusal is RESOURCE_EXHAUSTED,
+	// counted in bfs_nameserver_limit_refusals_total{limit}. 0 means the
+	// default.
+	Limits Limits
 	// Clock is the source of time; the real clock if nil.
 	Clock clock.Clock
 	// TestingKnobs are seams for tests; the zero value is production.
@@ -128,6 +133,105 @@ const (
 // that a figure nobody can hold places no replica and sums of a cluster's
 // volumes stay far from overflowing.
 const MaxVolumeBytes int64 = 1 << 50
+// Limits are the nameserver's bounds per client; see DefaultLimits for
+// why each default is what it is.
+type Limits struct {
+	// MaxMessageSize bounds every gRPC message received or sent, in bytes
+	// (--max-message-size).
+	MaxMessageSize int
+	// MaxWatchesPerIdentity bounds an identity's WatchDirLocks streams
+	// of a prefix (--max-watches-per-identity); MaxWatchesPerSession
+	// those filtered to one session, whoever opens them
+	// (--max-watches-per-session).
+	MaxWatchesPerIdentity, MaxWatchesPerSession int
+	// MaxWatches bounds the WatchDirLocks streams of a prefix of all
+	// identities together (--max-watches).
+	MaxWatches int
+	// WatchBuffer is how many transitions a watch keeps for a watcher
+	// that reads slowly; one further behind is cut off (--watch-buffer).
+	WatchBuffer int
+	// MaxSessionsPerIdentity bounds the live sessions of an identity
+	// (--max-sessions-per-identity), MaxSessions those of all
+	// (--max-sessions).
+	MaxSessionsPerIdentity, MaxSessions int
+	// MaxLockWaitsPerIdentity bounds an identity's LockDir and UnlockDir
+	// calls waiting at once (with wait) (--max-lock-waits-per-identity).
+	MaxLockWaitsPerIdentity int
+}
+
+// DefaultLimits are the bounds of a nameserver whose configuration
+// leaves them zero.
+//
+//   - Messages: 4 MiB, gRPC's default for what a server receives and a
+//     client accepts; listings and reports are paged well under it.
+//   - Watches of a prefix: 64 per identity. Each is one goroutine and
+//     one stream, and sees every transition under its prefix; a master
+//     or an operator's lockctl watch needs one or a few.
+//   - Watches of a prefix in all: 256. Each transition is sent to every
+//     one watching above its path, and a stream that is sent transitions
+//     faster than its client reads holds what gRPC buffered for it (some
+//     hundreds of KB). With 256 streams of "/" that never read, another
+//     client's lock+unlock stayed at p99 28 ms (13 ms once they filled)
+//     and the heap under 100 MB; 1,024 took it to 266 ms and 333 MB,
+//     10,000 to about a second and 3 GB. A cluster's masters and
+//     operators need a few dozen.
+//   - Watches of one session: 4. The SDK keeps one per session (a
+//     client's lock handles); the rest leaves room for one it replaced
+//     while the nameserver has not yet seen the old one end (a broken
+//     connection). Sessions are bounded per identity, so these are too.
+//   - Watch buffer: 4096 transitions, what the lock ends of a big fence
+//     (a tablet server with a thousand tablets) make at once.
+//   - Sessions: 1,000 per identity, 100,000 in all. A client process
+//     holds one session, so an identity shared by a thousand processes
+//     (a Tera cluster's tablet servers under one certificate) fits; a
+//     client that leaks sessions is stopped long before it costs the
+//     nameserver anything (a session is some 200 bytes in memory and a
+//     record in the namespace, and keeps no goroutine). The total keeps
+//     the session table at the size SPEC §5 asks to cost little (tens of
+//     thousands) whatever the number of certificates.
+//   - Lock waits: 1,000 per identity, one per session of a full
+//     identity. Every lock transition wakes each waiting call to look
+//     at the lock table again.
+func DefaultLimits() Limits {
+	return Limits{
+		MaxMessageSize:          daemon.DefaultMaxMessageSize,
+		MaxWatchesPerIdentity:   64,
+		MaxWatchesPerSession:    4,
+		MaxWatches:              256,
+		WatchBuffer:             4096,
+		MaxSessionsPerIdentity:  1000,
+		MaxSessions:             100_000,
+		MaxLockWaitsPerIdentity: 1000,
+	}
+}
+
+// fill sets the limits left zero to their defaults, and refuses a
+// negative one.
+func (l *Limits) fill() error {
+	def := DefaultLimits()
+	for _, f := range []struct {
+		name string
+		v    *int
+		def  int
+	}{
+		{"max message size", &l.MaxMessageSize, def.MaxMessageSize},
+		{"max watches per identity", &l.MaxWatchesPerIdentity, def.MaxWatchesPerIdentity},
+		{"max watches per session", &l.MaxWatchesPerSession, def.MaxWatchesPerSession},
+		{"max watches", &l.MaxWatches, def.MaxWatches},
+		{"watch buffer", &l.WatchBuffer, def.WatchBuffer},
+		{"max sessions per identity", &l.MaxSessionsPerIdentity, def.MaxSessionsPerIdentity},
+		{"max sessions", &l.MaxSessions, def.MaxSessions},
+		{"max lock waits per identity", &l.MaxLockWaitsPerIdentity, def.MaxLockWaitsPerIdentity},
+	} {
+		if *f.v < 0 {
+			return fmt.Errorf("nameserver: negative %s %d", f.name, *f.v)
+		}
+		if *f.v == 0 {
+			*f.v = f.def
+		}
+	}
+	return nil
+}
 
 // RaftConfig tunes the group's timing and snapshots.
 type RaftConfig struct {
@@ -209,6 +313,7 @@ func DefaultConfig() Config {
 		// keep a big cluster's repair going.
 		RepairMaxCopies:          repair.DefaultMaxCopies,
 		RepairMaxCopiesPerServer: repair.DefaultMaxCopiesPerServer,
+		Limits:                   DefaultLimits(),
 	}
 }
 
@@ -295,6 +400,9 @@ func (c *Config) validate() error {
 	if c.RepairInterval < 0 || c.RepairMaxCopies < 0 || c.RepairMaxCopiesPerServer < 0 {
 		return fmt.Errorf("nameserver: negative repair interval (%v) or copy bounds (%d, %d per chunkserver)",
 			c.RepairInterval, c.RepairMaxCopies, c.RepairMaxCopiesPerServer)
+	}
+	if err := c.Limits.fill(); err != nil {
+		return err
 	}
 	if c.Clock == nil {
 		c.Clock = clock.Real{}

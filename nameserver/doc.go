@@ -127,6 +127,38 @@
 // nameserver has no identities: every caller is an anonymous admin, and
 // owns the sessions it opens as admin/anonymous.
 //
+// Limits (config.go Limits, watch.go, waits.go, sessions.go; SPEC §10;
+// BUILD.md "Limits"). What one identity (a certificate's kind/name; an
+// insecure nameserver's one anonymous admin) can make the nameserver
+// hold is bounded, and each refusal is RESOURCE_EXHAUSTED and counted in
+// bfs_nameserver_limit_refusals_total{limit} (internal/limit names
+// them): every gRPC message received or sent (--max-message-size; gRPC
+// refuses it before any handler, and a stats handler counts it,
+// internal/daemon), WatchDirLocks streams of a prefix per identity and
+// in all, and streams of one session's locks per session (refused before their
+// headers), the transitions a watch keeps for a slow watcher (one
+// further behind is cut off when it next reads, and must list again),
+// live sessions per owner identity and in all (session.Manager counts
+// them by owner; a term's manager starts from the stored sessions), and
+// LockDir/UnlockDir calls waiting per identity (waits.go). Streams a
+// limit ends carry its name in the limit.Trailer.
+//
+// Watch fan-out (watch.go). Lock transitions are published from the
+// apply step, under the command's path locks, so publishing must not
+// cost the number of watchers: a transition is appended to the feed of
+// the session whose lock ended and to the feed of each watched prefix
+// at or above its path (a map lookup per level), and wakes only the
+// watchers waiting at a feed's end. Each watcher reads its feed at a
+// cursor of its own, in batches, on its stream's goroutine; one blocked
+// in a Send (a client that does not read) costs nothing per transition.
+// A feed keeps its last --watch-buffer transitions while some watcher
+// still needs them, shared by all its watchers. A stream keeps one
+// viewer (conceal.go) for all it sends, so the owner of a session in
+// its events is looked up once per stream. Waiting lock calls wait for
+// a transition of the lock that refused them (watchers.waitAt), and look
+// again in the lock table before proposing, so a refused wait adds
+// nothing to the Raft log.
+//
 // Goroutines: Raft's (the replica's, stopped by its Close), the loop that
 // publishes this member's addresses in the member table, the status
 // page's sampler, and a term's: the session manager's expiry loop, the
@@ -287,7 +319,8 @@
 // a listener of its own (the sandbox). The page reads the server through
 // its own RPC handlers (listings, safe mode), its metrics registry, and a
 // watcher of every lock transition (lockFeed, on the watchers that serve
-// WatchDirLocks); it runs one goroutine, stopped in Close. Over TLS it
+// WatchDirLocks, fed through a channel of its own: the one in-process
+// sink); it runs one goroutine, stopped in Close. Over TLS it
 // answers admins only; an insecure nameserver's answers loopback clients
 // only, unless Config.StatusPublic. It shows a prefix of every session id.
 //

@@ -232,6 +232,7 @@ func (s *Server) fatal(err error) {
 // in office (zero on a follower).
 func (s *Server) registerGauges() {
 	s.metrics.lockGauges(s.ns.Locks().Counts, s.cleaningCounts)
+	s.metrics.limitGauges(s.watch.streams, s.waits.count)
 	s.metrics.corruptGauge(func() int {
 		if t := s.current(); t != nil {
 			return t.blocks.CorruptCount()

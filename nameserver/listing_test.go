@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/bfs-go/bfs/cluster/testcluster"
+	"github.com/bfs-go/bfs/nameserver"
 	"github.com/bfs-go/bfs/proto/bfspb"
 )
 
@@ -272,7 +273,9 @@ func TestListDirLocksPageBytes(t *testing.T) {
 // strings come in pages cut before their size passes what a client
 // accepts, even at the largest page size.
 func TestListSessionsPageBytes(t *testing.T) {
-	c := testcluster.Start(t)
+	c := testcluster.Start(t, testcluster.WithNameServerConfig(func(cfg *nameserver.Config) {
+		cfg.Limits.MaxSessionsPerIdentity = 10_000 // one identity opens them all
+	}))
 	ns := bfspb.NewNameServerClient(c.Dial(c.NameServerAddr))
 	const sessions = 4000 // about 1.2 MB of SessionInfo
 	errs := make(chan error, 16)

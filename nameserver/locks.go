@@ -14,6 +14,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/bfs-go/bfs/dirlock"
+	"github.com/bfs-go/bfs/internal/fspath"
+	"github.com/bfs-go/bfs/internal/limit"
 	"github.com/bfs-go/bfs/nameserver/namespace"
 	"github.com/bfs-go/bfs/nameserver/session"
 	"github.com/bfs-go/bfs/proto/bfspb"
@@ -49,6 +51,12 @@ func (s *Server) cleaningCounts() (n, pending int) {
 // A directory where other sessions have files open for write is cleaned
 // first (SPEC §6: a grant starts clean); the call waits for that cleaning,
 // with or without wait, then tries the grant again.
+//
+// A waiting call waits for the lock that refused it (or the cleaning it
+// started) to change, and only then looks again, in the lock table as
+// this member applied it: it asks the group again only once the table
+// would let it. So a waiting call costs nothing while other locks come
+// and go, and adds nothing to the log while it stays refused.
 func (srv *Server) LockDir(ctx context.Context, req *bfspb.LockDirRequest) (*bfspb.LockDirResponse, error) {
 	s, notLeader := leading[*bfspb.LockDirResponse](srv, ctx)
 	if s == nil {
@@ -56,12 +64,24 @@ func (srv *Server) LockDir(ctx context.Context, req *bfspb.LockDirRequest) (*bfs
 	}
 	ctx, cancel := beforeDeadline(ctx)
 	defer cancel()
-	var before *dirlock.Lock // the cleaning this call started before its grant
+	var (
+		before *dirlock.Lock // the cleaning this call started before its grant
+		leave  func()        // ends the count of this call's wait
+		woken  bool
+	)
+	defer func() {
+		if leave != nil {
+			leave()
+		}
+	}()
 	for {
-		changed := s.watch.changes()
 		var resp *bfspb.LockDirResponse
+		var refusedBy *dirlock.Lock // what the call waits for to change
 		if before != nil && s.stillCleaning(*before) {
-			resp = &bfspb.LockDirResponse{Status: bfspb.StatusCode_CLEANING, Lock: s.dirLock(*before)}
+			resp, refusedBy = &bfspb.LockDirResponse{Status: bfspb.StatusCode_CLEANING, Lock: s.dirLock(*before)}, before
+		} else if woken && req.Wait && s.stillRefused(req, &resp, &refusedBy) {
+			// Still refused as the lock table stands here: asking the group
+			// again would only add a command to the log that fails.
 		} else {
 			res, err := s.lockDir(req)
 			code, msg := statusOf(err)
@@ -69,19 +89,93 @@ func (srv *Server) LockDir(ctx context.Context, req *bfspb.LockDirRequest) (*bfs
 			waitable := errors.Is(err, dirlock.ErrLocked) || errors.Is(err, dirlock.ErrCleaning)
 			if before = nil; err == nil && res.Lock.Status == dirlock.Cleaning {
 				before, resp.Status = res.Lock, bfspb.StatusCode_CLEANING
+				refusedBy = before
 			} else if !req.Wait || !waitable {
 				return resp, nil
+			} else if le := (*dirlock.LockedError)(nil); errors.As(err, &le) {
+				refusedBy = &le.Lock
 			}
 		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			resp.Message = "still " + strings.ToLower(resp.Status.String()) + " at the call's deadline"
-			return resp, nil
-		case <-s.stopc:
-			return &bfspb.LockDirResponse{Status: bfspb.StatusCode_UNAVAILABLE, Message: "nameserver stopping", Lock: resp.Lock}, nil
+		if leave == nil {
+			var err error
+			if leave, err = srv.enterWait(ctx); err != nil {
+				code, msg := statusOf(err)
+				return &bfspb.LockDirResponse{Status: code, Message: msg, Lock: resp.Lock}, nil
+			}
+		}
+		woken = true
+		if stop := s.waitChange(ctx, req, refusedBy); stop != nil {
+			return stop(resp), nil
 		}
 	}
+}
+
+// waitChange waits until the lock l changes (its path's next transition),
+// returning nil then, or, when the call must end instead, how to end its
+// answer: at its deadline, or when the nameserver stops. With l nil (a
+// refusal that named no lock, which the lock table never makes) it waits
+// for the next transition of the directory asked for.
+func (s *term) waitChange(ctx context.Context, req *bfspb.LockDirRequest, l *dirlock.Lock) func(*bfspb.LockDirResponse) *bfspb.LockDirResponse {
+	path, _ := cleanPath(req.Path)
+	if l != nil {
+		path = l.Path
+	}
+	ready, done := s.watch.waitAt(path)
+	defer done()
+	if l != nil && !s.unchanged(*l) {
+		return nil // changed before the wait began
+	}
+	select {
+	case <-ready:
+		return nil
+	case <-ctx.Done():
+		return func(resp *bfspb.LockDirResponse) *bfspb.LockDirResponse {
+			resp.Message = "still " + strings.ToLower(resp.Status.String()) + " at the call's deadline"
+			return resp
+		}
+	case <-s.stopc:
+		return func(resp *bfspb.LockDirResponse) *bfspb.LockDirResponse {
+			return &bfspb.LockDirResponse{Status: bfspb.StatusCode_UNAVAILABLE, Message: "nameserver stopping", Lock: resp.Lock}
+		}
+	}
+}
+
+// unchanged reports whether the lock of l's path is still l, as the lock
+// table here has it.
+func (s *term) unchanged(l dirlock.Lock) bool {
+	now, ok := s.ns.Locks().Get(l.Path)
+	return ok && now.Status == l.Status && now.Epoch == l.Epoch && now.Session == l.Session
+}
+
+// stillRefused reports whether the lock table, as this member applied
+// it, refuses a LockDir now, and sets resp to the refusal and by to the
+// lock that refuses it; if not, the apply step decides (also for a
+// session that ended: it answers so).
+func (s *term) stillRefused(req *bfspb.LockDirRequest, resp **bfspb.LockDirResponse, by **dirlock.Lock) bool {
+	p, err := cleanPath(req.Path)
+	if err != nil || (!req.Operator && !s.sessions.Valid(session.ID(req.SessionId))) {
+		return false
+	}
+	_, err = s.ns.Locks().CanLock(p, dirlock.SessionID(req.SessionId))
+	var le *dirlock.LockedError
+	if !errors.As(err, &le) {
+		return false
+	}
+	code, msg := statusOf(err)
+	*resp, *by = &bfspb.LockDirResponse{Status: code, Message: msg, Lock: s.dirLock(le.Lock)}, &le.Lock
+	return true
+}
+
+// enterWait counts a lock call about to wait against its identity's
+// limit (Limits.MaxLockWaitsPerIdentity), or refuses it; leave ends the
+// count.
+func (s *Server) enterWait(ctx context.Context) (leave func(), err error) {
+	caller, _ := s.callerOf(ctx)
+	leave, err = s.waits.enter(caller.String())
+	if err != nil {
+		s.metrics.limits.Count(limit.LockWaits)
+	}
+	return leave, err
 }
 
 // stillCleaning reports whether l, a cleaning, is still going on.
@@ -175,24 +269,42 @@ func (srv *Server) UnlockDir(ctx context.Context, req *bfspb.UnlockDirRequest) (
 	// Wait for this cleaning (this epoch) to end. Never unlock again: a
 	// new lock may have been granted by then.
 	epoch := dirlock.Epoch(resp.Lock.GetEpoch())
+	leave, err := srv.enterWait(ctx)
+	if err != nil {
+		code, msg := statusOf(err)
+		return &bfspb.UnlockDirResponse{Status: code, Message: msg, Lock: resp.Lock}, nil
+	}
+	defer leave()
 	ctx, cancel := beforeDeadline(ctx)
 	defer cancel()
 	for {
-		changed := s.watch.changes()
-		l, ok := s.ns.Locks().Get(p)
-		if !ok || l.Status != dirlock.Cleaning || l.Epoch != epoch {
-			return &bfspb.UnlockDirResponse{Status: bfspb.StatusCode_UNLOCKED,
-				Lock: &bfspb.DirLock{Path: p, Status: bfspb.LockStatus_LOCK_STATUS_UNLOCKED, Epoch: uint64(epoch)}}, nil
+		if resp := s.waitCleaned(ctx, p, epoch); resp != nil {
+			return resp, nil
 		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return &bfspb.UnlockDirResponse{Status: bfspb.StatusCode_CLEANING, Lock: s.dirLock(l),
-				Message: "still cleaning at the call's deadline"}, nil
-		case <-s.stopc:
-			return &bfspb.UnlockDirResponse{Status: bfspb.StatusCode_UNAVAILABLE, Lock: s.dirLock(l),
-				Message: "nameserver stopping"}, nil
-		}
+	}
+}
+
+// waitCleaned waits once for a transition of path's lock, while it is
+// still the cleaning of epoch: it returns nil after one, or the answer
+// of an UnlockDir waiting for that cleaning to end (it ended, the
+// call's deadline, the nameserver stopping).
+func (s *term) waitCleaned(ctx context.Context, p string, epoch dirlock.Epoch) *bfspb.UnlockDirResponse {
+	changed, done := s.watch.waitAt(p)
+	defer done()
+	l, ok := s.ns.Locks().Get(p)
+	if !ok || l.Status != dirlock.Cleaning || l.Epoch != epoch {
+		return &bfspb.UnlockDirResponse{Status: bfspb.StatusCode_UNLOCKED,
+			Lock: &bfspb.DirLock{Path: p, Status: bfspb.LockStatus_LOCK_STATUS_UNLOCKED, Epoch: uint64(epoch)}}
+	}
+	select {
+	case <-changed:
+		return nil
+	case <-ctx.Done():
+		return &bfspb.UnlockDirResponse{Status: bfspb.StatusCode_CLEANING, Lock: s.dirLock(l),
+			Message: "still cleaning at the call's deadline"}
+	case <-s.stopc:
+		return &bfspb.UnlockDirResponse{Status: bfspb.StatusCode_UNAVAILABLE, Lock: s.dirLock(l),
+			Message: "nameserver stopping"}
 	}
 }
 
@@ -424,13 +536,16 @@ func (srv *Server) GetDirLock(ctx context.Context, req *bfspb.GetDirLockRequest)
 
 // WatchDirLocks streams lock transitions under a prefix (with a session
 // id, only the ends of that session's locks) until the caller goes away.
-// It sends the response headers once the watch is registered. A watcher
-// that falls too far behind is cut off with UNAVAILABLE: it must list
-// again and watch anew.
+// It sends the response headers once the watch is registered. A stream
+// over its identity's or its session's limit is refused, and a watcher
+// that falls further behind than the watch buffer is cut off, both
+// RESOURCE_EXHAUSTED naming the limit in the trailer (limit.Trailer): a
+// watcher cut off must list again and watch anew.
 func (srv *Server) WatchDirLocks(req *bfspb.WatchDirLocksRequest, stream bfspb.NameServer_WatchDirLocksServer) error {
-	s := srv.termOf(stream.Context())
+	ctx := stream.Context()
+	s := srv.termOf(ctx)
 	if s == nil {
-		return status.Error(codes.Unavailable, srv.notLeaderMessage(stream.Context()))
+		return status.Error(codes.Unavailable, srv.notLeaderMessage(ctx))
 	}
 	prefix := req.Prefix
 	if prefix == "" {
@@ -440,28 +555,41 @@ func (srv *Server) WatchDirLocks(req *bfspb.WatchDirLocksRequest, stream bfspb.N
 	if err != nil {
 		return status.Error(codes.InvalidArgument, err.Error())
 	}
-	sub := s.watch.subscribe(p, req.SessionId)
+	caller, _ := srv.callerOf(ctx) // authorizeStream let it in
+	sub, err := s.watch.subscribe(p, req.SessionId, caller.String())
+	if err != nil {
+		name := limit.WatchStreams
+		if le := (*watchLimitError)(nil); errors.As(err, &le) && le.total {
+			name = limit.WatchStreamsTotal
+		} else if req.SessionId != "" {
+			name = limit.SessionWatchStreams
+		}
+		return s.metrics.limits.End(ctx, name, err.Error())
+	}
 	defer s.watch.unsubscribe(sub)
 	// The headers tell the caller the watch is registered: from now on
 	// no transition is missed.
 	if err := stream.SendHeader(nil); err != nil {
 		return err
 	}
+	buf := make([]*bfspb.DirLockEvent, 0, watchBatch)
 	for {
-		select {
-		case ev := <-sub.events:
-			if err := stream.Send(ev); err != nil {
+		evs, ready, lagged := s.watch.next(sub, buf)
+		if lagged {
+			return s.metrics.limits.End(ctx, limit.WatchLag, fmt.Sprintf(
+				"lock watch fell more than %d transitions behind (--watch-buffer): cut off; list the locks again and watch anew", s.cfg.Limits.WatchBuffer))
+		}
+		for _, ev := range evs {
+			if err := s.sendEvent(stream, sub, ev); err != nil {
 				return err
 			}
-			if sub.session != "" && ev.Reason == reasonForce {
-				// The holder's own stream: it has been told. The event's
-				// time is the forced unlock's.
-				told := s.cfg.Clock.Now().Sub(time.Unix(0, ev.Lock.SinceNs))
-				s.metrics.locks.forcedNoticed.Observe(max(told, 0).Seconds())
-			}
-		case <-sub.lagged:
-			return errLagged
-		case <-stream.Context().Done():
+		}
+		if ready == nil {
+			continue
+		}
+		select {
+		case <-ready:
+		case <-ctx.Done():
 			return nil
 		case <-s.stopc:
 			return errStopping
@@ -469,10 +597,24 @@ func (srv *Server) WatchDirLocks(req *bfspb.WatchDirLocksRequest, stream bfspb.N
 	}
 }
 
-var (
-	errLagged   = status.Error(codes.Unavailable, "watch fell behind: list the locks again and watch anew")
-	errStopping = status.Error(codes.Unavailable, "nameserver stopping")
-)
+// sendEvent sends ev to sub's stream if it is for sub.
+func (s *term) sendEvent(stream bfspb.NameServer_WatchDirLocksServer, sub *watcher, ev *bfspb.DirLockEvent) error {
+	if sub.session != "" && !fspath.Within(ev.Lock.Path, sub.prefix) {
+		return nil // a session's feed has all its lock ends
+	}
+	if err := stream.Send(ev); err != nil {
+		return err
+	}
+	if sub.session != "" && ev.Reason == reasonForce {
+		// The holder's own stream: it has been told. The event's time is
+		// the forced unlock's.
+		told := s.cfg.Clock.Now().Sub(time.Unix(0, ev.Lock.SinceNs))
+		s.metrics.locks.forcedNoticed.Observe(max(told, 0).Seconds())
+	}
+	return nil
+}
+
+var errStopping = status.Error(codes.Unavailable, "nameserver stopping")
 
 // releaseSessionLocks cleans every lock a session held, parents first
 // (their nested locks go with them).

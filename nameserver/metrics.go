@@ -14,6 +14,7 @@ import (
 
 	"github.com/bfs-go/bfs/dirlock"
 	"github.com/bfs-go/bfs/internal/daemon"
+	"github.com/bfs-go/bfs/internal/limit"
 	"github.com/bfs-go/bfs/nameserver/namespace"
 	"github.com/bfs-go/bfs/nameserver/replica"
 	"github.com/bfs-go/bfs/proto/bfspb"
@@ -24,6 +25,8 @@ import (
 type metrics struct {
 	registry *prometheus.Registry
 	rpcs     *daemon.RPCMetrics
+	// limits counts what the limits refused (config.go, Limits).
+	limits   *daemon.Limits
 	sessions prometheus.GaugeFunc
 	pebble   *prometheus.CounterVec
 	// claimMismatch counts closes in which a replica held fewer bytes
@@ -96,6 +99,17 @@ func (m *metrics) lockGauges(counts func() (locked, cleaning int), cleanings fun
 	)
 }
 
+// limitGauges registers the gauges of what the limits bound: the watch
+// streams open and the lock calls waiting.
+func (m *metrics) limitGauges(watchStreams, lockWaits func() int) {
+	m.registry.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "bfs_nameserver_watch_streams", Help: "WatchDirLocks streams open."},
+			func() float64 { return float64(watchStreams()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "bfs_nameserver_lock_waits", Help: "LockDir and UnlockDir calls waiting (with wait) for a lock to change."},
+			func() float64 { return float64(lockWaits()) }),
+	)
+}
+
 // corruptGauge registers the gauge of the replicas marked corrupt.
 func (m *metrics) corruptGauge(count func() int) {
 	m.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -150,6 +164,8 @@ func newMetrics(liveSessions func() float64) *metrics {
 	m := &metrics{
 		registry: reg,
 		rpcs:     daemon.NewRPCMetrics(reg, "bfs_nameserver", "WatchDirLocks"),
+		limits: daemon.NewLimits(reg, "bfs_nameserver", limit.MessageSize, limit.WatchStreams, limit.WatchStreamsTotal, limit.SessionWatchStreams,
+			limit.WatchLag, limit.SessionsPerIdentity, limit.Sessions, limit.LockWaits),
 		sessions: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "bfs_nameserver_sessions",
 			Help: "Live sessions.",

@@ -51,6 +51,8 @@ type Server struct {
 	metrics *metrics
 	peers   *connpool.Pool
 	watch   *watchers
+	// waits counts the lock calls waiting (Limits.MaxLockWaitsPerIdentity).
+	waits *lockWaits
 	// status is the status page on the HTTP port (statuspage.go).
 	status *statuspage.Page
 	grpc   *grpc.Server
@@ -103,7 +105,8 @@ func newServer(cfg Config, dataLock *os.File) (*Server, error) {
 		fatalc:   make(chan error, 1),
 		publishc: make(chan struct{}, 1),
 		peers:    connpool.New(grpc.WithTransportCredentials(certs.TransportCredentials(cfg.TLS))),
-		watch:    newWatchers(),
+		watch:    newWatchers(cfg.Limits.WatchBuffer, cfg.Limits.MaxWatchesPerIdentity, cfg.Limits.MaxWatchesPerSession, cfg.Limits.MaxWatches),
+		waits:    newLockWaits(cfg.Limits.MaxLockWaitsPerIdentity),
 	}
 	s.terms = newTerms(s)
 	s.metrics = newMetrics(s.liveSessions)
@@ -134,13 +137,13 @@ func newServer(cfg Config, dataLock *os.File) (*Server, error) {
 		s.peers.Close()
 		return nil, err
 	}
-	s.grpc = grpc.NewServer(append(daemon.ServerOptions(cfg.TLS),
+	s.grpc = grpc.NewServer(append(append(daemon.ServerOptions(cfg.TLS), s.metrics.limits.ServerOptions(cfg.Limits.MaxMessageSize)...),
 		// Who may ask what is checked on the leader only (authz.go): a
 		// follower answers NOT_LEADER, whoever asks.
 		grpc.ChainUnaryInterceptor(s.metrics.rpcs.Unary, s.leaderOnly, s.authorize, s.metrics.countRefusals),
 		grpc.ChainStreamInterceptor(s.metrics.rpcs.Stream, s.leaderOnlyStream, s.authorizeStream),
-		// No message limit of its own: gRPC's default 4 MiB holds a page
-		// of a block report (chunkserver.DefaultReportPage replicas).
+		// A page of a block report (chunkserver.DefaultReportPage
+		// replicas) fits the default message limit, 4 MiB.
 		grpc.WaitForHandlers(true),
 		grpc.NumStreamWorkers(streamWorkers),
 		grpc.StaticStreamWindowSize(flowWindow),

@@ -8,6 +8,7 @@ import (
 
 	"github.com/golang/glog"
 
+	"github.com/bfs-go/bfs/internal/limit"
 	"github.com/bfs-go/bfs/internal/millis"
 	"github.com/bfs-go/bfs/nameserver/namespace"
 	"github.com/bfs-go/bfs/nameserver/session"
@@ -96,6 +97,13 @@ func (srv *Server) OpenSession(ctx context.Context, req *bfspb.OpenSessionReques
 		sess, err = s.sessions.Open(ctx, req.Holder, ttl, owner.String())
 	} else {
 		err = fmt.Errorf("session ttl of %d ms is beyond what a duration holds (%d ms): %w", req.TtlMs, millis.Max, session.ErrInvalidTTL)
+	}
+	if le := (*session.LimitError)(nil); errors.As(err, &le) {
+		if le.Total {
+			s.metrics.limits.Count(limit.Sessions)
+		} else {
+			s.metrics.limits.Count(limit.SessionsPerIdentity)
+		}
 	}
 	code, msg := statusOf(err)
 	if err != nil {

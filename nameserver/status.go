@@ -35,6 +35,8 @@ var statusTable = statuscode.Table{
 	{Err: errNoSpace, Code: bfspb.StatusCode_RESOURCE_EXHAUSTED},
 	{Err: errNotChunkserver, Code: bfspb.StatusCode_PERMISSION_DENIED},
 	{Err: errBadAddress, Code: bfspb.StatusCode_INVALID_ARGUMENT},
+	{Err: session.ErrLimit, Code: bfspb.StatusCode_RESOURCE_EXHAUSTED},
+	{Err: errLockWaits, Code: bfspb.StatusCode_RESOURCE_EXHAUSTED},
 	{Err: session.ErrInvalidTTL, Code: bfspb.StatusCode_INVALID_ARGUMENT},
 	{Err: session.ErrInvalidHolder, Code: bfspb.StatusCode_INVALID_ARGUMENT},
 	{Err: session.ErrNotFound, Code: bfspb.StatusCode_SESSION_EXPIRED},

@@ -38,8 +38,8 @@ func (s *Server) HTTPHandler() http.Handler {
 type lockFeed struct{ w *watchers }
 
 func (f lockFeed) Subscribe() (<-chan *bfspb.DirLockEvent, <-chan struct{}, func()) {
-	sub := f.w.subscribe("/", "")
-	return sub.events, sub.lagged, func() { f.w.unsubscribe(sub) }
+	sub := f.w.subscribeSink("/")
+	return sub.events, sub.lagged, func() { f.w.unsubscribeSink(sub) }
 }
 
 // leadership tells the page who leads the group.

@@ -221,6 +221,10 @@ func (t *term) startSessions() error {
 		MinTTL: t.cfg.MinSessionTTL,
 		MaxTTL: t.cfg.MaxSessionTTL,
 		OnEnd:  t.onSessionEnd,
+		// Counted by owner identity from the sessions stored, as every
+		// term starts: the limits hold across leader changes.
+		MaxPerOwner: t.cfg.Limits.MaxSessionsPerIdentity,
+		MaxTotal:    t.cfg.Limits.MaxSessions,
 	}, recovered)
 	return err
 }

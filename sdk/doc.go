@@ -105,7 +105,19 @@
 // errors.Is and errors.As; nothing needs the message text. A failed RPC
 // (the nameserver reached no decision) is returned as gRPC reports it, also
 // matching ErrUnavailable when the nameserver cannot be reached, or as the
-// context's error when the caller's context ended it.
+// context's error when the caller's context ended it. A limit of the
+// servers (the sessions or waiting lock calls of the client's identity,
+// a watch stream too many, a message too big) is ErrResourceExhausted,
+// like a full disk; its text names the limit.
+//
+// # Limits the SDK rides out
+//
+// A chunkserver ends a write stream that sent no packet for its idle
+// timeout (the application paused between writes): the Writer opens the
+// stream again at its next Write, Sync or Close, sends first the packets
+// it had not acknowledged, and keeps the replica. A session's lock watch
+// that the nameserver cuts off for falling behind starts again like a
+// broken one, and every Lock looks its lock up.
 //
 // # Concurrency
 //

@@ -36,8 +36,11 @@ var (
 	ErrInternal         error = &sentinel{"nameserver internal error", nil}
 	ErrUnimplemented    error = &sentinel{"not implemented", nil}
 	ErrWrongCluster     error = &sentinel{"wrong cluster", nil}
-	// ErrResourceExhausted is a chunkserver out of disk space (ENOSPC).
-	ErrResourceExhausted error = &sentinel{"no space left on a chunkserver", nil}
+	// ErrResourceExhausted is a chunkserver out of disk space (ENOSPC),
+	// or a limit the servers hold every client to (BUILD.md "Limits"):
+	// the sessions or waiting lock calls of this client's identity, a
+	// message over the size. The error's text says which.
+	ErrResourceExhausted error = &sentinel{"resource exhausted: no space left, or a limit reached", nil}
 
 	// ErrClosed is returned by calls on a Client after Close. It is the
 	// SDK's own: no StatusCode maps to it.
@@ -220,9 +223,9 @@ func (e *detailError) Unwrap() error { return e.sentinel }
 // cancellation matches context.DeadlineExceeded or context.Canceled, also
 // when gRPC saw it before the caller's context did (the nameserver ends a
 // call at the deadline it was sent, which can come first); an unreachable
-// nameserver matches ErrUnavailable. The error's own code decides, not the
-// state of ctx afterwards: a stream that broke and was then cancelled
-// reports the break. Every mapped error still yields its gRPC status.
+// nameserver matches ErrUnavailable, a limit ErrResourceExhausted. The
+// error's own code decides, not the state of ctx afterwards: a stream
+// that broke and was then cancelled reports the break. Every mapped error still yields its gRPC status.
 func transportError(ctx context.Context, err error) error {
 	st, ok := status.FromError(err)
 	if !ok {
@@ -239,6 +242,8 @@ func transportError(ctx context.Context, err error) error {
 		return &rpcError{like: like, rpc: err, msg: st.Message()}
 	case codes.Unavailable:
 		return &rpcError{like: ErrUnavailable, rpc: err, msg: ErrUnavailable.Error() + ": " + st.Message()}
+	case codes.ResourceExhausted: // a limit (a message too big, a stream too many)
+		return &rpcError{like: ErrResourceExhausted, rpc: err, msg: st.Message()}
 	}
 	return err
 }

@@ -7,10 +7,13 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/bfs-go/bfs/internal/clock"
+	"github.com/bfs-go/bfs/internal/limit"
 	"github.com/bfs-go/bfs/proto/bfspb"
 	"github.com/bfs-go/bfs/sdk"
 )
@@ -24,6 +27,8 @@ type watchNS struct {
 	lockIn  chan string   // a LockDir arrived (its path)
 	lockGo  chan struct{} // nil: LockDir answers at once
 	gets    chan string   // a GetDirLock arrived (its path)
+	// refuse, when set, refuses every stream as over its limit.
+	refuse bool
 
 	mu struct {
 		sync.Mutex
@@ -56,10 +61,12 @@ var (
 )
 
 // heldStream is a WatchDirLocks stream the test drives: events are sent,
-// and closing brk ends the stream with UNAVAILABLE.
+// closing brk ends the stream with UNAVAILABLE, closing lag ends it as
+// the nameserver cuts off a watcher that fell behind.
 type heldStream struct {
 	events chan *bfspb.DirLockEvent
 	brk    chan struct{}
+	lag    chan struct{}
 }
 
 func startWatchNS(t *testing.T) (*watchNS, string) {
@@ -70,10 +77,13 @@ func startWatchNS(t *testing.T) (*watchNS, string) {
 }
 
 func (f *watchNS) WatchDirLocks(_ *bfspb.WatchDirLocksRequest, stream bfspb.NameServer_WatchDirLocksServer) error {
+	if f.refuse {
+		return overLimit(stream, limit.SessionWatchStreams)
+	}
 	if err := stream.SendHeader(nil); err != nil {
 		return err
 	}
-	h := &heldStream{events: make(chan *bfspb.DirLockEvent), brk: make(chan struct{})}
+	h := &heldStream{events: make(chan *bfspb.DirLockEvent), brk: make(chan struct{}), lag: make(chan struct{})}
 	f.streams <- h
 	for {
 		select {
@@ -83,10 +93,18 @@ func (f *watchNS) WatchDirLocks(_ *bfspb.WatchDirLocksRequest, stream bfspb.Name
 			}
 		case <-h.brk:
 			return status.Error(codes.Unavailable, "stream broken")
+		case <-h.lag:
+			return overLimit(stream, limit.WatchLag)
 		case <-stream.Context().Done():
 			return nil
 		}
 	}
+}
+
+// overLimit ends a stream as the nameserver does when a limit does.
+func overLimit(stream grpc.ServerStream, name limit.Name) error {
+	stream.SetTrailer(metadata.Pairs(limit.Trailer, string(name)))
+	return status.Error(codes.ResourceExhausted, string(name))
 }
 
 // lockEpochs is the epoch LockDir grants each path.
@@ -408,4 +426,40 @@ func TestLockLookedUpAgainAfterEachStreamRestart(t *testing.T) {
 	close(stale)
 	waitClosed(t, lt.Done(), "Done of /t, found unlocked by the lookup after the third stream came up")
 	require.ErrorIs(t, lt.Err(), sdk.ErrLockLost)
+}
+
+// TestLockWatchCutOffForLagIsRestarted: the nameserver cuts off a watch
+// that fell behind (RESOURCE_EXHAUSTED, watch_lag): ends may have passed
+// unseen, so the watch starts again and every handle looks its lock up,
+// as after any broken stream.
+func TestLockWatchCutOffForLagIsRestarted(t *testing.T) {
+	f, addr := startWatchNS(t)
+	f.script("/t", unlocked)
+	c := dial(t, addr)
+	l, err := c.LockDir(context.Background(), "/t")
+	require.NoError(t, err)
+	first := <-f.streams
+	<-f.lockIn
+	close(first.lag)
+	<-f.streams
+	f.awaitGet(t, "/t")
+	waitClosed(t, l.Done(), "Done of /t, found unlocked after the cut-off")
+	require.ErrorIs(t, l.Err(), sdk.ErrLockLost)
+}
+
+// TestLockWatchRefusedByLimit: a LockDir whose session's watch the
+// nameserver refuses over a limit fails with ErrResourceExhausted (and
+// says which limit), before any lock is asked for.
+func TestLockWatchRefusedByLimit(t *testing.T) {
+	f, addr := startWatchNS(t)
+	f.refuse = true
+	c := dial(t, addr)
+	_, err := c.LockDir(context.Background(), "/t")
+	require.ErrorIs(t, err, sdk.ErrResourceExhausted)
+	require.Contains(t, err.Error(), string(limit.SessionWatchStreams))
+	select {
+	case p := <-f.lockIn:
+		t.Fatalf("LockDir of %s sent without a watch", p)
+	default:
+	}
 }

@@ -253,16 +253,10 @@ func (w *Writer) flush(ctx context.Context, sync, last bool) error {
 
 // addBlock asks the nameserver for the file's block and opens the streams.
 func (w *Writer) addBlock(ctx context.Context) error {
-	var resp *bfspb.AddBlockResponse
-	err := w.c.mutateAs(ctx, w.session, func() (response, error) {
-		var err error
-		resp, err = w.c.ns.AddBlock(ctx, &bfspb.AddBlockRequest{Path: w.path, SessionId: w.session, Fences: w.c.fences.of(false, w.path)})
-		return resp, err
-	})
+	blk, err := w.askBlock(ctx)
 	if err != nil {
 		return err
 	}
-	blk := resp.GetBlock()
 	if blk == nil || len(blk.Replicas) == 0 {
 		return fmt.Errorf("%w: add block answer without replicas", ErrInternal)
 	}
@@ -270,7 +264,7 @@ func (w *Writer) addBlock(ctx context.Context) error {
 	for i, r := range blk.Replicas {
 		addrs[i] = r.Address
 	}
-	fan, err := newFanout(w.c, addrs, blk.Token, writeWindow)
+	fan, err := newFanout(w.c, addrs, blk.Token, w.renewToken, writeWindow)
 	if err != nil {
 		return err
 	}
@@ -280,4 +274,28 @@ func (w *Writer) addBlock(ctx context.Context) error {
 	}
 	w.block, w.fan = blk, fan
 	return nil
+}
+
+// askBlock asks the nameserver for the file's block: its first AddBlock
+// allocates it, a later one answers the same block with a new write token.
+func (w *Writer) askBlock(ctx context.Context) (*bfspb.LocatedBlock, error) {
+	var resp *bfspb.AddBlockResponse
+	err := w.c.mutateAs(ctx, w.session, func() (response, error) {
+		var err error
+		resp, err = w.c.ns.AddBlock(ctx, &bfspb.AddBlockRequest{Path: w.path, SessionId: w.session, Fences: w.c.fences.of(false, w.path)})
+		return resp, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return resp.GetBlock(), nil
+}
+
+// renewToken is a new write token of the file's block.
+func (w *Writer) renewToken(ctx context.Context) (*bfspb.SignedBlockToken, error) {
+	blk, err := w.askBlock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return blk.GetToken(), nil
 }

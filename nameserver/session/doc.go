@@ -36,6 +36,12 @@
 //     is OnEnd called. A Manager whose end cannot commit (a deposed leader
 //     whose clock ran out) releases nothing: the session may live on with
 //     the new leader.
+//   - Config.MaxPerOwner and MaxTotal bound the sessions held (expired
+//     ones not yet removed count, and so do Opens waiting for the
+//     Store): Open refuses one more with a *LimitError (ErrLimit). The
+//     Table counts sessions by owner as it grants and removes them, so
+//     the check is a lookup; a new Manager counts the sessions it
+//     recovers, which may be more than the bound.
 //   - Ending must be safe to repeat. If the process dies between the
 //     commit and the end of OnEnd, the next Manager finds what the session
 //     held without a session (the nameserver's start of a term releases

@@ -56,6 +56,12 @@ type Config struct {
 	// Rand is read for session ids; crypto/rand.Reader if nil. Reads are
 	// serialized, so it need not be safe for concurrent use.
 	Rand io.Reader
+	// MaxPerOwner bounds the sessions one owner holds, MaxTotal those
+	// of every owner together: Open refuses one more with a
+	// *LimitError. Sessions recovered at start count, and may be more.
+	// Sessions without an owner (stored before owners were) count only
+	// in the total. Zero means no bound.
+	MaxPerOwner, MaxTotal int
 }
 
 // Manager owns the session Table: it validates requests, persists sessions
@@ -67,6 +73,8 @@ type Manager struct {
 	minTTL time.Duration
 	maxTTL time.Duration
 	onEnd  func(Session, EndReason)
+	// Bounds of Open (Config.MaxPerOwner, MaxTotal).
+	maxPerOwner, maxTotal int
 
 	rand struct {
 		sync.Mutex
@@ -79,6 +87,10 @@ type Manager struct {
 		sync.Mutex
 		table  *Table
 		closed bool
+		// opening counts the Opens under way, by owner (total: all),
+		// which the limits count as sessions already.
+		opening      map[string]int
+		openingTotal int
 	}
 
 	rearmc    chan struct{} // buffered(1): an earlier deadline was granted
@@ -107,12 +119,16 @@ func NewManager(cfg Config, recovered []Session) (*Manager, error) {
 		maxTTL: cfg.MaxTTL,
 		onEnd:  cfg.OnEnd,
 		rearmc: make(chan struct{}, 1),
-		stopc:  make(chan struct{}),
-		donec:  make(chan struct{}),
-		cancel: cancel,
+		// Bounds.
+		maxPerOwner: cfg.MaxPerOwner,
+		maxTotal:    cfg.MaxTotal,
+		stopc:       make(chan struct{}),
+		donec:       make(chan struct{}),
+		cancel:      cancel,
 	}
 	m.rand.r = cfg.Rand
 	m.mu.table = NewTable()
+	m.mu.opening = make(map[string]int)
 	now := m.clock.Now()
 	for _, s := range recovered {
 		m.mu.table.Grant(s, now)
@@ -129,6 +145,8 @@ func (c *Config) fill() error {
 		return errors.New("session: Config.Store is required")
 	case c.MinTTL < 0 || c.MaxTTL < 0:
 		return fmt.Errorf("session: negative TTL bound (MinTTL %v, MaxTTL %v)", c.MinTTL, c.MaxTTL)
+	case c.MaxPerOwner < 0 || c.MaxTotal < 0:
+		return fmt.Errorf("session: negative session bound (MaxPerOwner %d, MaxTotal %d)", c.MaxPerOwner, c.MaxTotal)
 	}
 	if c.MinTTL == 0 {
 		c.MinTTL = DefaultMinTTL
@@ -153,9 +171,11 @@ func (m *Manager) Open(ctx context.Context, holder string, ttl time.Duration, ow
 	if err := m.validate(holder, ttl); err != nil {
 		return Session{}, err
 	}
-	if m.isClosed() {
-		return Session{}, ErrClosed
+	release, err := m.reserve(owner)
+	if err != nil {
+		return Session{}, err
 	}
+	defer release()
 	id, err := m.newID()
 	if err != nil {
 		return Session{}, err
@@ -172,6 +192,32 @@ func (m *Manager) Open(ctx context.Context, holder string, ttl time.Duration, ow
 		return Session{}, err
 	}
 	return s, nil
+}
+
+// reserve counts an Open of owner under way against the limits, or
+// refuses it; release ends the count once the session is granted (it
+// counts in the table then) or was not.
+func (m *Manager) reserve(owner string) (release func(), err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	switch {
+	case m.mu.closed:
+		return nil, ErrClosed
+	case m.maxPerOwner > 0 && owner != "" && m.mu.table.Owned(owner)+m.mu.opening[owner] >= m.maxPerOwner:
+		return nil, &LimitError{Owner: owner, Max: m.maxPerOwner}
+	case m.maxTotal > 0 && m.mu.table.Len()+m.mu.openingTotal >= m.maxTotal:
+		return nil, &LimitError{Owner: owner, Total: true, Max: m.maxTotal}
+	}
+	m.mu.opening[owner]++
+	m.mu.openingTotal++
+	return func() {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if m.mu.opening[owner]--; m.mu.opening[owner] == 0 {
+			delete(m.mu.opening, owner)
+		}
+		m.mu.openingTotal--
+	}, nil
 }
 
 func (m *Manager) validate(holder string, ttl time.Duration) error {
@@ -334,12 +380,6 @@ func (m *Manager) Page(after ID, limit int, holder string) ([]Info, ID) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.mu.table.Page(after, limit, holder, m.clock.Now())
-}
-
-func (m *Manager) isClosed() bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.mu.closed
 }
 
 // Close stops the expiry goroutine and waits for it to return; a Store

@@ -761,6 +761,8 @@ func TestNewManagerConfig(t *testing.T) {
 		{"negative max", session.Config{Clock: fake, Store: store, MaxTTL: -1}},
 		{"min above max", session.Config{Clock: fake, Store: store, MinTTL: time.Hour, MaxTTL: time.Minute}},
 		{"min above default max", session.Config{Clock: fake, Store: store, MinTTL: time.Hour}},
+		{"negative per owner", session.Config{Clock: fake, Store: store, MaxPerOwner: -1}},
+		{"negative total", session.Config{Clock: fake, Store: store, MaxTotal: -1}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -2,6 +2,7 @@ package session
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
 	"time"
 )
@@ -65,7 +66,28 @@ var (
 	ErrInvalidHolder = errors.New("invalid session holder")
 	// ErrClosed: the Manager has been closed.
 	ErrClosed = errors.New("session manager closed")
+	// ErrLimit: opening one more session would pass a limit (see
+	// LimitError).
+	ErrLimit = errors.New("too many sessions")
 )
+
+// LimitError refuses a session that would pass a limit: the sessions
+// one owner may hold (Config.MaxPerOwner), or those of every owner
+// together (Config.MaxTotal). It wraps ErrLimit.
+type LimitError struct {
+	Owner string // the owner that asked
+	Total bool   // the limit of every owner together, not the owner's own
+	Max   int
+}
+
+func (e *LimitError) Error() string {
+	if e.Total {
+		return fmt.Sprintf("%v: the nameserver holds %d sessions, the most it takes (--max-sessions): close some, or raise the limit", ErrLimit, e.Max)
+	}
+	return fmt.Sprintf("%v: %s holds %d sessions, the most one identity may (--max-sessions-per-identity): close sessions it no longer uses (one per process is enough)", ErrLimit, e.Owner, e.Max)
+}
+
+func (e *LimitError) Unwrap() error { return ErrLimit }
 
 // shownLen is how much of an id Short keeps: enough to tell sessions
 // apart in a table, far too little to act as one.

@@ -18,6 +18,9 @@ import (
 type Table struct {
 	byID map[ID]*entry
 	heap deadlineHeap
+	// owners counts the sessions of each owner, expired ones not yet
+	// removed included, so that a limit per owner costs a lookup.
+	owners map[string]int
 }
 
 type entry struct {
@@ -28,7 +31,7 @@ type entry struct {
 
 // NewTable returns an empty Table.
 func NewTable() *Table {
-	return &Table{byID: make(map[ID]*entry)}
+	return &Table{byID: make(map[ID]*entry), owners: make(map[string]int)}
 }
 
 // Grant inserts s, or replaces the session with the same ID, with deadline
@@ -36,13 +39,27 @@ func NewTable() *Table {
 func (t *Table) Grant(s Session, now time.Time) {
 	deadline := now.Add(s.TTL)
 	if e, ok := t.byID[s.ID]; ok {
+		t.forget(e)
 		e.s, e.deadline = s, deadline
+		t.owners[s.Owner]++
 		heap.Fix(&t.heap, e.index)
 		return
 	}
 	e := &entry{s: s, deadline: deadline}
 	t.byID[s.ID] = e
+	t.owners[s.Owner]++
 	heap.Push(&t.heap, e)
+}
+
+// Owned is the number of sessions of owner held, expired ones not yet
+// removed included.
+func (t *Table) Owned(owner string) int { return t.owners[owner] }
+
+// forget drops e's session from the count of its owner.
+func (t *Table) forget(e *entry) {
+	if t.owners[e.s.Owner]--; t.owners[e.s.Owner] == 0 {
+		delete(t.owners, e.s.Owner)
+	}
 }
 
 // Renew moves the deadline of session id to now+TTL and returns the TTL.
@@ -71,6 +88,7 @@ func (t *Table) Revoke(id ID) (Session, bool) {
 	}
 	heap.Remove(&t.heap, e.index)
 	delete(t.byID, id)
+	t.forget(e)
 	return e.s, true
 }
 
@@ -90,6 +108,7 @@ func (t *Table) Expire(now time.Time) []Session {
 	for len(t.heap.entries) > 0 && !t.heap.entries[0].deadline.After(now) {
 		e := heap.Pop(&t.heap).(*entry)
 		delete(t.byID, e.s.ID)
+		t.forget(e)
 		ended = append(ended, e.s)
 	}
 	return ended

@@ -54,6 +54,9 @@ func (e *env) chunkserverCommand() *cobra.Command {
 	f.IntVar(&cfg.MaxCopies, "max-copies", cfg.MaxCopies, "most block copies for re-replication made at once")
 	f.Int64Var(&cfg.CopyRate, "copy-rate", cfg.CopyRate, "bytes per second all re-replication copies together may take in (0: no cap)")
 	f.Int64Var(&cfg.ScrubRate, "scrub-rate", cfg.ScrubRate, "bytes per second at which the scrubber verifies sealed replicas (0: no scrubber)")
+	f.IntVar(&cfg.MaxMessageSize, "max-message-size", cfg.MaxMessageSize, "largest gRPC message received or sent, in bytes")
+	f.DurationVar(&cfg.WriteIdleTimeout, "write-idle-timeout", cfg.WriteIdleTimeout,
+		"a write stream that sends no packet this long is ended (the SDK opens a new one when its writer goes on)")
 	addGlogFlags(f)
 	return cmd
 }

@@ -97,8 +97,27 @@ and is added with 'bfs cluster add NAME RAFT_ADDRESS'.`,
 	f.DurationVar(&cfg.MinSessionTTL, "min-session-ttl", cfg.MinSessionTTL, "shortest session TTL a client may ask for")
 	f.DurationVar(&cfg.MaxSessionTTL, "max-session-ttl", cfg.MaxSessionTTL, "longest session TTL a client may ask for")
 	addTestingPauseFlag(f, &pause)
+	addLimitFlags(f, &cfg.Limits)
 	addGlogFlags(f)
 	return cmd
+}
+
+// addLimitFlags offers the nameserver's limits (BUILD.md "Limits"):
+// each refusal is RESOURCE_EXHAUSTED, counted in
+// bfs_nameserver_limit_refusals_total{limit}.
+func addLimitFlags(f *pflag.FlagSet, l *nameserver.Limits) {
+	f.IntVar(&l.MaxMessageSize, "max-message-size", l.MaxMessageSize, "largest gRPC message received or sent, in bytes")
+	f.IntVar(&l.MaxWatchesPerIdentity, "max-watches-per-identity", l.MaxWatchesPerIdentity,
+		"lock watch streams of a prefix (WatchDirLocks) one client identity may have open")
+	f.IntVar(&l.MaxWatches, "max-watches", l.MaxWatches, "lock watch streams of a prefix of all identities together")
+	f.IntVar(&l.MaxWatchesPerSession, "max-watches-per-session", l.MaxWatchesPerSession,
+		"lock watch streams of one session's locks open at once (the SDK keeps one per session)")
+	f.IntVar(&l.WatchBuffer, "watch-buffer", l.WatchBuffer,
+		"lock transitions a watch keeps for a slow watcher; one further behind is cut off and must list again")
+	f.IntVar(&l.MaxSessionsPerIdentity, "max-sessions-per-identity", l.MaxSessionsPerIdentity, "live sessions one client identity may hold")
+	f.IntVar(&l.MaxSessions, "max-sessions", l.MaxSessions, "live sessions of all identities together")
+	f.IntVar(&l.MaxLockWaitsPerIdentity, "max-lock-waits-per-identity", l.MaxLockWaitsPerIdentity,
+		"LockDir and UnlockDir calls of one identity waiting (with wait) at once")
 }
 
 func (e *env) serveNameServer(ctx context.Context, cfg nameserver.Config) error {
