@@ -133,6 +133,7 @@ const (
 // that a figure nobody can hold places no replica and sums of a cluster's
 // volumes stay far from overflowing.
 const MaxVolumeBytes int64 = 1 << 50
+
 // Limits are the nameserver's bounds per client; see DefaultLimits for
 // why each default is what it is.
 type Limits struct {
