@@ -232,7 +232,13 @@ func failover(ctx context.Context, c *common, dir string, trials int) ([]bench.R
 		return nil, err
 	}
 	defer setupConn.Close()
-	f := &failoverRun{c: c, g: g, setup: bfspb.NewNameServerClient(setupConn), root: c.root() + "/ha/failover"}
+	ownerConn, err := g.conn(g.client)
+	if err != nil {
+		return nil, err
+	}
+	defer ownerConn.Close()
+	f := &failoverRun{c: c, g: g, setup: bfspb.NewNameServerClient(setupConn), owner: bfspb.NewNameServerClient(ownerConn),
+		root: c.root() + "/ha/failover"}
 	samples := map[string][]time.Duration{}
 	failed := map[string]int64{}
 	for t := 1; t <= trials; t++ {
@@ -275,10 +281,13 @@ var (
 
 // failoverRun is the state the trials share.
 type failoverRun struct {
-	c     *common
-	g     *procGroup
-	setup bfspb.NameServerClient
-	root  string
+	c *common
+	g *procGroup
+	// setup waits for a steady group, as the admin; owner opens, uses
+	// and closes the probes' session, as the client the probes are (a
+	// session belongs to the identity that opened it).
+	setup, owner bfspb.NameServerClient
+	root         string
 }
 
 // trial makes one failover and returns when each row's event happened
@@ -364,7 +373,7 @@ func (f *failoverRun) trial(ctx context.Context, t int) (map[string]time.Duratio
 	}
 	// The session ends, closing its file and releasing its lock, so that
 	// no trial leaves work behind for the next.
-	if r, err := f.setup.CloseSession(ctx, &bfspb.CloseSessionRequest{SessionId: sid}); err != nil || r.Status != bfspb.StatusCode_OK {
+	if r, err := f.owner.CloseSession(ctx, &bfspb.CloseSessionRequest{SessionId: sid}); err != nil || r.Status != bfspb.StatusCode_OK {
 		f.c.progressf("failover trial %d: closing the probes' session: %v %v", t, r.GetStatus(), errors.Join(err, statusErr(r.GetStatus(), r.GetMessage())))
 	}
 	return got, nil
@@ -374,16 +383,16 @@ func (f *failoverRun) trial(ctx context.Context, t int) (map[string]time.Duratio
 // directory to lock in it, and the file open for write whose block is
 // asked for.
 func (f *failoverRun) prepare(ctx context.Context, t int) (sid, dir string, err error) {
-	open, err := f.setup.OpenSession(ctx, &bfspb.OpenSessionRequest{Holder: "bfsbench-ha-probe", TtlMs: sdk.DefaultSessionTTL.Milliseconds()})
+	open, err := f.owner.OpenSession(ctx, &bfspb.OpenSessionRequest{Holder: "bfsbench-ha-probe", TtlMs: sdk.DefaultSessionTTL.Milliseconds()})
 	if err = errors.Join(err, statusErr(open.GetStatus(), open.GetMessage())); err != nil {
 		return "", "", fmt.Errorf("open session: %w", err)
 	}
 	sid, dir = open.SessionId, fmt.Sprintf("%s/t%d", f.root, t)
-	mk, err := f.setup.Mkdir(ctx, &bfspb.MkdirRequest{Path: dir + "/locked", Mode: 0o755, Parents: true, SessionId: sid})
+	mk, err := f.owner.Mkdir(ctx, &bfspb.MkdirRequest{Path: dir + "/locked", Mode: 0o755, Parents: true, SessionId: sid})
 	if err = errors.Join(err, statusErr(mk.GetStatus(), mk.GetMessage())); err != nil {
 		return "", "", fmt.Errorf("mkdir %s/locked: %w", dir, err)
 	}
-	cr, err := f.setup.Create(ctx, &bfspb.CreateRequest{Path: dir + "/file", Mode: 0o644, Replication: 3, SessionId: sid, OpenForWrite: true})
+	cr, err := f.owner.Create(ctx, &bfspb.CreateRequest{Path: dir + "/file", Mode: 0o644, Replication: 3, SessionId: sid, OpenForWrite: true})
 	if err = errors.Join(err, statusErr(cr.GetStatus(), cr.GetMessage())); err != nil {
 		return "", "", fmt.Errorf("create %s/file: %w", dir, err)
 	}
