@@ -114,8 +114,10 @@
 //
 // A chunkserver ends a write stream that sent no packet for its idle
 // timeout (the application paused between writes): the Writer opens the
-// stream again at its next Write, Sync or Close, sends first the packets
-// it had not acknowledged, and keeps the replica. A session's lock watch
+// stream again at its next Write, Sync or Close, with a write token the
+// nameserver issues anew (the first may have expired during the pause; a
+// writer fenced meanwhile gets none), sends first the packets it had not
+// acknowledged, and keeps the replica. A session's lock watch
 // that the nameserver cuts off for falling behind starts again like a
 // broken one, and every Lock looks its lock up.
 //
