@@ -251,6 +251,16 @@ func TestLockWaitLimits(t *testing.T) {
 	r, err = ns.LockDir(ctx, &bfspb.LockDirRequest{Path: "/w", SessionId: third})
 	require.NoError(t, err)
 	require.Equal(t, bfspb.StatusCode_LOCKED, r.Status, "a call that does not wait is not held back")
+	// Nor one whose grant first cleans another session's open file: it
+	// waits for its own cleaning, which is no wait on another's lock.
+	mkdirAll(t, ns, "/c")
+	cr, err := ns.Create(ctx, &bfspb.CreateRequest{Path: "/c/f", Mode: 0o644, Replication: 1, SessionId: holder, OpenForWrite: true})
+	require.NoError(t, err)
+	require.Equal(t, bfspb.StatusCode_OK, cr.Status, cr.Message)
+	r, err = ns.LockDir(ctx, &bfspb.LockDirRequest{Path: "/c", SessionId: third})
+	require.NoError(t, err)
+	require.Equal(t, bfspb.StatusCode_OK, r.Status, "a grant that cleans first is not held back: %s", r.Message)
+	require.EqualValues(t, 1, refusals(limit.LockWaits))
 
 	applied := func() float64 { return nsMetric(t, c, "bfs_nameserver_raft_applied_entries_total") }
 	before := applied()

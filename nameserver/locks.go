@@ -96,7 +96,7 @@ func (srv *Server) LockDir(ctx context.Context, req *bfspb.LockDirRequest) (*bfs
 				refusedBy = &le.Lock
 			}
 		}
-		if leave == nil {
+		if leave == nil && refusedBy != before { // a wait for its own cleaning is no wait on another's lock
 			var err error
 			if leave, err = srv.enterWait(ctx); err != nil {
 				code, msg := statusOf(err)
