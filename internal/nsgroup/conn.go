@@ -178,8 +178,10 @@ func (c *Conn) redial(addr string, old *grpc.ClientConn) (*grpc.ClientConn, erro
 	if c.mu.closed {
 		return nil, status.Error(codes.Canceled, "nsgroup: connection closed")
 	}
-	if cur := c.mu.conns[addr]; cur != old {
-		return cur, nil // another call redialed it already
+	if cur := c.mu.conns[addr]; cur != old || old.GetState() != connectivity.TransientFailure {
+		// Another call redialed it already, or it has a transport again:
+		// a call may have been sent on it, which closing would cut off.
+		return cur, nil
 	}
 	cc, err := grpc.NewClient(addr, c.cfg.DialOptions...)
 	if err != nil {
